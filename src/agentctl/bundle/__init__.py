@@ -1,0 +1,1 @@
+"""Bundling a project into an immutable revision."""

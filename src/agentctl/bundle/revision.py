@@ -1,0 +1,147 @@
+"""The immutable revision: a deterministic archive of the project and its manifest.
+
+The same project gives the same bytes: entries are sorted, with fixed mtimes, modes and
+owners, and gzip carries no timestamp. The revision id is the SHA-256 of the manifest,
+which itself holds the SHA-256 of every file. `.env` and secrets are never included.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentctl.bundle.requirements import requirements_of
+from agentctl.project.loader import CONFIG_FILE, INSTRUCTIONS_FILE, USER_DIR
+from agentctl.project.model import McpServer, Project
+
+MANIFEST_FILE = "manifest.json"
+ARCHIVE_FILE = "revision.tar.gz"
+FORMAT_VERSION = 1
+_EPOCH = 315532800  # 1980-01-01, the oldest time every archive tool accepts
+USER_TEMPLATE = f"{USER_DIR}/{INSTRUCTIONS_FILE}"
+
+
+@dataclass(frozen=True)
+class Revision:
+    id: str
+    manifest: dict[str, Any]
+    archive: bytes
+
+    @property
+    def short_id(self) -> str:
+        return self.id[:12]
+
+    def write(self, folder: Path) -> Path:
+        """Write `revision.tar.gz` and `manifest.json` into `folder/<short id>/`."""
+        target = folder / self.short_id
+        target.mkdir(parents=True, exist_ok=True)
+        (target / ARCHIVE_FILE).write_bytes(self.archive)
+        (target / MANIFEST_FILE).write_text(json.dumps(self.manifest, indent=2) + "\n")
+        return target
+
+
+def build_revision(project: Project) -> Revision:
+    contents = _contents(project)
+    manifest = _manifest(project, contents)
+    manifest["id"] = hashlib.sha256(_canonical(manifest)).hexdigest()
+    contents[MANIFEST_FILE] = json.dumps(manifest, indent=2, sort_keys=True).encode() + b"\n"
+    return Revision(id=manifest["id"], manifest=manifest, archive=_archive(contents))
+
+
+def read_archive(data: bytes) -> dict[str, bytes]:
+    """The files of a revision archive, by path."""
+    files: dict[str, bytes] = {}
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        for member in tar.getmembers():
+            extracted = tar.extractfile(member)
+            if member.isfile() and extracted is not None:
+                files[member.name] = extracted.read()
+    return files
+
+
+def _contents(project: Project) -> dict[str, bytes]:
+    """Archive path -> bytes. The config file is always stored as agent.toml."""
+    contents = {
+        (CONFIG_FILE if path == project.config_file else path): (project.root / path).read_bytes()
+        for path in project.files
+    }
+    if project.user_template is not None:
+        contents.setdefault(USER_TEMPLATE, b"")
+    return contents
+
+
+def _manifest(project: Project, contents: dict[str, bytes]) -> dict[str, Any]:
+    requirements = requirements_of(project)
+    return {
+        "format": FORMAT_VERSION,
+        "agent": {"name": project.name, "model": project.model, "instructions": INSTRUCTIONS_FILE},
+        "sandbox": {
+            "provider": project.sandbox.provider,
+            "template": project.sandbox.template,
+            "image": project.sandbox.image,
+            "scope": project.sandbox.scope,
+        },
+        "auth": {"provider": project.auth.provider} if project.auth else None,
+        "skills": [
+            {"name": s.name, "description": s.description, "path": s.path} for s in project.skills
+        ],
+        "user_template": USER_TEMPLATE if project.user_template is not None else None,
+        "subagents": [
+            {
+                "name": sub.name,
+                "description": sub.description,
+                "model": sub.model or project.model,
+                "model_inherited": sub.model is None,
+                "path": sub.path,
+                "instructions": f"{sub.path}/{INSTRUCTIONS_FILE}",
+                "skills": [
+                    {"name": s.name, "description": s.description, "path": s.path}
+                    for s in sub.skills
+                ],
+                "mcp_servers": [_server(m) for m in sub.mcp_servers],
+            }
+            for sub in project.subagents
+        ],
+        "mcp_servers": [_server(m) for m in project.mcp_servers],
+        "packages": [p.requirement for p in requirements.packages],
+        "env": list(requirements.env_names),
+        "files": [
+            {"path": path, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+            for path, data in sorted(contents.items())
+        ],
+    }
+
+
+def _server(server: McpServer) -> dict[str, Any]:
+    """An MCP server as the manifest shows it: `${VAR}` templates, header names only."""
+    return {
+        "name": server.name,
+        "transport": server.transport,
+        "url": server.url,
+        "headers": sorted(server.headers),
+    }
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _archive(contents: dict[str, bytes]) -> bytes:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for path in sorted(contents):
+            data = contents[path]
+            info = tarfile.TarInfo(path)
+            info.size = len(data)
+            info.mtime = _EPOCH
+            info.mode = 0o644
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            tar.addfile(info, io.BytesIO(data))
+    return gzip.compress(raw.getvalue(), compresslevel=9, mtime=0)

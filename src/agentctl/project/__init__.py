@@ -1,0 +1,16 @@
+"""The agent project: its typed model, loading and validation, and scaffolding."""
+
+from __future__ import annotations
+
+from agentctl.project.loader import load_project
+from agentctl.project.model import AuthConfig, McpServer, Project, SandboxConfig, Skill, Subagent
+
+__all__ = [
+    "AuthConfig",
+    "McpServer",
+    "Project",
+    "SandboxConfig",
+    "Skill",
+    "Subagent",
+    "load_project",
+]

@@ -1,0 +1,302 @@
+"""Loading and validating an agent project. Every problem is collected, then raised at once."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, cast
+
+from agentctl.bundle.dependencies import MODEL_PROVIDERS
+from agentctl.errors import ConfigError, Problem
+from agentctl.project.envfile import read_env_file
+from agentctl.project.files import is_hidden, read_text, relative
+from agentctl.project.mcp import MCP_FILE, load_mcp
+from agentctl.project.model import (
+    AUTH_PROVIDERS,
+    SANDBOX_PROVIDERS,
+    SANDBOX_SCOPES,
+    AuthConfig,
+    McpServer,
+    Project,
+    SandboxConfig,
+    Skill,
+    Subagent,
+)
+from agentctl.project.rules import rule
+from agentctl.project.skills import load_skills
+from agentctl.project.toml_schema import MAIN_SCHEMA, SUBAGENT_SCHEMA, check_schema, read_toml
+
+CONFIG_FILE = "agent.toml"
+INSTRUCTIONS_FILE = "AGENTS.md"
+SKILLS_DIR = "skills"
+USER_DIR = "user"
+SUBAGENTS_DIR = "subagents"
+DEFAULT_MODEL = "openai:gpt-4.1"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
+def load_project(
+    config: str | Path = CONFIG_FILE, environ: Mapping[str, str] | None = None
+) -> Project:
+    """Load and validate the project whose agent.toml is `config` (or a folder holding one).
+
+    `.env` in the project root is read first; `environ` (default: `os.environ`) overrides it.
+    Raises `ConfigError` with every problem found.
+    """
+    path = Path(config)
+    if path.is_dir():
+        path = path / CONFIG_FILE
+    path = path.absolute()
+    root = path.parent
+    if not path.is_file():
+        raise ConfigError([rule("config-missing").problem(str(config))])
+    problems: list[Problem] = []
+    dotenv, env_problems = read_env_file(root)
+    problems += env_problems
+    env = {**dotenv, **(os.environ if environ is None else environ)}
+    data = read_toml(root, path, problems) or {}
+    config_file = relative(root, path)
+    sections = check_schema(config_file, data, MAIN_SCHEMA, problems)
+    agent = _agent_section(config_file, data, sections, problems)
+    name = _name(config_file, agent, problems) if agent is not None else ""
+    model = (agent or {}).get("model", DEFAULT_MODEL)
+    _check_model(config_file, model, problems)
+    sandbox = _sandbox(config_file, sections.get("sandbox", {}), problems)
+    auth = _auth(config_file, data, sections.get("auth"), problems)
+    instructions = _instructions(root, root / INSTRUCTIONS_FILE, problems)
+    skills = load_skills(root, root / SKILLS_DIR, problems)
+    user_template = _user_template(root, problems)
+    mcp_servers = _mcp(root, root, env, problems)
+    subagents = _subagents(root, env, problems)
+    if problems:
+        raise ConfigError(problems)
+    files = [config_file, INSTRUCTIONS_FILE]
+    files += [f for skill in skills for f in skill.files]
+    if (root / USER_DIR / INSTRUCTIONS_FILE).is_file():
+        files.append(f"{USER_DIR}/{INSTRUCTIONS_FILE}")
+    if (root / MCP_FILE).is_file():
+        files.append(MCP_FILE)
+    files += [f for sub in subagents for f in sub.files]
+    _check_no_secrets(root, files, dotenv)
+    return Project(
+        root=root,
+        config_file=config_file,
+        name=name,
+        model=model,
+        instructions=cast(str, instructions),
+        sandbox=sandbox,
+        auth=auth,
+        skills=skills,
+        user_template=user_template,
+        subagents=subagents,
+        mcp_servers=mcp_servers,
+        files=tuple(sorted(files)),
+        env=env,
+    )
+
+
+def _agent_section(
+    file: str, data: dict[str, Any], sections: dict[str, dict[str, str]], problems: list[Problem]
+) -> dict[str, str] | None:
+    """The [agent] table, or None (reported) when the section is missing."""
+    if "agent" not in data:
+        example = '[agent]\nname = "my-agent"'
+        problems.append(rule("section-missing").problem(file, "[agent]", example=example))
+        return None
+    return sections.get("agent", {})
+
+
+def valid_name(name: str) -> bool:
+    """Agent and subagent names: used in URLs, store namespaces and the `task` tool."""
+    return _NAME.fullmatch(name) is not None
+
+
+def _name(file: str, agent: dict[str, str], problems: list[Problem]) -> str:
+    name = agent.get("name")
+    if name is None:
+        problems.append(rule("required").problem(file, "[agent].name", example='name = "my-agent"'))
+        return ""
+    if not valid_name(name):
+        problems.append(rule("name-invalid").problem(file, "[agent].name", value=name))
+    return name
+
+
+def _check_model(file: str, model: str, problems: list[Problem]) -> None:
+    provider, sep, model_name = model.partition(":")
+    if not sep or not provider.strip() or not model_name.strip():
+        example = f"openai:{model.strip(':')}" if model.strip(":") else DEFAULT_MODEL
+        problems.append(
+            rule("model-format").problem(file, "[agent].model", value=model, example=example)
+        )
+    elif provider not in MODEL_PROVIDERS:
+        allowed = ", ".join(sorted(MODEL_PROVIDERS))
+        problems.append(
+            rule("model-provider-unknown").problem(
+                file, "[agent].model", provider=provider, allowed=allowed
+            )
+        )
+
+
+def _sandbox(file: str, section: dict[str, str], problems: list[Problem]) -> SandboxConfig:
+    fields: dict[str, Any] = {}
+    for key, allowed in (("provider", SANDBOX_PROVIDERS), ("scope", SANDBOX_SCOPES)):
+        if key in section:
+            if section[key] in allowed:
+                fields[key] = section[key]
+            else:
+                problems.append(
+                    rule("value-not-allowed").problem(
+                        file, f"[sandbox].{key}", value=section[key], allowed=", ".join(allowed)
+                    )
+                )
+    for key in ("template", "image"):
+        if key in section:
+            if section[key].strip():
+                fields[key] = section[key].strip()
+            else:
+                fix = f"remove it to use the default {MAIN_SCHEMA['sandbox'][key]}, or name one"
+                problems.append(rule("empty").problem(file, f"[sandbox].{key}", fix=fix))
+    return SandboxConfig(**fields)
+
+
+def _auth(
+    file: str, data: dict[str, Any], section: dict[str, str] | None, problems: list[Problem]
+) -> AuthConfig | None:
+    if "auth" not in data or section is None:
+        return None
+    provider = section.get("provider")
+    if provider is None:
+        problems.append(
+            rule("required").problem(file, "[auth].provider", example='provider = "idp_a"')
+        )
+        return None
+    if provider not in AUTH_PROVIDERS:
+        problems.append(
+            rule("value-not-allowed").problem(
+                file, "[auth].provider", value=provider, allowed=", ".join(AUTH_PROVIDERS)
+            )
+        )
+        return None
+    return AuthConfig(provider=provider)
+
+
+def _instructions(root: Path, path: Path, problems: list[Problem]) -> str | None:
+    if not path.is_file():
+        file = relative(root, path)
+        problems.append(rule("instructions-missing").problem(file))
+        return None
+    return read_text(root, path, problems)
+
+
+def _user_template(root: Path, problems: list[Problem]) -> str | None:
+    folder = root / USER_DIR
+    if not folder.is_dir():
+        return None
+    template = folder / INSTRUCTIONS_FILE
+    if not template.is_file():
+        return ""
+    return read_text(root, template, problems) or ""
+
+
+def _mcp(
+    root: Path, folder: Path, env: Mapping[str, str], problems: list[Problem]
+) -> tuple[McpServer, ...]:
+    path = folder / MCP_FILE
+    return load_mcp(root, path, env, problems) if path.is_file() else ()
+
+
+def _subagents(root: Path, env: Mapping[str, str], problems: list[Problem]) -> tuple[Subagent, ...]:
+    folder = root / SUBAGENTS_DIR
+    if not folder.is_dir():
+        return ()
+    subagents: list[Subagent] = []
+    seen: dict[str, str] = {}
+    for entry in sorted(folder.iterdir()):
+        if is_hidden(entry.name) or not entry.is_dir():
+            continue
+        sub = _subagent(root, entry, env, problems)
+        if sub is None:
+            continue
+        if sub.name in seen:
+            problems.append(
+                rule("subagent-name-duplicate").problem(
+                    f"{sub.path}/{CONFIG_FILE}", "[agent].name", name=sub.name, other=seen[sub.name]
+                )
+            )
+            continue
+        seen[sub.name] = sub.path
+        subagents.append(sub)
+    return tuple(subagents)
+
+
+def _subagent(
+    root: Path, folder: Path, env: Mapping[str, str], problems: list[Problem]
+) -> Subagent | None:
+    where = relative(root, folder)
+    config = f"{where}/{CONFIG_FILE}"
+    before = len(problems)
+    for required in (CONFIG_FILE, INSTRUCTIONS_FILE):
+        if not (folder / required).is_file():
+            file = f"{where}/{required}"
+            problems.append(rule("subagent-file-missing").problem(file))
+    if (folder / SUBAGENTS_DIR).exists():
+        nested = f"{where}/{SUBAGENTS_DIR}"
+        problems.append(rule("subagent-nested").problem(nested))
+    data = (
+        read_toml(root, folder / CONFIG_FILE, problems)
+        if (folder / CONFIG_FILE).is_file()
+        else None
+    )
+    agent: dict[str, str] | None = None
+    if data is not None:
+        sections = check_schema(config, data, SUBAGENT_SCHEMA, problems)
+        agent = _agent_section(config, data, sections, problems)
+    name = _name(config, agent, problems) if agent is not None else ""
+    description = (agent or {}).get("description")
+    if agent is not None and description is None:
+        example = 'description = "what it does, so the main agent knows when to delegate"'
+        problems.append(rule("required").problem(config, "[agent].description", example=example))
+    elif description is not None and not description.strip():
+        fix = "say what the subagent does, so the main agent knows when to delegate to it"
+        problems.append(rule("empty").problem(config, "[agent].description", fix=fix))
+    model = (agent or {}).get("model")
+    if model is not None:
+        _check_model(config, model, problems)
+    instructions = (
+        read_text(root, folder / INSTRUCTIONS_FILE, problems)
+        if (folder / INSTRUCTIONS_FILE).is_file()
+        else None
+    )
+    skills: tuple[Skill, ...] = load_skills(root, folder / SKILLS_DIR, problems)
+    mcp_servers = _mcp(root, folder, env, problems)
+    if len(problems) > before:
+        return None
+    files = [config, f"{where}/{INSTRUCTIONS_FILE}"]
+    files += [f for skill in skills for f in skill.files]
+    if (folder / MCP_FILE).is_file():
+        files.append(f"{where}/{MCP_FILE}")
+    return Subagent(
+        name=name,
+        description=cast(str, description).strip(),
+        model=model,
+        path=where,
+        instructions=cast(str, instructions),
+        skills=skills,
+        mcp_servers=mcp_servers,
+        files=tuple(files),
+    )
+
+
+def _check_no_secrets(root: Path, files: list[str], dotenv: Mapping[str, str]) -> None:
+    """Refuse to bundle a file that contains a secret value from .env."""
+    secrets = {name: value.encode() for name, value in dotenv.items() if len(value.strip()) >= 8}
+    problems = [
+        rule("secret-in-file").problem(file, name=name)
+        for file in files
+        for name, value in secrets.items()
+        if value in (root / file).read_bytes()
+    ]
+    if problems:
+        raise ConfigError(problems)

@@ -1,0 +1,100 @@
+"""The typed model of an agent project, as the loader produces it after validation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+SandboxProvider = Literal["none", "sandbox_a", "sandbox_b", "sandbox_c", "platform_sandbox"]
+SandboxScope = Literal["thread", "assistant"]
+AuthProvider = Literal["idp_a", "idp_b"]
+McpTransport = Literal["http", "sse"]
+
+SANDBOX_PROVIDERS: tuple[SandboxProvider, ...] = (
+    "none",
+    "sandbox_a",
+    "sandbox_b",
+    "sandbox_c",
+    "platform_sandbox",
+)
+SANDBOX_SCOPES: tuple[SandboxScope, ...] = ("thread", "assistant")
+AUTH_PROVIDERS: tuple[AuthProvider, ...] = ("idp_a", "idp_b")
+
+
+@dataclass(frozen=True)
+class SandboxConfig:
+    provider: SandboxProvider = "none"
+    template: str = "agent-deploy"
+    image: str = "python:3"
+    scope: SandboxScope = "thread"
+
+    @property
+    def enabled(self) -> bool:
+        return self.provider != "none"
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    provider: AuthProvider
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """One remote MCP server. `url` and `headers` keep their `${VAR}` references."""
+
+    name: str
+    transport: McpTransport
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    env_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+    path: str  # folder relative to the project root, e.g. "skills/review"
+    files: tuple[str, ...]  # every bundled file, relative to the project root
+
+
+@dataclass(frozen=True)
+class Subagent:
+    name: str
+    description: str
+    model: str | None  # None: inherits the main agent's model
+    path: str  # folder relative to the project root, e.g. "subagents/research"
+    instructions: str
+    skills: tuple[Skill, ...] = ()
+    mcp_servers: tuple[McpServer, ...] = ()
+    files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Project:
+    """A valid agent project. Built only by `agentctl.project.load_project`."""
+
+    root: Path
+    config_file: str  # agent.toml's path relative to root
+    name: str
+    model: str
+    instructions: str
+    sandbox: SandboxConfig = SandboxConfig()
+    auth: AuthConfig | None = None
+    skills: tuple[Skill, ...] = ()
+    user_template: str | None = None  # None: no user/ folder, so no per-user memory
+    subagents: tuple[Subagent, ...] = ()
+    mcp_servers: tuple[McpServer, ...] = ()
+    files: tuple[str, ...] = ()  # everything that goes into a revision, relative to root
+    env: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """Every model the project uses: the main agent's, then each subagent's own."""
+        seen = [self.model]
+        seen += [s.model for s in self.subagents if s.model and s.model not in seen]
+        return tuple(seen)
+
+    @property
+    def all_mcp_servers(self) -> tuple[McpServer, ...]:
+        return self.mcp_servers + tuple(m for s in self.subagents for m in s.mcp_servers)

@@ -1,0 +1,161 @@
+"""The rule table: every problem the project validator can report.
+
+Each rule has a stable id, a message template (what is wrong) and a fix template (how to
+fix it). `docs/errors.md` lists them all and `tests/corpus/<rule id>/` holds one broken
+project per rule; a test keeps the three in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agentctl.errors import Problem
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    message: str
+    fix: str
+
+    def problem(self, file: str, key: str = "", /, **fields: object) -> Problem:
+        """A problem at `file` and `key`; templates may name `{file}` and any of `fields`."""
+        fields = {"file": file, **fields}
+        return Problem(
+            file=file,
+            key=key,
+            message=self.message.format(**fields),
+            fix=self.fix.format(**fields),
+            rule=self.id,
+        )
+
+
+_RULES = [
+    # Files of the project.
+    Rule("config-missing", "not found", "run `agentctl init` here, or pass --config PATH"),
+    Rule("file-not-utf8", "is not UTF-8 text", "save the file as UTF-8"),
+    Rule(
+        "symlink-outside",
+        "is a link to a place outside the project",
+        "replace the link with a copy of what it points to",
+    ),
+    Rule(
+        "instructions-missing",
+        "is missing",
+        "create {file} with the agent's instructions (its system prompt)",
+    ),
+    # agent.toml structure and types.
+    Rule("toml-syntax", "is not valid TOML: {error}", "fix the syntax at the place named"),
+    Rule("unknown-section", "unknown section", "use only these sections: {allowed}"),
+    Rule("unknown-key", "unknown key", "use only these keys here: {allowed}"),
+    Rule("wrong-type", "must be {expected}, not {actual}", "write it as {example}"),
+    Rule("value-not-allowed", '"{value}" is not allowed', "use one of: {allowed}"),
+    Rule("section-missing", "section is missing", "add it, for example:\n{example}"),
+    Rule("required", "is required", "add {example}"),
+    Rule("empty", "must not be empty", "{fix}"),
+    Rule(
+        "name-invalid",
+        '"{value}" is not a valid name',
+        "use 1 to 64 letters, digits, '-' or '_', starting with a letter or digit",
+    ),
+    # Models.
+    Rule(
+        "model-format",
+        '"{value}" is not in provider:model form',
+        'write it as "{example}"',
+    ),
+    Rule(
+        "model-provider-unknown",
+        'unknown model provider "{provider}"',
+        "use one of: {allowed}",
+    ),
+    # Subagents.
+    Rule(
+        "subagent-file-missing",
+        "is missing",
+        "every subagent folder needs agent.toml and AGENTS.md; add {file} or remove the folder",
+    ),
+    Rule(
+        "subagent-name-duplicate",
+        '"{name}" is also the name of {other}',
+        "give every subagent a unique [agent].name",
+    ),
+    Rule(
+        "subagent-nested",
+        "subagents cannot have subagents",
+        "move {file} to the project's subagents/ folder",
+    ),
+    # mcp.json.
+    Rule("json-syntax", "is not valid JSON: {error}", "fix the syntax at the place named"),
+    Rule(
+        "mcp-shape",
+        "must be an object with a server map",
+        'write {{"mcpServers": {{"name": {{"url": "https://…/mcp", "transport": "http"}}}}}}',
+    ),
+    Rule(
+        "mcp-stdio",
+        "{why}, which a deployed agent cannot run",
+        'serve it over HTTP and set "url" with "transport": "http" (or "sse")',
+    ),
+    Rule(
+        "mcp-transport",
+        'transport "{value}" is not supported',
+        'use "http" (streamable HTTP) or "sse"',
+    ),
+    Rule("mcp-url", "{why}", 'set "url" to an http:// or https:// address of the server'),
+    Rule(
+        "env-unset",
+        "uses ${{{name}}}, which is not set",
+        "set {name} in the project's .env or in the environment",
+    ),
+    Rule(
+        "mcp-literal-secret",
+        "holds a literal credential, which would be bundled into the revision",
+        'write it as "${{NAME}}" (e.g. "Bearer ${{NAME}}") and set NAME in .env',
+    ),
+    Rule(
+        "secret-in-file",
+        "contains the value of {name} from .env",
+        "remove it from the file; the agent receives secrets through the environment only",
+    ),
+    # Skills.
+    Rule(
+        "skill-outside-folder",
+        "is not inside a skill folder",
+        "move it into skills/<skill-name>/ next to that skill's SKILL.md",
+    ),
+    Rule(
+        "skill-md-missing",
+        "has no SKILL.md",
+        "add {file}/SKILL.md with frontmatter `name: {name}` and a `description`",
+    ),
+    Rule(
+        "skill-frontmatter",
+        "{why}",
+        "start the file with:\n---\nname: {name}\n"
+        "description: what the skill does and when to use it\n---",
+    ),
+    Rule(
+        "skill-name-mismatch",
+        '"{value}" differs from its folder name "{name}"',
+        "set `name: {name}` or rename the folder to {value}",
+    ),
+    # .env.
+    Rule("env-syntax", "line {line} cannot be parsed", "write it as NAME=value"),
+]
+
+RULES: dict[str, Rule] = {rule.id: rule for rule in _RULES}
+
+
+def rule(rule_id: str) -> Rule:
+    return RULES[rule_id]
+
+
+def kind_of(value: object) -> str:
+    """How an error message names the type of a parsed TOML or JSON value."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    names = {str: "a string", list: "a list", dict: "a table/object", type(None): "null"}
+    return names.get(type(value), f"a {type(value).__name__}")

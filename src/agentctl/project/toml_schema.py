@@ -1,0 +1,85 @@
+"""Checking a parsed agent.toml against its allowed sections and keys."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from agentctl.errors import Problem
+from agentctl.project.files import read_text, relative
+from agentctl.project.rules import kind_of, rule
+
+# section -> key -> an example value shown in errors (every value is a string)
+Schema = dict[str, dict[str, str]]
+
+MAIN_SCHEMA: Schema = {
+    "agent": {"name": '"my-agent"', "model": '"openai:gpt-4.1"'},
+    "sandbox": {
+        "provider": '"none"',
+        "template": '"agent-deploy"',
+        "image": '"python:3"',
+        "scope": '"thread"',
+    },
+    "auth": {"provider": '"idp_a"'},
+}
+SUBAGENT_SCHEMA: Schema = {
+    "agent": {
+        "name": '"researcher"',
+        "description": '"Researches a topic in depth and reports back"',
+        "model": '"openai:gpt-4.1"',
+    },
+}
+
+
+def read_toml(root: Path, path: Path, problems: list[Problem]) -> dict[str, Any] | None:
+    text = read_text(root, path, problems)
+    if text is None:
+        return None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        problems.append(rule("toml-syntax").problem(relative(root, path), error=str(exc)))
+        return None
+
+
+def check_schema(
+    file: str, data: dict[str, Any], schema: Schema, problems: list[Problem]
+) -> dict[str, dict[str, str]]:
+    """The string-valued keys of the known sections; everything else becomes a problem."""
+    sections = ", ".join(f"[{name}]" for name in schema)
+    valid: dict[str, dict[str, str]] = {}
+    for section, table in data.items():
+        if section not in schema:
+            problems.append(rule("unknown-section").problem(file, f"[{section}]", allowed=sections))
+            continue
+        keys = schema[section]
+        if not isinstance(table, dict):
+            problems.append(
+                rule("wrong-type").problem(
+                    file,
+                    f"[{section}]",
+                    expected="a table",
+                    actual=kind_of(table),
+                    example=f"[{section}] on a line of its own, then its keys",
+                )
+            )
+            continue
+        valid[section] = {}
+        for key, value in table.items():
+            where = f"[{section}].{key}"
+            if key not in keys:
+                problems.append(rule("unknown-key").problem(file, where, allowed=", ".join(keys)))
+            elif not isinstance(value, str):
+                problems.append(
+                    rule("wrong-type").problem(
+                        file,
+                        where,
+                        expected="a string",
+                        actual=kind_of(value),
+                        example=f"{key} = {keys[key]}",
+                    )
+                )
+            else:
+                valid[section][key] = value
+    return valid
