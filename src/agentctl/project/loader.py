@@ -56,15 +56,18 @@ def load_project(
     dotenv, env_problems = read_env_file(root)
     problems += env_problems
     env = {**dotenv, **(os.environ if environ is None else environ)}
-    data = read_toml(root, path, problems) or {}
+    data = read_toml(root, path, problems)
     config_file = relative(root, path)
-    sections = check_schema(config_file, data, MAIN_SCHEMA, problems)
-    agent = _agent_section(config_file, data, sections, problems)
-    name = _name(config_file, agent, problems) if agent is not None else ""
+    sections: dict[str, dict[str, str]] = {}
+    agent = None
+    if data is not None:
+        sections = check_schema(config_file, data, MAIN_SCHEMA, problems)
+        agent = _agent_section(config_file, data, sections, problems)
+    name = _name(config_file, data, agent, problems)
     model = (agent or {}).get("model", DEFAULT_MODEL)
     _check_model(config_file, model, problems)
     sandbox = _sandbox(config_file, sections.get("sandbox", {}), problems)
-    auth = _auth(config_file, data, sections.get("auth"), problems)
+    auth = _auth(config_file, data or {}, sections.get("auth"), problems)
     instructions = _instructions(root, root / INSTRUCTIONS_FILE, problems)
     skills = load_skills(root, root / SKILLS_DIR, problems)
     user_template = _user_template(root, problems)
@@ -113,10 +116,23 @@ def valid_name(name: str) -> bool:
     return _NAME.fullmatch(name) is not None
 
 
-def _name(file: str, agent: dict[str, str], problems: list[Problem]) -> str:
+def _declared(data: dict[str, Any] | None, key: str) -> bool:
+    """Whether `[agent].key` is written at all (a value of the wrong type counts)."""
+    agent = (data or {}).get("agent")
+    return isinstance(agent, dict) and key in agent
+
+
+def _name(
+    file: str, data: dict[str, Any] | None, agent: dict[str, str] | None, problems: list[Problem]
+) -> str:
+    """`[agent].name`, reported when missing; "" when absent or unusable."""
+    if agent is None:
+        return ""
     name = agent.get("name")
     if name is None:
-        problems.append(rule("required").problem(file, "[agent].name", example='name = "my-agent"'))
+        if not _declared(data, "name"):
+            example = 'name = "my-agent"'
+            problems.append(rule("required").problem(file, "[agent].name", example=example))
         return ""
     if not valid_name(name):
         problems.append(rule("name-invalid").problem(file, "[agent].name", value=name))
@@ -253,9 +269,9 @@ def _subagent(
     if data is not None:
         sections = check_schema(config, data, SUBAGENT_SCHEMA, problems)
         agent = _agent_section(config, data, sections, problems)
-    name = _name(config, agent, problems) if agent is not None else ""
+    name = _name(config, data, agent, problems)
     description = (agent or {}).get("description")
-    if agent is not None and description is None:
+    if agent is not None and description is None and not _declared(data, "description"):
         example = 'description = "what it does, so the main agent knows when to delegate"'
         problems.append(rule("required").problem(config, "[agent].description", example=example))
     elif description is not None and not description.strip():

@@ -1,0 +1,40 @@
+# Development tasks. Every target installs what it needs into .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install lint format typecheck test check demo bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "agentctl needs Python 3.11 or newer")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+lint: install
+	$(BIN)/ruff check src tests scripts
+	$(BIN)/ruff format --check src tests scripts
+
+format: install
+	$(BIN)/ruff format src tests scripts
+	$(BIN)/ruff check --fix src tests scripts
+
+typecheck: install
+	$(BIN)/mypy
+
+test: install
+	$(BIN)/pytest -q
+
+check: lint typecheck test
+
+# The main job: scaffold ./demo and bundle it into a revision.
+demo: install
+	rm -rf demo && $(BIN)/agentctl init demo
+	cd demo && OPENAI_API_KEY=$${OPENAI_API_KEY:-scripted} ../$(BIN)/agentctl deploy --dry-run
+
+clean:
+	rm -rf $(VENV) demo .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from agentctl.cli import main
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    out: str
+    err: str
+
+
+RunCli = Callable[..., CliResult]
+WriteFiles = Callable[..., Path]
+
+
+@pytest.fixture
+def run_cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> RunCli:
+    """Run `agentctl ARGS` in process, in folder `cwd`, and capture what a user would see."""
+
+    def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> CliResult:
+        if cwd is not None:
+            monkeypatch.chdir(cwd)
+        for name, value in (env or {}).items():
+            monkeypatch.setenv(name, value)
+        capsys.readouterr()
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture
+def write_files(tmp_path: Path) -> WriteFiles:
+    """Write `{relative path: text}` under a fresh project folder and return the folder."""
+
+    def write(files: dict[str, str], folder: str = "project") -> Path:
+        root = tmp_path / folder
+        for rel, text in files.items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        root.mkdir(parents=True, exist_ok=True)
+        return root
+
+    return write
+
+
+@pytest.fixture(autouse=True)
+def _clean_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never see the developer's real keys."""
+    for name in ("OPENAI_API_KEY", "PLATFORM_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)

@@ -1,0 +1,157 @@
+"""`agentctl init` and `agentctl deploy --dry-run`, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from agentctl.cli import COMMANDS
+from agentctl.project import load_project
+from tests.conftest import RunCli
+
+SCAFFOLD = [".env", ".gitignore", "AGENTS.md", "agent.toml", "mcp.json", "skills/review/SKILL.md"]
+
+
+def test_init_creates_a_valid_project(run_cli: RunCli, tmp_path: Path) -> None:
+    result = run_cli("init", "demo", cwd=tmp_path)
+    assert result.exit_code == 0, result.err
+    root = tmp_path / "demo"
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()) == SCAFFOLD
+    for path in SCAFFOLD:
+        assert f"  {path}\n" in result.out
+    assert "cd demo" in result.out
+    assert "agentctl dev" in result.out
+    project = load_project(root, environ={})
+    assert (project.name, project.model) == ("demo", "openai:gpt-4.1")
+    assert [s.name for s in project.skills] == ["review"]
+    assert json.loads((root / "mcp.json").read_text()) == {"mcpServers": {}}
+    assert (root / ".env").stat().st_mode & 0o077 == 0
+
+
+def test_init_templates_document_every_allowed_value(tmp_path: Path, run_cli: RunCli) -> None:
+    run_cli("init", "demo", cwd=tmp_path)
+    toml = (tmp_path / "demo/agent.toml").read_text()
+    for value in ("none", "sandbox_a", "sandbox_b", "sandbox_c", "platform_sandbox"):
+        assert value in toml
+    for text in ("[sandbox]", "[auth]", "template", "image", "scope", "idp_a", "idp_b"):
+        assert f"# {text}" in toml or text in toml
+    env = (tmp_path / "demo/.env").read_text()
+    for name in ("OPENAI_API_KEY=", "PLATFORM_API_KEY=", "IDP_A_URL=", "IDP_B_SECRET_KEY="):
+        assert name in env
+
+
+def test_init_never_overwrites_without_force(run_cli: RunCli, tmp_path: Path) -> None:
+    root = tmp_path / "demo"
+    root.mkdir()
+    (root / "AGENTS.md").write_text("mine\n")
+    (root / "agent.toml").write_text("mine\n")
+    result = run_cli("init", "demo", cwd=tmp_path)
+    assert result.exit_code == 1
+    assert "error: these files already exist: AGENTS.md, agent.toml — pass --force" in result.err
+    assert (root / "AGENTS.md").read_text() == "mine\n"
+    assert not (root / "mcp.json").exists()
+
+
+def test_init_force_overwrites(run_cli: RunCli, tmp_path: Path) -> None:
+    root = tmp_path / "demo"
+    root.mkdir()
+    (root / "AGENTS.md").write_text("mine\n")
+    (root / ".gitignore").write_text("keep-me\n")
+    result = run_cli("init", "demo", "--force", cwd=tmp_path)
+    assert result.exit_code == 0
+    assert (root / "AGENTS.md").read_text() != "mine\n"
+    assert (root / ".gitignore").read_text() == "keep-me\n"
+
+
+def test_init_without_name_uses_the_current_folder(run_cli: RunCli, tmp_path: Path) -> None:
+    folder = tmp_path / "My Agent!"
+    folder.mkdir()
+    result = run_cli("init", cwd=folder)
+    assert result.exit_code == 0
+    assert 'name = "My-Agent"' in (folder / "agent.toml").read_text()
+    assert "cd " not in result.out
+
+
+def test_init_rejects_an_invalid_name(run_cli: RunCli, tmp_path: Path) -> None:
+    result = run_cli("init", "bad name", cwd=tmp_path)
+    assert result.exit_code == 1
+    assert 'error: "bad name" is not a valid agent name' in result.err
+    assert not (tmp_path / "bad name").exists()
+
+
+def test_dry_run_on_a_fresh_project_names_the_missing_key(run_cli: RunCli, tmp_path: Path) -> None:
+    run_cli("init", "demo", cwd=tmp_path)
+    result = run_cli("deploy", "--dry-run", cwd=tmp_path / "demo")
+    assert result.exit_code == 1
+    assert (
+        "error: missing environment variables: OPENAI_API_KEY (for model openai:gpt-4.1)"
+        in result.err
+    )
+    assert not (tmp_path / "demo/.agentctl/build").exists()
+
+
+def test_dry_run_bundles_and_summarizes(run_cli: RunCli, tmp_path: Path) -> None:
+    run_cli("init", "demo", cwd=tmp_path)
+    root = tmp_path / "demo"
+    with (root / ".env").open("a") as env:
+        env.write("OPENAI_API_KEY=sk-test-key-123456\n")
+    result = run_cli("deploy", "--dry-run", cwd=root)
+    assert result.exit_code == 0, result.err
+    assert "warning: PLATFORM_API_KEY is not set" in result.err
+    assert "Revision " in result.out
+    for label in ("agent", "model", "skills", "subagents", "mcp servers", "packages", "env"):
+        assert f"  {label} " in result.out
+    assert "review" in result.out
+    assert "OPENAI_API_KEY" in result.out
+    assert "sk-test-key-123456" not in result.out + result.err
+    [build] = (root / ".agentctl/build").iterdir()
+    assert str(build / "revision.tar.gz") in result.out
+    assert (root / ".agentctl/.gitignore").read_text().splitlines()[-1] == "*"
+    again = run_cli("deploy", "--dry-run", cwd=root)
+    assert again.out == result.out
+
+
+def test_real_deploy_requires_the_platform_key(run_cli: RunCli, tmp_path: Path) -> None:
+    run_cli("init", "demo", cwd=tmp_path)
+    result = run_cli("deploy", cwd=tmp_path / "demo", env={"OPENAI_API_KEY": "sk-1"})
+    assert result.exit_code == 1
+    assert "PLATFORM_API_KEY (for deploy)" in result.err
+
+
+def test_real_deploy_says_no_platform_is_configured(run_cli: RunCli, tmp_path: Path) -> None:
+    run_cli("init", "demo", cwd=tmp_path)
+    env = {"OPENAI_API_KEY": "sk-1", "PLATFORM_API_KEY": "pk-1"}
+    result = run_cli("deploy", cwd=tmp_path / "demo", env=env)
+    assert result.exit_code == 1
+    assert "error: no platform is configured" in result.err
+
+
+def test_help_imports_no_heavy_module() -> None:
+    code = (
+        "import sys\n"
+        "from agentctl.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('langgraph', 'langchain', 'deepagents', 'yaml', 'httpx') "
+        "if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "Commands:" in out.stdout
+    assert "HEAVY []" in out.stdout
+
+
+def test_every_command_is_documented() -> None:
+    root = Path(__file__).parents[1]
+    readme = (root / "README.md").read_text()
+    cli_doc = (root / "docs" / "cli.md").read_text()
+    for name in COMMANDS:
+        assert f"agentctl {name}" in readme
+        assert f"## `agentctl {name}" in cli_doc
+
+
+def test_unknown_command_is_a_usage_error(run_cli: RunCli) -> None:
+    result = run_cli("launch")
+    assert result.exit_code == 2
+    assert "No such command 'launch'" in result.err

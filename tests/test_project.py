@@ -1,0 +1,149 @@
+"""Loading a valid project: defaults, detection rules and the environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentctl.bundle.requirements import requirements_of
+from agentctl.project import load_project
+from agentctl.project.model import SandboxConfig
+from tests.conftest import WriteFiles
+
+SKILL = "---\nname: {name}\ndescription: {description}\n---\n# {name}\n"
+
+FULL_PROJECT = {
+    "agent.toml": (
+        '[agent]\nname = "demo"\nmodel = "anthropic:claude-sonnet-4-5"\n\n'
+        '[sandbox]\nprovider = "platform_sandbox"\nscope = "assistant"\n\n'
+        '[auth]\nprovider = "idp_b"\n'
+    ),
+    "AGENTS.md": "You help.\n",
+    ".env": "DOCS_TOKEN=from-dotenv\nIDP_B_SECRET_KEY=sk_test\n",
+    "skills/review/SKILL.md": SKILL.format(name="review", description="Reviews code"),
+    "skills/review/scripts/check.py": "print('ok')\n",
+    "skills/review/.cache/junk.txt": "hidden\n",
+    "skills/.draft/SKILL.md": "not a skill yet\n",
+    "user/AGENTS.md": "# About you\n",
+    "mcp.json": (
+        '{"mcpServers": {"docs": {"url": "https://docs.example.com/mcp", '
+        '"transport": "streamable_http", "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}},'
+        ' "events": {"url": "https://events.example.com/sse", "type": "sse"}}}'
+    ),
+    "subagents/research/agent.toml": (
+        '[agent]\nname = "research"\ndescription = "Digs into a topic"\n'
+        'model = "openai:gpt-4.1-mini"\n'
+    ),
+    "subagents/research/AGENTS.md": "Research carefully.\n",
+    "subagents/research/skills/search/SKILL.md": SKILL.format(
+        name="search", description="Searches well"
+    ),
+    "subagents/research/mcp.json": '{"mcpServers": {"web": {"url": "http://127.0.0.1:9/mcp"}}}',
+    "subagents/writer/agent.toml": '[agent]\nname = "writer"\ndescription = "Writes prose"\n',
+    "subagents/writer/AGENTS.md": "Write clearly.\n",
+    "subagents/.hidden/agent.toml": "not = [valid",
+    "README.md": "not bundled\n",
+}
+
+
+def test_minimal_project_gets_every_default(write_files: WriteFiles) -> None:
+    root = write_files({"agent.toml": '[agent]\nname = "tiny"\n', "AGENTS.md": "Hi\n"})
+    project = load_project(root / "agent.toml", environ={})
+    assert project.name == "tiny"
+    assert project.model == "openai:gpt-4.1"
+    assert project.sandbox == SandboxConfig("none", "agent-deploy", "python:3", "thread")
+    assert project.auth is None
+    assert project.user_template is None
+    assert (project.skills, project.subagents, project.mcp_servers) == ((), (), ())
+    assert project.files == ("AGENTS.md", "agent.toml")
+
+
+def test_full_project_is_detected_by_convention(write_files: WriteFiles) -> None:
+    root = write_files(FULL_PROJECT)
+    project = load_project(root, environ={})
+    assert project.sandbox.provider == "platform_sandbox"
+    assert project.sandbox.scope == "assistant"
+    assert project.auth is not None
+    assert project.auth.provider == "idp_b"
+    [review] = project.skills
+    assert review.files == ("skills/review/SKILL.md", "skills/review/scripts/check.py")
+    assert project.user_template == "# About you\n"
+    research, writer = project.subagents
+    assert (research.name, research.model, writer.model) == (
+        "research",
+        "openai:gpt-4.1-mini",
+        None,
+    )
+    assert [s.name for s in research.skills] == ["search"]
+    assert [m.name for m in research.mcp_servers] == ["web"]
+    assert writer.skills == ()
+    docs, events = project.mcp_servers
+    assert (docs.transport, events.transport) == ("http", "sse")
+    assert docs.headers == {"Authorization": "Bearer ${DOCS_TOKEN}"}
+    assert docs.env_names == ("DOCS_TOKEN",)
+    assert "README.md" not in project.files
+    assert not any("/." in f or f.startswith(".") for f in project.files)
+    assert project.models == ("anthropic:claude-sonnet-4-5", "openai:gpt-4.1-mini")
+
+
+def test_empty_user_folder_means_an_empty_template(write_files: WriteFiles) -> None:
+    root = write_files({"agent.toml": '[agent]\nname = "a"\n', "AGENTS.md": "Hi\n"})
+    (root / "user").mkdir()
+    assert load_project(root, environ={}).user_template == ""
+
+
+def test_environment_wins_over_dotenv(write_files: WriteFiles) -> None:
+    root = write_files(FULL_PROJECT)
+    project = load_project(root, environ={"DOCS_TOKEN": "from-environment"})
+    assert project.env["DOCS_TOKEN"] == "from-environment"
+    assert project.env["IDP_B_SECRET_KEY"] == "sk_test"
+
+
+def test_dependency_table_drives_packages_and_env(write_files: WriteFiles) -> None:
+    root = write_files(FULL_PROJECT)
+    needs = requirements_of(load_project(root, environ={}))
+    assert [p.name for p in needs.packages] == [
+        "langchain-anthropic",
+        "langchain-mcp-adapters",
+        "langchain-openai",
+    ]
+    assert needs.env_names == (
+        "ANTHROPIC_API_KEY",
+        "DOCS_TOKEN",
+        "IDP_B_SECRET_KEY",
+        "OPENAI_API_KEY",
+        "PLATFORM_API_KEY",
+    )
+    missing = {need.name: need.reason for need in needs.missing_env({"DOCS_TOKEN": "x"})}
+    assert missing["OPENAI_API_KEY"] == "model openai:gpt-4.1-mini"
+    assert missing["PLATFORM_API_KEY"] == "sandbox platform_sandbox"
+    assert "DOCS_TOKEN" not in missing
+
+
+def test_partner_sandbox_and_idp_a_needs(write_files: WriteFiles) -> None:
+    root = write_files(
+        {
+            "agent.toml": (
+                '[agent]\nname = "a"\nmodel = "bedrock_converse:anthropic.claude"\n'
+                '[sandbox]\nprovider = "sandbox_b"\n[auth]\nprovider = "idp_a"\n'
+            ),
+            "AGENTS.md": "Hi\n",
+        }
+    )
+    needs = requirements_of(load_project(root, environ={}))
+    assert [p.name for p in needs.packages] == ["langchain-aws", "langchain-modal"]
+    assert set(needs.env_names) == {
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_DEFAULT_REGION",
+        "MODAL_TOKEN_ID",
+        "MODAL_TOKEN_SECRET",
+        "IDP_A_URL",
+        "IDP_A_PUBLISHABLE_DEFAULT_KEY",
+    }
+
+
+def test_odd_file_name_config_is_accepted(write_files: WriteFiles) -> None:
+    root = write_files({"prod.toml": '[agent]\nname = "p"\n', "AGENTS.md": "Hi\n"})
+    project = load_project(root / "prod.toml", environ={})
+    assert project.config_file == "prod.toml"
+    assert Path(project.root) == root
