@@ -147,3 +147,20 @@ def test_odd_file_name_config_is_accepted(write_files: WriteFiles) -> None:
     project = load_project(root / "prod.toml", environ={})
     assert project.config_file == "prod.toml"
     assert Path(project.root) == root
+
+
+def test_approval_gates_are_parsed(write_files: WriteFiles) -> None:
+    root = write_files(
+        {
+            "agent.toml": (
+                '[agent]\nname = "a"\n[interrupt_on]\nwrite_file = true\nread_file = false\n'
+                'send = { allowed_decisions = ["reject", "approve"] }\n'
+            ),
+            "AGENTS.md": "Hi\n",
+        }
+    )
+    gates = load_project(root, environ={}).interrupt_on
+    assert {tool: gate.allowed_decisions for tool, gate in gates.items()} == {
+        "write_file": ("approve", "edit", "reject"),
+        "send": ("approve", "reject"),
+    }

@@ -88,6 +88,10 @@ def _manifest(project: Project, contents: dict[str, bytes]) -> dict[str, Any]:
             "scope": project.sandbox.scope,
         },
         "auth": {"provider": project.auth.provider} if project.auth else None,
+        "interrupt_on": {
+            tool: {"allowed_decisions": list(gate.allowed_decisions)}
+            for tool, gate in sorted(project.interrupt_on.items())
+        },
         "skills": [
             {"name": s.name, "description": s.description, "path": s.path} for s in project.skills
         ],

@@ -15,8 +15,10 @@ from agentctl.project.files import is_hidden, read_text, relative
 from agentctl.project.mcp import MCP_FILE, load_mcp
 from agentctl.project.model import (
     AUTH_PROVIDERS,
+    DECISIONS,
     SANDBOX_PROVIDERS,
     SANDBOX_SCOPES,
+    ApprovalGate,
     AuthConfig,
     McpServer,
     Project,
@@ -24,7 +26,7 @@ from agentctl.project.model import (
     Skill,
     Subagent,
 )
-from agentctl.project.rules import rule
+from agentctl.project.rules import kind_of, rule
 from agentctl.project.skills import load_skills
 from agentctl.project.toml_schema import MAIN_SCHEMA, SUBAGENT_SCHEMA, check_schema, read_toml
 
@@ -68,6 +70,7 @@ def load_project(
     _check_model(config_file, model, problems)
     sandbox = _sandbox(config_file, sections.get("sandbox", {}), problems)
     auth = _auth(config_file, data or {}, sections.get("auth"), problems)
+    gates = approval_gates(config_file, (data or {}).get("interrupt_on"), problems)
     instructions = _instructions(root, root / INSTRUCTIONS_FILE, problems)
     skills = load_skills(root, root / SKILLS_DIR, problems)
     user_template = _user_template(root, problems)
@@ -91,6 +94,7 @@ def load_project(
         instructions=cast(str, instructions),
         sandbox=sandbox,
         auth=auth,
+        interrupt_on=gates,
         skills=skills,
         user_template=user_template,
         subagents=subagents,
@@ -196,6 +200,62 @@ def _auth(
         )
         return None
     return AuthConfig(provider=provider)
+
+
+def approval_gates(file: str, table: Any, problems: list[Problem]) -> dict[str, ApprovalGate]:
+    """`[interrupt_on]`: tool name -> `true`/`false` or `{ allowed_decisions = [...] }`."""
+    if not isinstance(table, dict):
+        return {}
+    gates: dict[str, ApprovalGate] = {}
+    allowed = ", ".join(DECISIONS)
+    for tool, value in table.items():
+        key = f"[interrupt_on].{tool}"
+        if isinstance(value, bool):
+            if value:
+                gates[tool] = ApprovalGate(DECISIONS)
+            continue
+        if not isinstance(value, dict):
+            problems.append(
+                rule("wrong-type").problem(
+                    file,
+                    key,
+                    expected="true, false or a table",
+                    actual=kind_of(value),
+                    example=f'{tool} = {{ allowed_decisions = ["approve", "reject"] }}',
+                )
+            )
+            continue
+        for extra in sorted(set(value) - {"allowed_decisions"}):
+            problems.append(
+                rule("unknown-key").problem(file, f"{key}.{extra}", allowed="allowed_decisions")
+            )
+        decisions = value.get("allowed_decisions")
+        where = f"{key}.allowed_decisions"
+        if decisions is None:
+            example = 'allowed_decisions = ["approve", "edit", "reject"]'
+            problems.append(rule("required").problem(file, where, example=example))
+            continue
+        if not isinstance(decisions, list) or not all(isinstance(d, str) for d in decisions):
+            problems.append(
+                rule("wrong-type").problem(
+                    file,
+                    where,
+                    expected="a list of strings",
+                    actual=kind_of(decisions),
+                    example='allowed_decisions = ["approve", "edit", "reject"]',
+                )
+            )
+            continue
+        if not decisions:
+            problems.append(rule("empty").problem(file, where, fix=f"list some of: {allowed}"))
+        for decision in decisions:
+            if decision not in DECISIONS:
+                problems.append(
+                    rule("value-not-allowed").problem(file, where, value=decision, allowed=allowed)
+                )
+        if decisions and set(decisions) <= set(DECISIONS):
+            gates[tool] = ApprovalGate(tuple(d for d in DECISIONS if d in decisions))
+    return gates
 
 
 def _instructions(root: Path, path: Path, problems: list[Problem]) -> str | None:

@@ -20,6 +20,8 @@ SANDBOX_PROVIDERS: tuple[SandboxProvider, ...] = (
 )
 SANDBOX_SCOPES: tuple[SandboxScope, ...] = ("thread", "assistant")
 AUTH_PROVIDERS: tuple[AuthProvider, ...] = ("idp_a", "idp_b")
+Decision = Literal["approve", "edit", "reject"]
+DECISIONS: tuple[Decision, ...] = ("approve", "edit", "reject")
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,13 @@ class SandboxConfig:
 @dataclass(frozen=True)
 class AuthConfig:
     provider: AuthProvider
+
+
+@dataclass(frozen=True)
+class ApprovalGate:
+    """A tool call that pauses the run until a person decides."""
+
+    allowed_decisions: tuple[Decision, ...]
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,7 @@ class Project:
     instructions: str
     sandbox: SandboxConfig = SandboxConfig()
     auth: AuthConfig | None = None
+    interrupt_on: dict[str, ApprovalGate] = field(default_factory=dict)
     skills: tuple[Skill, ...] = ()
     user_template: str | None = None  # None: no user/ folder, so no per-user memory
     subagents: tuple[Subagent, ...] = ()

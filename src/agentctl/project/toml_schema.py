@@ -22,7 +22,11 @@ MAIN_SCHEMA: Schema = {
         "scope": '"thread"',
     },
     "auth": {"provider": '"idp_a"'},
+    # Keys are tool names; values are checked by the loader (see `approval_gates`).
+    "interrupt_on": {},
 }
+# Sections whose keys are the user's own names, not ours.
+OPEN_SECTIONS = ("interrupt_on",)
 SUBAGENT_SCHEMA: Schema = {
     "agent": {
         "name": '"researcher"',
@@ -66,6 +70,8 @@ def check_schema(
             )
             continue
         valid[section] = {}
+        if section in OPEN_SECTIONS:
+            continue
         for key, value in table.items():
             where = f"[{section}].{key}"
             if key not in keys:
