@@ -1,0 +1,150 @@
+"""A revision becomes a compiled deep agent: model, instructions, skills, memory, subagents,
+MCP tools and approval gates, checked when it is loaded rather than at the first message."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from deepagents import FilesystemMiddleware, create_deep_agent
+from deepagents.middleware.subagents import GENERAL_PURPOSE_SUBAGENT
+
+from agentctl.errors import UserError
+from agentctl.project.model import Project, Skill
+from agentctl.runtime import memory
+from agentctl.runtime.mcp_tools import load_mcp_tools
+from agentctl.runtime.models import create_models
+from agentctl.runtime.namespaces import shared_namespace, subagent_namespace
+
+BUILTIN_TOOLS = frozenset(
+    {"ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep", "execute", "task"}
+)
+GENERAL_PURPOSE = "general-purpose"
+
+
+@dataclass
+class AgentRuntime:
+    """One loaded revision: its project, its compiled graph and the tools it was given."""
+
+    project: Project
+    revision_id: str
+    graph: Any  # langgraph CompiledStateGraph
+    tool_names: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def name(self) -> str:
+        return self.project.name
+
+
+async def load_agent(
+    project: Project,
+    revision_id: str,
+    *,
+    store: Any,
+    checkpointer: Any,
+    env: Mapping[str, str] | None = None,
+) -> AgentRuntime:
+    """Build the agent of `project` and seed its shared memory into `store`.
+
+    Raises a `UserError` naming what to install, set or fix when the model, an MCP server or
+    an approval gate cannot work.
+    """
+    if project.sandbox.enabled:
+        raise UserError(
+            f'[sandbox] provider "{project.sandbox.provider}" is not yet available in this '
+            'release — remove the [sandbox] section or set provider = "none"'
+        )
+    env = os.environ if env is None else env
+    models = create_models(project.models)
+    main_tools = await load_mcp_tools(project.mcp_servers, env)
+    subagent_names = [sub.name for sub in project.subagents]
+    subagents: list[dict[str, Any]] = [
+        {
+            **GENERAL_PURPOSE_SUBAGENT,
+            "tools": main_tools,
+            "permissions": memory.subagent_permissions(None),
+            "middleware": [
+                FilesystemMiddleware(backend=memory.subagent_backend(project.name, None))
+            ],
+        }
+    ]
+    tool_names = set(BUILTIN_TOOLS) | {tool.name for tool in main_tools}
+    for sub in project.subagents:
+        own_tools = await load_mcp_tools(sub.mcp_servers, env)
+        tool_names |= {tool.name for tool in own_tools}
+        backend = memory.subagent_backend(project.name, sub.name)
+        spec: dict[str, Any] = {
+            "name": sub.name,
+            "description": sub.description,
+            "system_prompt": sub.instructions,
+            "model": models[sub.model or project.model],
+            "tools": [*main_tools, *own_tools],
+            "permissions": memory.subagent_permissions(sub.name),
+            "middleware": [FilesystemMiddleware(backend=backend)],
+        }
+        if sub.skills:
+            spec["skills"] = [f"{memory.MEMORIES}/subagents/{sub.name}/skills/"]
+        subagents.append(spec)
+    unknown = sorted(set(project.interrupt_on) - tool_names)
+    if unknown:
+        raise UserError(
+            f"{project.config_file}: [interrupt_on]: {', '.join(unknown)} "
+            f"{'is not a tool' if len(unknown) == 1 else 'are not tools'} of this agent — "
+            f"use the name of one of its tools: {', '.join(sorted(tool_names))}"
+        )
+    user_memory = project.user_template is not None
+    middleware: list[Any] = []
+    if user_memory:
+        middleware.append(memory.SeedUserMemory(project.name, project.user_template or ""))
+    graph = create_deep_agent(
+        model=models[project.model],
+        tools=main_tools,
+        system_prompt=project.instructions,
+        subagents=subagents,
+        skills=[f"{memory.MEMORIES}/skills/"] if project.skills else None,
+        memory=[memory.USER_MEMORY_FILE] if user_memory else None,
+        permissions=memory.MAIN_PERMISSIONS,
+        backend=memory.main_backend(project.name, subagent_names, user_memory=user_memory),
+        interrupt_on={
+            tool: {"allowed_decisions": list(gate.allowed_decisions)}
+            for tool, gate in project.interrupt_on.items()
+        }
+        or None,
+        middleware=middleware,
+        store=store,
+        checkpointer=checkpointer,
+        name=project.name,
+    )
+    await seed_revision(project, store)
+    return AgentRuntime(project, revision_id, graph, frozenset(tool_names))
+
+
+async def seed_revision(project: Project, store: Any) -> None:
+    """Re-seed the shared memory and each subagent's seeds from the revision.
+
+    User memory is never touched here.
+    """
+    shared = {"/AGENTS.md": project.instructions.encode("utf-8")}
+    shared.update(_skill_files(project, project.skills))
+    await memory.reseed(store, shared_namespace(project.name), shared)
+    for sub in project.subagents:
+        seeds = {"/AGENTS.md": sub.instructions.encode("utf-8")}
+        seeds.update(_skill_files(project, sub.skills, base=sub.path))
+        await memory.reseed(
+            store,
+            subagent_namespace(project.name, sub.name),
+            seeds,
+            owned=lambda key: key == "/AGENTS.md" or key.startswith("/skills/"),
+        )
+
+
+def _skill_files(project: Project, skills: tuple[Skill, ...], base: str = "") -> dict[str, bytes]:
+    """Skill files keyed as the memory route sees them: `/skills/<name>/...`."""
+    prefix = f"{base}/" if base else ""
+    return {
+        "/" + path.removeprefix(prefix): (project.root / path).read_bytes()
+        for skill in skills
+        for path in skill.files
+    }

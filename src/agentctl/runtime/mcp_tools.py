@@ -1,0 +1,65 @@
+"""Tools of remote MCP servers, loaded once per revision; an unreachable server is an error."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agentctl.errors import UserError
+from agentctl.project.mcp import expand
+from agentctl.project.model import McpServer
+
+
+class McpLoadError(UserError):
+    """An MCP server could not be reached or listed when the revision was loaded."""
+
+
+async def load_mcp_tools(servers: Sequence[McpServer], env: Mapping[str, str]) -> list[Any]:
+    """Every tool of every server, in order. Each server is listed on its own, so the error
+    names the one that failed (with its url as written, never with expanded secrets)."""
+    if not servers:
+        return []
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+
+    connections: dict[str, Any] = {
+        server.name: {
+            "transport": "streamable_http" if server.transport == "http" else "sse",
+            "url": expand(server.url, env),
+            "headers": {name: expand(value, env) for name, value in server.headers.items()},
+        }
+        for server in servers
+    }
+    client = MultiServerMCPClient(connections, tool_name_prefix=False, handle_tool_errors=True)
+    tools: list[Any] = []
+    offered_by: dict[str, str] = {}
+    for server in servers:
+        try:
+            listed = await client.get_tools(server_name=server.name)
+        except Exception as exc:
+            reason = _reason(exc).replace(connections[server.name]["url"], server.url)
+            raise McpLoadError(
+                f'MCP server "{server.name}" ({server.url}) could not be listed: {reason}'
+                " — check that it is running and reachable, and its url and headers in mcp.json"
+            ) from None
+        if not listed:
+            raise McpLoadError(
+                f'MCP server "{server.name}" ({server.url}) offers no tools — remove it from '
+                "mcp.json or check the server"
+            )
+        for tool in listed:
+            if tool.name in offered_by:
+                raise McpLoadError(
+                    f'tool "{tool.name}" is offered by both MCP servers "{offered_by[tool.name]}"'
+                    f' and "{server.name}" — remove one of them'
+                )
+            offered_by[tool.name] = server.name
+        tools += listed
+    return tools
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost causes of an error, without exception-group noise."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(dict.fromkeys(_reason(inner) for inner in exc.exceptions))
+    text = str(exc).split("\n")[0] or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"

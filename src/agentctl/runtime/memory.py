@@ -1,0 +1,284 @@
+"""The `/memories/` filesystem of an agent: store-backed routes, permissions and seeding.
+
+| path                              | main agent   | subagent S           | scope          |
+|-----------------------------------|--------------|----------------------|----------------|
+| /memories/AGENTS.md, skills/**    | read         | none                 | assistant      |
+| /memories/user/**                 | read, write  | none                 | per user       |
+| /memories/subagents/S/**          | read         | read, write (own S)  | per subagent   |
+
+The namespaces behind each route are in `agentctl.runtime.namespaces`.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from deepagents import FilesystemPermission
+from deepagents.backends import CompositeBackend, StateBackend, StoreBackend
+from deepagents.backends.protocol import (
+    BackendProtocol,
+    DeleteResult,
+    EditResult,
+    FileDownloadResponse,
+    FileUploadResponse,
+    GlobResult,
+    GrepResult,
+    LsResult,
+    ReadResult,
+    WriteResult,
+)
+from deepagents.backends.utils import create_file_data
+from langchain.agents.middleware import AgentMiddleware
+from langgraph.config import get_config
+from langgraph.store.base import BaseStore
+
+from agentctl.runtime.namespaces import shared_namespace, subagent_namespace, user_namespace
+
+MEMORIES = "/memories"
+USER_ID_KEY = "graph_auth_user_id"  # in config["configurable"], set by the server
+USER_MEMORY_FILE = f"{MEMORIES}/user/AGENTS.md"
+NO_USER = "User memory is not available in this conversation: no user is signed in."
+
+T = TypeVar("T")
+
+
+def current_user_id() -> str | None:
+    """The authenticated user of the running graph, or None."""
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:
+        return None
+    user = configurable.get(USER_ID_KEY)
+    return user if isinstance(user, str) and user else None
+
+
+class UserMemoryBackend(BackendProtocol):  # type: ignore[misc]
+    """`/memories/user/`: the signed-in user's own namespace; without a user, an empty,
+    unwritable folder, so user memory is skipped with neither reads, writes nor errors."""
+
+    def __init__(self, assistant: str) -> None:
+        self._store = StoreBackend(namespace=lambda _: user_namespace(assistant, _user()))
+
+    def _pick(self, with_user: Callable[[], T], without: Callable[[], T]) -> T:
+        return with_user() if current_user_id() else without()
+
+    async def _apick(self, with_user: Callable[[], Awaitable[T]], without: Callable[[], T]) -> T:
+        return await with_user() if current_user_id() else without()
+
+    def ls(self, path: str) -> LsResult:
+        return self._pick(lambda: self._store.ls(path), LsResult)
+
+    async def als(self, path: str) -> LsResult:
+        return await self._apick(lambda: self._store.als(path), LsResult)
+
+    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
+        return self._pick(
+            lambda: self._store.read(file_path, offset, limit), lambda: ReadResult(error=NO_USER)
+        )
+
+    async def aread(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
+        return await self._apick(
+            lambda: self._store.aread(file_path, offset, limit), lambda: ReadResult(error=NO_USER)
+        )
+
+    def write(self, file_path: str, content: str) -> WriteResult:
+        return self._pick(
+            lambda: self._store.write(file_path, content), lambda: WriteResult(error=NO_USER)
+        )
+
+    async def awrite(self, file_path: str, content: str) -> WriteResult:
+        return await self._apick(
+            lambda: self._store.awrite(file_path, content), lambda: WriteResult(error=NO_USER)
+        )
+
+    def edit(self, file_path: str, old: str, new: str, replace_all: bool = False) -> EditResult:
+        return self._pick(
+            lambda: self._store.edit(file_path, old, new, replace_all),
+            lambda: EditResult(error=NO_USER),
+        )
+
+    async def aedit(
+        self, file_path: str, old: str, new: str, replace_all: bool = False
+    ) -> EditResult:
+        return await self._apick(
+            lambda: self._store.aedit(file_path, old, new, replace_all),
+            lambda: EditResult(error=NO_USER),
+        )
+
+    def delete(self, file_path: str) -> DeleteResult:
+        return self._pick(
+            lambda: self._store.delete(file_path), lambda: DeleteResult(error=NO_USER)
+        )
+
+    async def adelete(self, file_path: str) -> DeleteResult:
+        return await self._apick(
+            lambda: self._store.adelete(file_path), lambda: DeleteResult(error=NO_USER)
+        )
+
+    def glob(self, pattern: str, path: str | None = None) -> GlobResult:
+        return self._pick(lambda: self._store.glob(pattern, path), GlobResult)
+
+    async def aglob(self, pattern: str, path: str | None = None) -> GlobResult:
+        return await self._apick(lambda: self._store.aglob(pattern, path), GlobResult)
+
+    def grep(
+        self, pattern: str, path: str | None = None, glob: str | None = None, **kwargs: Any
+    ) -> GrepResult:
+        return self._pick(lambda: self._store.grep(pattern, path, glob, **kwargs), GrepResult)
+
+    async def agrep(
+        self, pattern: str, path: str | None = None, glob: str | None = None, **kwargs: Any
+    ) -> GrepResult:
+        return await self._apick(
+            lambda: self._store.agrep(pattern, path, glob, **kwargs), GrepResult
+        )
+
+    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        return self._pick(lambda: self._store.download_files(paths), lambda: _not_found(paths))
+
+    async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        return await self._apick(
+            lambda: self._store.adownload_files(paths), lambda: _not_found(paths)
+        )
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        return self._pick(lambda: self._store.upload_files(files), lambda: _denied(files))
+
+    async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        return await self._apick(lambda: self._store.aupload_files(files), lambda: _denied(files))
+
+
+def _user() -> str:
+    user = current_user_id()
+    if user is None:  # UserMemoryBackend checks first; this is a guard, not a path
+        raise RuntimeError("user memory used without a user")
+    return user
+
+
+def _not_found(paths: list[str]) -> list[FileDownloadResponse]:
+    return [FileDownloadResponse(path=p, error="file_not_found") for p in paths]
+
+
+def _denied(files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+    return [FileUploadResponse(path=p, error="permission_denied") for p, _ in files]
+
+
+def main_backend(assistant: str, subagents: Sequence[str], *, user_memory: bool) -> BackendProtocol:
+    """The main agent's filesystem: thread scratch space plus every `/memories/` route.
+
+    The inner composite makes `ls`, `glob` and `grep` over `/memories/` merge its routes.
+    """
+    routes: dict[str, BackendProtocol] = {
+        f"/subagents/{name}/": StoreBackend(namespace=_fixed(subagent_namespace(assistant, name)))
+        for name in subagents
+    }
+    if user_memory:
+        routes["/user/"] = UserMemoryBackend(assistant)
+    memories = CompositeBackend(
+        default=StoreBackend(namespace=_fixed(shared_namespace(assistant))), routes=routes
+    )
+    return CompositeBackend(default=StateBackend(), routes={f"{MEMORIES}/": memories})
+
+
+def subagent_backend(assistant: str, subagent: str | None) -> BackendProtocol:
+    """A subagent's filesystem: thread scratch space and only its own memory folder."""
+    routes: dict[str, BackendProtocol] = {}
+    if subagent is not None:
+        namespace = subagent_namespace(assistant, subagent)
+        routes[f"{MEMORIES}/subagents/{subagent}/"] = StoreBackend(namespace=_fixed(namespace))
+    return CompositeBackend(default=StateBackend(), routes=routes)
+
+
+def _fixed(namespace: tuple[str, ...]) -> Callable[[Any], tuple[str, ...]]:
+    return lambda _: namespace
+
+
+def _both(path: str) -> list[str]:
+    """A folder and everything under it (a `/x/**` glob does not match `/x` itself)."""
+    return [path, f"{path}/**"]
+
+
+MAIN_PERMISSIONS = [
+    FilesystemPermission(operations=["write"], paths=_both(f"{MEMORIES}/user"), mode="allow"),
+    FilesystemPermission(operations=["write"], paths=_both(MEMORIES), mode="deny"),
+]
+
+
+def subagent_permissions(subagent: str | None) -> list[FilesystemPermission]:
+    own = (
+        [
+            FilesystemPermission(
+                operations=["read", "write"],
+                paths=_both(f"{MEMORIES}/subagents/{subagent}"),
+                mode="allow",
+            )
+        ]
+        if subagent
+        else []
+    )
+    return [
+        *own,
+        FilesystemPermission(operations=["read", "write"], paths=_both(MEMORIES), mode="deny"),
+    ]
+
+
+def file_value(data: bytes) -> dict[str, Any]:
+    """A store value for a file, the way deepagents' StoreBackend keeps it."""
+    try:
+        file: Any = create_file_data(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        file = create_file_data(base64.b64encode(data).decode("ascii"), encoding="base64")
+    return dict(file)
+
+
+async def reseed(
+    store: BaseStore,
+    namespace: tuple[str, ...],
+    files: dict[str, bytes],
+    owned: Callable[[str], bool] = lambda key: True,
+) -> None:
+    """Write `files` (key: path within the route, e.g. `/AGENTS.md`) into `namespace`, and
+    delete the keys the revision `owned` there before but no longer has; other keys stay."""
+    for key in {k for k in await _keys(store, namespace) if owned(k)} - set(files):
+        await store.adelete(namespace, key)
+    for key, data in files.items():
+        await store.aput(namespace, key, file_value(data))
+
+
+async def _keys(store: BaseStore, namespace: tuple[str, ...]) -> set[str]:
+    keys: set[str] = set()
+    offset = 0
+    while True:
+        page = await store.asearch(namespace, limit=500, offset=offset)
+        keys.update(item.key for item in page if item.namespace == namespace)
+        if len(page) < 500:
+            return keys
+        offset += 500
+
+
+class SeedUserMemory(AgentMiddleware):  # type: ignore[misc]
+    """On a user's first run, create their `/memories/user/AGENTS.md` from the template.
+
+    Runs before the memory middleware loads the file; an existing file is never overwritten.
+    """
+
+    def __init__(self, assistant: str, template: str) -> None:
+        super().__init__()
+        self._assistant = assistant
+        self._template = file_value(template.encode("utf-8"))
+
+    def before_agent(self, state: Any, runtime: Any) -> None:
+        user = current_user_id()
+        if user is not None and runtime.store is not None:
+            namespace = user_namespace(self._assistant, user)
+            if runtime.store.get(namespace, "/AGENTS.md") is None:
+                runtime.store.put(namespace, "/AGENTS.md", self._template)
+
+    async def abefore_agent(self, state: Any, runtime: Any) -> None:
+        user = current_user_id()
+        if user is not None and runtime.store is not None:
+            namespace = user_namespace(self._assistant, user)
+            if await runtime.store.aget(namespace, "/AGENTS.md") is None:
+                await runtime.store.aput(namespace, "/AGENTS.md", self._template)

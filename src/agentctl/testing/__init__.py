@@ -1,0 +1,31 @@
+"""Offline testing helpers: a scripted, stateless, OpenAI-compatible model server.
+
+Start it with ``with ScriptedModelServer() as server:`` and point ``langchain-openai`` at
+``server.base_url``; the script lives in the last user message (see ``docs/testing.md``).
+"""
+
+from __future__ import annotations
+
+from agentctl.testing.script import (
+    DONE_TEXT,
+    PLAIN_PREFIX,
+    Reply,
+    ScriptError,
+    ToolCall,
+    decide,
+    parse_script,
+)
+from agentctl.testing.server import DEFAULT_MODEL, ScriptedModelApp, ScriptedModelServer
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "DONE_TEXT",
+    "PLAIN_PREFIX",
+    "Reply",
+    "ScriptError",
+    "ScriptedModelApp",
+    "ScriptedModelServer",
+    "ToolCall",
+    "decide",
+    "parse_script",
+]

@@ -1,0 +1,54 @@
+"""Real MCP servers on loopback for tests: FastMCP over streamable HTTP or SSE, run by uvicorn."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import uvicorn
+from mcp.server.fastmcp import FastMCP
+
+
+def calculator() -> FastMCP:
+    server = FastMCP("calc", stateless_http=True, json_response=True)
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    return server
+
+
+def library() -> FastMCP:
+    server = FastMCP("library")
+
+    @server.tool()
+    def lookup(topic: str) -> str:
+        """Look a topic up in the library."""
+        return f"the library says {topic} is well documented"
+
+    return server
+
+
+@contextmanager
+def serve(app: Any) -> Iterator[int]:
+    """Serve an ASGI app on 127.0.0.1 and a free port, in a thread; yields the port."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port: int = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.005)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join()
+        sock.close()

@@ -1,0 +1,490 @@
+"""A revision becomes a working deep agent: tools, subagents, memory, approval gates.
+
+The model is the scripted OpenAI-compatible server reached through langchain-openai; MCP
+servers are real FastMCP servers on loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+from langgraph.types import Command
+
+from agentctl.errors import MissingEnvError, UserError
+from agentctl.project import load_project
+from agentctl.runtime import AgentRuntime, load_agent
+from agentctl.runtime.mcp_tools import McpLoadError
+from agentctl.runtime.models import MissingPackageError
+from agentctl.runtime.namespaces import escape_id, unescape_id, user_namespace
+from agentctl.testing import ScriptedModelServer
+from tests.conftest import WriteFiles
+from tests.mcp_servers import calculator, library, serve
+
+SKILL = "---\nname: {0}\ndescription: {0} things well\n---\n# {0}\nSteps.\n"
+ODD_IDS = ["alice", "a|b", "first.last@example.com", "org/team/user", "with space", "ünï"]
+
+
+@pytest.fixture(scope="module")
+def model_server() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer(keep_alive=False) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def calc_port() -> Iterator[int]:
+    with serve(calculator().streamable_http_app()) as port:
+        yield port
+
+
+@pytest.fixture(scope="module")
+def library_port() -> Iterator[int]:
+    with serve(library().sse_app()) as port:
+        yield port
+
+
+@pytest.fixture(autouse=True)
+def _model_env(model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in model_server.env.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture
+def demo(write_files: WriteFiles, calc_port: int, library_port: int) -> Path:
+    """The demo project: a skill, a user template, two subagents and MCP servers."""
+    return write_files(
+        {
+            "agent.toml": '[agent]\nname = "demo"\nmodel = "openai:scripted"\n',
+            "AGENTS.md": "You are the demo agent.\n",
+            "skills/review/SKILL.md": SKILL.format("review"),
+            "user/AGENTS.md": "# About the user\n",
+            "mcp.json": json.dumps(
+                {"mcpServers": {"calc": {"url": f"http://127.0.0.1:{calc_port}/mcp"}}}
+            ),
+            "subagents/researcher/agent.toml": (
+                '[agent]\nname = "researcher"\ndescription = "Researches a topic"\n'
+            ),
+            "subagents/researcher/AGENTS.md": "You research.\n",
+            "subagents/researcher/skills/search/SKILL.md": SKILL.format("search"),
+            "subagents/researcher/mcp.json": json.dumps(
+                {
+                    "mcpServers": {
+                        "library": {
+                            "url": f"http://127.0.0.1:{library_port}/sse",
+                            "transport": "sse",
+                        }
+                    }
+                }
+            ),
+            "subagents/writer/agent.toml": (
+                '[agent]\nname = "writer"\ndescription = "Writes prose"\n'
+            ),
+            "subagents/writer/AGENTS.md": "You write.\n",
+        }
+    )
+
+
+class Agent:
+    """A loaded agent with its store, and a way to talk to it."""
+
+    def __init__(self, runtime: AgentRuntime, store: InMemoryStore) -> None:
+        self.runtime = runtime
+        self.store = store
+
+    async def ask(self, script: str, *, user: str | None = None, thread: str = "t1") -> Any:
+        return await self.resume_or_ask(
+            {"messages": [{"role": "user", "content": script}]}, user, thread
+        )
+
+    async def resume_or_ask(self, payload: Any, user: str | None, thread: str) -> Any:
+        configurable: dict[str, str] = {"thread_id": thread}
+        if user is not None:
+            configurable["graph_auth_user_id"] = user
+        return await self.runtime.graph.ainvoke(payload, {"configurable": configurable})
+
+
+async def load(root: Path, store: InMemoryStore | None = None, rev: str = "r1") -> Agent:
+    store = store or InMemoryStore()
+    runtime = await load_agent(load_project(root), rev, store=store, checkpointer=InMemorySaver())
+    return Agent(runtime, store)
+
+
+def call(tool: str, **args: Any) -> str:
+    return f"@call {tool} {json.dumps(args)}"
+
+
+def answer(result: Any) -> str:
+    last = result["messages"][-1]
+    assert isinstance(last, AIMessage)
+    return str(last.content)
+
+
+def tool_results(result: Any) -> list[str]:
+    """The text of every tool result of the conversation, in order."""
+    return [m.text for m in result["messages"] if isinstance(m, ToolMessage)]
+
+
+async def test_agent_uses_mcp_delegates_and_subagent_writes_its_memory(demo: Path) -> None:
+    agent = await load(demo)
+    assert {"add", "lookup", "task", "edit_file"} <= agent.runtime.tool_names
+    subtask = "\n".join(
+        [
+            call("lookup", topic="memory"),
+            call("write_file", file_path="/memories/subagents/researcher/notes.md", content="42"),
+            "@say researched: {last_tool_result}",
+        ]
+    )
+    script = "\n".join(
+        [
+            call("add", a=2, b=3),
+            call("task", subagent_type="researcher", description=subtask),
+            "@say done: {last_tool_result}",
+        ]
+    )
+    result = await agent.ask(script, user="alice")
+    add_result, task_result = tool_results(result)
+    assert add_result == "5"
+    assert task_result.startswith(
+        "researched: Updated file /memories/subagents/researcher/notes.md"
+    )
+    note = agent.store.get(("memories", "demo", "subagent", "researcher"), "/notes.md")
+    assert note is not None
+    assert note.value["content"] == "42"
+
+
+async def test_subagent_uses_its_own_mcp_server_and_inherits_the_main_tools(demo: Path) -> None:
+    agent = await load(demo)
+    subtask = "\n".join(
+        [call("lookup", topic="x"), call("add", a=1, b=1), "@say {last_tool_result}"]
+    )
+    result = await agent.ask(
+        call("task", subagent_type="researcher", description=subtask) + "\n@say ok"
+    )
+    assert tool_results(result) == ["2"]
+    writer_tries = call("lookup", topic="x") + "\n@say {last_tool_result}"
+    result = await agent.ask(
+        call("task", subagent_type="writer", description=writer_tries) + "\n@say ok",
+        thread="t2",
+    )
+    assert "lookup is not a valid tool" in tool_results(result)[0]
+
+
+async def test_instructions_skills_and_user_memory_are_in_the_prompt(demo: Path) -> None:
+    agent = await load(demo)
+    prompt = answer(await agent.ask("@say {system}", user="alice"))
+    assert "You are the demo agent." in prompt
+    assert "review things well" in prompt
+    assert "/memories/skills/review/SKILL.md" in prompt
+    assert "# About the user" in prompt
+    body = answer(
+        await agent.ask(
+            call("read_file", file_path="/memories/skills/review/SKILL.md")
+            + "\n@say {last_tool_result}",
+            thread="t2",
+        )
+    )
+    assert "Steps." in body
+
+
+async def test_user_memory_is_per_user_and_preloaded(demo: Path) -> None:
+    agent = await load(demo)
+    edit = call(
+        "edit_file",
+        file_path="/memories/user/AGENTS.md",
+        old_string="# About the user",
+        new_string="# About the user\n- prefers green tea",
+    )
+    await agent.ask(edit + "\n@say noted", user="alice", thread="a1")
+    assert "green tea" in answer(await agent.ask("@say {system}", user="alice", thread="a2"))
+    bob = "bob"
+    assert "green tea" not in answer(await agent.ask("@say {system}", user=bob, thread="b1"))
+    probes = [
+        call("read_file", file_path="/memories/user/AGENTS.md"),
+        call("ls", path="/memories/user/"),
+        call("glob", pattern="**/*", path="/memories/"),
+        call("grep", pattern="green tea", path="/memories/"),
+        call("grep", pattern="green tea"),
+    ]
+    result = await agent.ask("\n".join([*probes, "@say done"]), user=bob, thread="b2")
+    for seen in tool_results(result):
+        assert "green tea" not in seen
+        assert "alice" not in seen
+
+
+@pytest.mark.parametrize("user", ODD_IDS)
+async def test_odd_user_ids_get_their_own_namespace(demo: Path, user: str) -> None:
+    agent = await load(demo)
+    write = call("write_file", file_path="/memories/user/fact.md", content=f"fact of {user}")
+    await agent.ask(write + "\n@say ok", user=user)
+    namespace = user_namespace("demo", user)
+    assert "." not in "".join(namespace)
+    assert agent.store.get(namespace, "/fact.md") is not None
+    assert unescape_id(escape_id(user)) == user
+    others = [u for u in ODD_IDS if u != user]
+    for other in others[:2]:
+        grep = call("grep", pattern="fact of", path="/memories/")
+        result = await agent.ask(grep + "\n@say done", user=other, thread=f"probe-{other}")
+        assert "fact of" not in tool_results(result)[0]
+
+
+async def test_new_revision_never_overwrites_user_memory(demo: Path) -> None:
+    first = await load(demo)
+    edit = call(
+        "edit_file",
+        file_path="/memories/user/AGENTS.md",
+        old_string="# About the user",
+        new_string="mine",
+    )
+    await first.ask(edit + "\n@say ok", user="alice")
+    (demo / "user/AGENTS.md").write_text("# New template\n")
+    (demo / "AGENTS.md").write_text("You are the demo agent, revised.\n")
+    second = await load(demo, store=first.store, rev="r2")
+    prompt = answer(await second.ask("@say {system}", user="alice", thread="new"))
+    assert "mine" in prompt
+    assert "New template" not in prompt
+    assert "revised" in prompt
+    shared = second.store.get(("memories", "demo", "shared"), "/AGENTS.md")
+    assert shared is not None
+    assert "revised" in shared.value["content"]
+    assert "New template" in answer(await second.ask("@say {system}", user="carol", thread="c"))
+
+
+async def test_new_revision_reseeds_shared_skills(demo: Path) -> None:
+    first = await load(demo)
+    assert first.store.get(("memories", "demo", "shared"), "/skills/review/SKILL.md")
+    (demo / "skills/review/SKILL.md").unlink()
+    (demo / "skills/review").rmdir()
+    second = await load(demo, store=first.store, rev="r2")
+    assert second.store.get(("memories", "demo", "shared"), "/skills/review/SKILL.md") is None
+
+
+async def test_without_a_user_user_memory_is_skipped(demo: Path) -> None:
+    agent = await load(demo)
+    script = [
+        call("ls", path="/memories/user/"),
+        call("read_file", file_path="/memories/user/AGENTS.md"),
+        call("write_file", file_path="/memories/user/x.md", content="anon"),
+        "@say {system}",
+    ]
+    result = await agent.ask("\n".join(script))
+    listing, read, write = tool_results(result)
+    assert listing == "No files found"
+    assert "no user is signed in" in read
+    assert "no user is signed in" in write
+    assert "# About the user" not in answer(result)
+    assert agent.store.search(("memories", "demo", "user")) == []
+
+
+async def test_shared_memory_is_read_only(demo: Path) -> None:
+    agent = await load(demo)
+    script = [
+        call("write_file", file_path="/memories/AGENTS.md", content="evil"),
+        call("edit_file", file_path="/memories/AGENTS.md", old_string="demo", new_string="evil"),
+        call("write_file", file_path="/memories/skills/review/SKILL.md", content="evil"),
+        call("write_file", file_path="/memories/skills/new/SKILL.md", content="evil"),
+        call("write_file", file_path="/memories/subagents/writer/x.md", content="evil"),
+        "@say done",
+    ]
+    result = await agent.ask("\n".join(script), user="alice")
+    for seen in tool_results(result):
+        assert seen.startswith("Error: permission denied for write on /memories/")
+    shared = agent.store.get(("memories", "demo", "shared"), "/AGENTS.md")
+    assert shared is not None
+    assert shared.value["content"] == "You are the demo agent.\n"
+
+
+async def test_subagent_cannot_see_a_sibling_or_user_memory(demo: Path) -> None:
+    agent = await load(demo)
+    await agent.ask(
+        call(
+            "task",
+            subagent_type="writer",
+            description=call(
+                "write_file",
+                file_path="/memories/subagents/writer/draft.md",
+                content="secret draft",
+            )
+            + "\n@say ok",
+        )
+        + "\n@say ok",
+        user="alice",
+    )
+    probes = "\n".join(
+        [
+            call("read_file", file_path="/memories/subagents/writer/draft.md"),
+            call("grep", pattern="secret draft"),
+            call("ls", path="/memories/"),
+            call("read_file", file_path="/memories/user/AGENTS.md"),
+            call("write_file", file_path="/memories/subagents/writer/x.md", content="x"),
+            "@say {last_tool_result}",
+        ]
+    )
+    result = await agent.ask(
+        call("task", subagent_type="researcher", description=probes) + "\n@say ok",
+        user="alice",
+        thread="t2",
+    )
+    [report] = tool_results(result)
+    assert "denied" in report
+    main_read = await agent.ask(
+        call("read_file", file_path="/memories/subagents/writer/draft.md")
+        + "\n@say {last_tool_result}",
+        user="alice",
+        thread="t9",
+    )
+    assert "secret draft" in answer(main_read)
+
+
+async def test_subagent_probe_results(demo: Path, model_server: ScriptedModelServer) -> None:
+    """A subagent's probes of a sibling's memory or the shared memory come back empty or denied."""
+    agent = await load(demo)
+    await agent.ask(
+        call(
+            "task",
+            subagent_type="writer",
+            description=call(
+                "write_file",
+                file_path="/memories/subagents/writer/draft.md",
+                content="secret draft",
+            )
+            + "\n@say ok",
+        )
+        + "\n@say ok"
+    )
+    for probe in [
+        call("read_file", file_path="/memories/subagents/writer/draft.md"),
+        call("grep", pattern="secret draft"),
+        call("glob", pattern="**/*.md", path="/"),
+        call("ls", path="/memories/"),
+        call("read_file", file_path="/memories/AGENTS.md"),
+    ]:
+        result = await agent.ask(
+            call(
+                "task", subagent_type="researcher", description=probe + "\n@say {last_tool_result}"
+            )
+            + "\n@say {last_tool_result}",
+            thread=probe,
+        )
+        seen = answer(result)
+        assert "secret draft" not in seen
+        assert "You are the demo agent" not in seen
+
+
+async def test_approval_gate_pauses_and_resumes(write_files: WriteFiles) -> None:
+    root = write_files(
+        {
+            "agent.toml": (
+                '[agent]\nname = "gated"\n[interrupt_on]\n'
+                'write_file = { allowed_decisions = ["approve", "reject"] }\n'
+            ),
+            "AGENTS.md": "Gated.\n",
+        }
+    )
+    agent = await load(root)
+    script = (
+        call("write_file", file_path="/notes.md", content="hello") + "\n@say {last_tool_result}"
+    )
+    paused = await agent.ask(script, thread="g1")
+    [interrupt] = paused["__interrupt__"]
+    assert interrupt.value["action_requests"][0]["name"] == "write_file"
+    assert interrupt.value["review_configs"][0]["allowed_decisions"] == ["approve", "reject"]
+    done = await agent.resume_or_ask(
+        Command(resume={"decisions": [{"type": "approve"}]}), None, "g1"
+    )
+    assert answer(done) == "Updated file /notes.md"
+    paused = await agent.ask(script, thread="g2")
+    rejected = await agent.resume_or_ask(
+        Command(resume={"decisions": [{"type": "reject", "message": "not now"}]}), None, "g2"
+    )
+    assert "not now" in answer(rejected)
+
+
+async def test_gate_on_an_mcp_tool(demo: Path) -> None:
+    text = (demo / "agent.toml").read_text() + "\n[interrupt_on]\nadd = true\n"
+    (demo / "agent.toml").write_text(text)
+    agent = await load(demo)
+    paused = await agent.ask(call("add", a=1, b=2) + "\n@say {last_tool_result}")
+    assert paused["__interrupt__"][0].value["action_requests"][0]["name"] == "add"
+    done = await agent.resume_or_ask(
+        Command(resume={"decisions": [{"type": "approve"}]}), None, "t1"
+    )
+    assert "3" in answer(done)
+
+
+async def test_gate_on_an_unknown_tool_fails_at_load(write_files: WriteFiles) -> None:
+    root = write_files(
+        {
+            "agent.toml": '[agent]\nname = "g"\n[interrupt_on]\nsend_mail = true\n',
+            "AGENTS.md": "G\n",
+        }
+    )
+    with pytest.raises(
+        UserError, match=r"agent.toml: \[interrupt_on\]: send_mail is not a tool of this agent"
+    ):
+        await load(root)
+
+
+async def test_unreachable_mcp_server_fails_at_load(write_files: WriteFiles) -> None:
+    with serve(calculator().streamable_http_app()) as port:
+        pass  # the port is free again: nothing listens there
+    root = write_files(
+        {
+            "agent.toml": '[agent]\nname = "m"\n',
+            "AGENTS.md": "M\n",
+            "mcp.json": json.dumps(
+                {"mcpServers": {"gone": {"url": f"http://127.0.0.1:{port}/mcp"}}}
+            ),
+        }
+    )
+    with pytest.raises(McpLoadError) as caught:
+        await load(root)
+    message = str(caught.value)
+    assert message.startswith(
+        f'MCP server "gone" (http://127.0.0.1:{port}/mcp) could not be listed: '
+    )
+    assert "ConnectError" in message
+
+
+async def test_missing_provider_package_fails_at_load(
+    write_files: WriteFiles, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MISTRAL_API_KEY", "k")
+    root = write_files(
+        {
+            "agent.toml": '[agent]\nname = "p"\nmodel = "mistralai:mistral-large"\n',
+            "AGENTS.md": "P\n",
+        }
+    )
+    with pytest.raises(
+        MissingPackageError, match=re.escape("run: pip install 'langchain-mistralai>=1.1,<2'")
+    ):
+        await load(root)
+
+
+async def test_missing_api_key_fails_at_load(
+    write_files: WriteFiles, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    root = write_files({"agent.toml": '[agent]\nname = "p"\n', "AGENTS.md": "P\n"})
+    with pytest.raises(MissingEnvError, match="OPENAI_API_KEY"):
+        await load(root)
+
+
+async def test_sandbox_is_refused_until_available(
+    write_files: WriteFiles, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_files(
+        {
+            "agent.toml": '[agent]\nname = "s"\n[sandbox]\nprovider = "platform_sandbox"\n',
+            "AGENTS.md": "S\n",
+        }
+    )
+    with pytest.raises(UserError, match="not yet available"):
+        await load(root)
