@@ -16,12 +16,12 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 lint: install
-	$(BIN)/ruff check src tests scripts
-	$(BIN)/ruff format --check src tests scripts
+	$(BIN)/ruff check src tests scripts bench
+	$(BIN)/ruff format --check src tests scripts bench
 
 format: install
-	$(BIN)/ruff format src tests scripts
-	$(BIN)/ruff check --fix src tests scripts
+	$(BIN)/ruff format src tests scripts bench
+	$(BIN)/ruff check --fix src tests scripts bench
 
 typecheck: install
 	$(BIN)/mypy
@@ -35,6 +35,10 @@ check: lint typecheck test
 demo: install
 	rm -rf demo && $(BIN)/agentctl init demo
 	cd demo && OPENAI_API_KEY=$${OPENAI_API_KEY:-scripted} ../$(BIN)/agentctl deploy --dry-run
+
+bench: install
+	$(BIN)/python bench/runtime_floor.py
+	$(BIN)/python bench/runtime_floor.py --checkpointer sqlite
 
 clean:
 	rm -rf $(VENV) demo .mypy_cache .ruff_cache .pytest_cache

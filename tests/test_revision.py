@@ -7,7 +7,10 @@ import os
 import tarfile
 from pathlib import Path
 
-from agentctl.bundle.revision import build_revision, read_archive
+import pytest
+
+from agentctl.bundle.revision import build_revision, extract_revision, read_archive
+from agentctl.errors import UserError
 from agentctl.project import load_project
 from tests.conftest import WriteFiles
 from tests.test_project import FULL_PROJECT
@@ -127,3 +130,23 @@ def test_written_revision_round_trips(write_files: WriteFiles, tmp_path: Path) -
     folder = revision.write(tmp_path / "build")
     assert folder.name == revision.short_id
     assert (folder / "revision.tar.gz").read_bytes() == revision.archive
+
+
+def test_extracted_revision_loads_as_the_same_project(
+    write_files: WriteFiles, tmp_path: Path
+) -> None:
+    revision = build_revision(load_project(write_files(FULL_PROJECT), environ={}))
+    folder = extract_revision(revision.archive, tmp_path / "extracted")
+    again = build_revision(load_project(folder, environ={"DOCS_TOKEN": "t"}))
+    assert again.id == revision.id
+
+
+def test_unsafe_archive_paths_are_refused(tmp_path: Path) -> None:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz") as tar:
+        info = tarfile.TarInfo("../escape.txt")
+        info.size = 1
+        tar.addfile(info, io.BytesIO(b"x"))
+    with pytest.raises(UserError, match="unsafe path"):
+        extract_revision(raw.getvalue(), tmp_path / "out")
+    assert not (tmp_path / "escape.txt").exists()

@@ -25,10 +25,10 @@ from agentctl.runtime.mcp_tools import McpLoadError
 from agentctl.runtime.models import MissingPackageError
 from agentctl.runtime.namespaces import escape_id, unescape_id, user_namespace
 from agentctl.testing import ScriptedModelServer
+from agentctl.testing.demo import write_demo
+from agentctl.testing.mcp_servers import calculator, library, serve
 from tests.conftest import WriteFiles
-from tests.mcp_servers import calculator, library, serve
 
-SKILL = "---\nname: {0}\ndescription: {0} things well\n---\n# {0}\nSteps.\n"
 ODD_IDS = ["alice", "a|b", "first.last@example.com", "org/team/user", "with space", "ünï"]
 
 
@@ -57,37 +57,12 @@ def _model_env(model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.fixture
-def demo(write_files: WriteFiles, calc_port: int, library_port: int) -> Path:
+def demo(tmp_path: Path, calc_port: int, library_port: int) -> Path:
     """The demo project: a skill, a user template, two subagents and MCP servers."""
-    return write_files(
-        {
-            "agent.toml": '[agent]\nname = "demo"\nmodel = "openai:scripted"\n',
-            "AGENTS.md": "You are the demo agent.\n",
-            "skills/review/SKILL.md": SKILL.format("review"),
-            "user/AGENTS.md": "# About the user\n",
-            "mcp.json": json.dumps(
-                {"mcpServers": {"calc": {"url": f"http://127.0.0.1:{calc_port}/mcp"}}}
-            ),
-            "subagents/researcher/agent.toml": (
-                '[agent]\nname = "researcher"\ndescription = "Researches a topic"\n'
-            ),
-            "subagents/researcher/AGENTS.md": "You research.\n",
-            "subagents/researcher/skills/search/SKILL.md": SKILL.format("search"),
-            "subagents/researcher/mcp.json": json.dumps(
-                {
-                    "mcpServers": {
-                        "library": {
-                            "url": f"http://127.0.0.1:{library_port}/sse",
-                            "transport": "sse",
-                        }
-                    }
-                }
-            ),
-            "subagents/writer/agent.toml": (
-                '[agent]\nname = "writer"\ndescription = "Writes prose"\n'
-            ),
-            "subagents/writer/AGENTS.md": "You write.\n",
-        }
+    return write_demo(
+        tmp_path / "demo",
+        f"http://127.0.0.1:{calc_port}/mcp",
+        f"http://127.0.0.1:{library_port}/sse",
     )
 
 

@@ -13,10 +13,11 @@ import io
 import json
 import tarfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agentctl.bundle.requirements import requirements_of
+from agentctl.errors import UserError
 from agentctl.project.loader import CONFIG_FILE, INSTRUCTIONS_FILE, USER_DIR
 from agentctl.project.model import McpServer, Project
 
@@ -63,6 +64,19 @@ def read_archive(data: bytes) -> dict[str, bytes]:
             if member.isfile() and extracted is not None:
                 files[member.name] = extracted.read()
     return files
+
+
+def extract_revision(archive: bytes, folder: Path) -> Path:
+    """Unpack a revision into `folder` (created) and return it; refuses unsafe paths."""
+    files = read_archive(archive)
+    for path, data in files.items():
+        parts = PurePosixPath(path).parts
+        if not parts or PurePosixPath(path).is_absolute() or ".." in parts:
+            raise UserError(f"revision archive holds an unsafe path: {path!r}")
+        target = folder.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return folder
 
 
 def _contents(project: Project) -> dict[str, bytes]:

@@ -1,4 +1,9 @@
-"""Real MCP servers on loopback for tests: FastMCP over streamable HTTP or SSE, run by uvicorn."""
+"""Small real MCP servers for offline tests of agents that use MCP tools.
+
+`calculator()` (tool `add`) and `library()` (tool `lookup`) are FastMCP servers; `serve(app)`
+runs any ASGI app (e.g. `calculator().streamable_http_app()` or `library().sse_app()`) on
+127.0.0.1 and a free port in a background thread.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from mcp.server.fastmcp import FastMCP
 
 
 def calculator() -> FastMCP:
-    server = FastMCP("calc", stateless_http=True, json_response=True)
+    server = FastMCP("calc", stateless_http=True, json_response=True, log_level="WARNING")
 
     @server.tool()
     def add(a: int, b: int) -> int:
@@ -25,7 +30,7 @@ def calculator() -> FastMCP:
 
 
 def library() -> FastMCP:
-    server = FastMCP("library")
+    server = FastMCP("library", log_level="WARNING")
 
     @server.tool()
     def lookup(topic: str) -> str:
