@@ -275,81 +275,34 @@ async def test_shared_memory_is_read_only(demo: Path) -> None:
     assert shared.value["content"] == "You are the demo agent.\n"
 
 
-async def test_subagent_cannot_see_a_sibling_or_user_memory(demo: Path) -> None:
+async def test_subagent_sees_only_its_own_memory(demo: Path) -> None:
+    """A subagent's probes of a sibling's, the shared or the user's memory find nothing."""
     agent = await load(demo)
-    await agent.ask(
-        call(
-            "task",
-            subagent_type="writer",
-            description=call(
-                "write_file",
-                file_path="/memories/subagents/writer/draft.md",
-                content="secret draft",
-            )
-            + "\n@say ok",
-        )
-        + "\n@say ok",
-        user="alice",
-    )
-    probes = "\n".join(
-        [
-            call("read_file", file_path="/memories/subagents/writer/draft.md"),
-            call("grep", pattern="secret draft"),
-            call("ls", path="/memories/"),
-            call("read_file", file_path="/memories/user/AGENTS.md"),
-            call("write_file", file_path="/memories/subagents/writer/x.md", content="x"),
-            "@say {last_tool_result}",
-        ]
-    )
-    result = await agent.ask(
-        call("task", subagent_type="researcher", description=probes) + "\n@say ok",
-        user="alice",
-        thread="t2",
-    )
-    [report] = tool_results(result)
-    assert "denied" in report
-    main_read = await agent.ask(
-        call("read_file", file_path="/memories/subagents/writer/draft.md")
-        + "\n@say {last_tool_result}",
-        user="alice",
-        thread="t9",
-    )
-    assert "secret draft" in answer(main_read)
-
-
-async def test_subagent_probe_results(demo: Path, model_server: ScriptedModelServer) -> None:
-    """A subagent's probes of a sibling's memory or the shared memory come back empty or denied."""
-    agent = await load(demo)
-    await agent.ask(
-        call(
-            "task",
-            subagent_type="writer",
-            description=call(
-                "write_file",
-                file_path="/memories/subagents/writer/draft.md",
-                content="secret draft",
-            )
-            + "\n@say ok",
-        )
-        + "\n@say ok"
-    )
-    for probe in [
+    draft = call("write_file", file_path="/memories/subagents/writer/draft.md", content="secret")
+    await agent.ask(call("task", subagent_type="writer", description=draft + "\n@say ok"), user="a")
+    probes = [
         call("read_file", file_path="/memories/subagents/writer/draft.md"),
-        call("grep", pattern="secret draft"),
+        call("grep", pattern="secret"),
         call("glob", pattern="**/*.md", path="/"),
         call("ls", path="/memories/"),
         call("read_file", file_path="/memories/AGENTS.md"),
-    ]:
-        result = await agent.ask(
-            call(
-                "task", subagent_type="researcher", description=probe + "\n@say {last_tool_result}"
-            )
-            + "\n@say {last_tool_result}",
-            thread=probe,
+        call("read_file", file_path="/memories/user/AGENTS.md"),
+        call("write_file", file_path="/memories/subagents/writer/x.md", content="x"),
+    ]
+    for index, probe in enumerate(probes):
+        task = call(
+            "task", subagent_type="researcher", description=f"{probe}\n@say {{last_tool_result}}"
         )
-        seen = answer(result)
-        assert "secret draft" not in seen
-        assert "You are the demo agent" not in seen
+        seen = answer(
+            await agent.ask(f"{task}\n@say {{last_tool_result}}", user="a", thread=str(index))
+        )
+        for hidden in ("secret", "You are the demo agent", "About the user"):
+            assert hidden not in seen
+        if probe.startswith(("@call grep", "@call glob", "@call ls")):
+            assert "writer" not in seen
+    assert "permission denied for write" in seen
+    main_read = call("read_file", file_path="/memories/subagents/writer/draft.md")
+    assert "secret" in answer(await agent.ask(main_read + "\n@say {last_tool_result}", thread="m"))
 
 
 async def test_approval_gate_pauses_and_resumes(write_files: WriteFiles) -> None:

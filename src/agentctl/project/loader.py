@@ -26,7 +26,7 @@ from agentctl.project.model import (
     Skill,
     Subagent,
 )
-from agentctl.project.rules import kind_of, rule
+from agentctl.project.rules import rule, wrong_type
 from agentctl.project.skills import load_skills
 from agentctl.project.toml_schema import MAIN_SCHEMA, SUBAGENT_SCHEMA, check_schema, read_toml
 
@@ -216,12 +216,12 @@ def approval_gates(file: str, table: Any, problems: list[Problem]) -> dict[str, 
             continue
         if not isinstance(value, dict):
             problems.append(
-                rule("wrong-type").problem(
+                wrong_type(
                     file,
                     key,
-                    expected="true, false or a table",
-                    actual=kind_of(value),
-                    example=f'{tool} = {{ allowed_decisions = ["approve", "reject"] }}',
+                    "true, false or a table",
+                    value,
+                    f'{tool} = {{ allowed_decisions = ["approve", "reject"] }}',
                 )
             )
             continue
@@ -237,12 +237,12 @@ def approval_gates(file: str, table: Any, problems: list[Problem]) -> dict[str, 
             continue
         if not isinstance(decisions, list) or not all(isinstance(d, str) for d in decisions):
             problems.append(
-                rule("wrong-type").problem(
+                wrong_type(
                     file,
                     where,
-                    expected="a list of strings",
-                    actual=kind_of(decisions),
-                    example='allowed_decisions = ["approve", "edit", "reject"]',
+                    "a list of strings",
+                    decisions,
+                    'allowed_decisions = ["approve", "edit", "reject"]',
                 )
             )
             continue

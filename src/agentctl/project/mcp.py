@@ -12,7 +12,7 @@ from agentctl.errors import Problem
 from agentctl.project.envfile import is_set
 from agentctl.project.files import read_text
 from agentctl.project.model import McpServer, McpTransport
-from agentctl.project.rules import kind_of, rule
+from agentctl.project.rules import rule, wrong_type
 
 MCP_FILE = "mcp.json"
 SERVERS_KEY = "mcpServers"
@@ -69,11 +69,7 @@ def _server(
 ) -> McpServer | None:
     key = f"{SERVERS_KEY}.{name}"
     if not isinstance(spec, dict):
-        problems.append(
-            rule("wrong-type").problem(
-                file, key, expected="an object", actual=kind_of(spec), example='{"url": "…"}'
-            )
-        )
+        problems.append(wrong_type(file, key, "an object", spec, '{"url": "…"}'))
         return None
     declared = spec.get("transport", spec.get("type"))
     if declared == "stdio" or ("command" in spec and "url" not in spec):
@@ -100,12 +96,12 @@ def _server(
         problems.append(rule("mcp-url").problem(file, f"{key}.url", why=why))
     if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
         problems.append(
-            rule("wrong-type").problem(
+            wrong_type(
                 file,
                 f"{key}.headers",
-                expected="an object of strings",
-                actual=kind_of(headers),
-                example='{"Authorization": "Bearer ${TOKEN}"}',
+                "an object of strings",
+                headers,
+                '{"Authorization": "Bearer ${TOKEN}"}',
             )
         )
         headers = {}

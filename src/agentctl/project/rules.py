@@ -159,3 +159,10 @@ def kind_of(value: object) -> str:
         return "a number"
     names = {str: "a string", list: "a list", dict: "a table/object", type(None): "null"}
     return names.get(type(value), f"a {type(value).__name__}")
+
+
+def wrong_type(file: str, key: str, expected: str, value: object, example: str) -> Problem:
+    """The `wrong-type` problem for `value`, which should have been `expected`."""
+    return RULES["wrong-type"].problem(
+        file, key, expected=expected, actual=kind_of(value), example=example
+    )

@@ -8,7 +8,7 @@ from typing import Any
 
 from agentctl.errors import Problem
 from agentctl.project.files import read_text, relative
-from agentctl.project.rules import kind_of, rule
+from agentctl.project.rules import rule, wrong_type
 
 # section -> key -> an example value shown in errors (every value is a string)
 Schema = dict[str, dict[str, str]]
@@ -60,12 +60,12 @@ def check_schema(
         keys = schema[section]
         if not isinstance(table, dict):
             problems.append(
-                rule("wrong-type").problem(
+                wrong_type(
                     file,
                     f"[{section}]",
-                    expected="a table",
-                    actual=kind_of(table),
-                    example=f"[{section}] on a line of its own, then its keys",
+                    "a table",
+                    table,
+                    f"[{section}] on a line of its own, then its keys",
                 )
             )
             continue
@@ -77,15 +77,7 @@ def check_schema(
             if key not in keys:
                 problems.append(rule("unknown-key").problem(file, where, allowed=", ".join(keys)))
             elif not isinstance(value, str):
-                problems.append(
-                    rule("wrong-type").problem(
-                        file,
-                        where,
-                        expected="a string",
-                        actual=kind_of(value),
-                        example=f"{key} = {keys[key]}",
-                    )
-                )
+                problems.append(wrong_type(file, where, "a string", value, f"{key} = {keys[key]}"))
             else:
                 valid[section][key] = value
     return valid
