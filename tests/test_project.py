@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentctl.bundle.requirements import requirements_of
+from agentctl.errors import ConfigError
 from agentctl.project import load_project
 from agentctl.project.model import SandboxConfig
 from tests.conftest import WriteFiles
@@ -164,3 +165,70 @@ def test_approval_gates_are_parsed(write_files: WriteFiles) -> None:
         "write_file": ("approve", "edit", "reject"),
         "send": ("approve", "reject"),
     }
+
+
+def problems(root: Path) -> list[str]:
+    try:
+        load_project(root, environ={})
+    except ConfigError as error:
+        return [str(p) for p in error.problems]
+    return []
+
+
+def test_frontmatter_must_close_with_a_line_break(write_files: WriteFiles) -> None:
+    root = write_files(
+        {
+            "agent.toml": '[agent]\nname = "a"\n',
+            "AGENTS.md": "Hi\n",
+            "skills/alpha/SKILL.md": "---\nname: alpha\ndescription: Does alpha\n---",
+        }
+    )
+    [problem] = problems(root)
+    assert problem.startswith("skills/alpha/SKILL.md: has no frontmatter")
+
+
+def test_one_mistake_gives_one_problem(write_files: WriteFiles) -> None:
+    root = write_files({"agent.toml": 'agent = "x"\n', "AGENTS.md": "Hi\n"})
+    assert problems(root) == [
+        "agent.toml: [agent]: must be a table, not a string — write it as "
+        "[agent] on a line of its own, then its keys"
+    ]
+
+
+def test_model_without_a_name_suggests_a_whole_model(write_files: WriteFiles) -> None:
+    root = write_files({"agent.toml": '[agent]\nname = "a"\nmodel = "openai:"\n', "AGENTS.md": "H"})
+    assert problems(root) == [
+        'agent.toml: [agent].model: "openai:" is not in provider:model form — '
+        'write it as "openai:gpt-4.1"'
+    ]
+
+
+def test_a_bom_in_agent_toml_is_accepted(write_files: WriteFiles) -> None:
+    root = write_files({"agent.toml": '\ufeff[agent]\nname = "bom"\n', "AGENTS.md": "Hi\n"})
+    assert load_project(root, environ={}).name == "bom"
+
+
+def test_stdio_declared_as_type_is_refused_beside_a_transport(write_files: WriteFiles) -> None:
+    server = '{"mcpServers": {"x": {"url": "http://h/mcp", "transport": "http", "type": "stdio"}}}'
+    root = write_files(
+        {"agent.toml": '[agent]\nname = "a"\n', "AGENTS.md": "H", "mcp.json": server}
+    )
+    assert problems(root)[0].startswith("mcp.json: mcpServers.x: uses the stdio transport")
+
+
+def test_a_linked_skill_folder_inside_the_project_is_followed_once(
+    write_files: WriteFiles,
+) -> None:
+    root = write_files(
+        {
+            "agent.toml": '[agent]\nname = "a"\n',
+            "AGENTS.md": "Hi\n",
+            "skills/review/SKILL.md": "---\nname: review\ndescription: Reviews\n---\n",
+        }
+    )
+    (root / "skills/review/loop").symlink_to("..")
+    assert load_project(root, environ={}).files == (
+        "AGENTS.md",
+        "agent.toml",
+        "skills/review/SKILL.md",
+    )

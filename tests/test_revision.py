@@ -150,3 +150,16 @@ def test_unsafe_archive_paths_are_refused(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="unsafe path"):
         extract_revision(raw.getvalue(), tmp_path / "out")
     assert not (tmp_path / "escape.txt").exists()
+
+
+def test_archive_with_a_link_or_garbage_is_refused(tmp_path: Path) -> None:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w:gz") as tar:
+        info = tarfile.TarInfo("AGENTS.md")
+        info.type = tarfile.SYMTYPE
+        info.linkname = "/etc/passwd"
+        tar.addfile(info)
+    with pytest.raises(UserError, match=r"non-file entry: 'AGENTS\.md'"):
+        extract_revision(raw.getvalue(), tmp_path / "out")
+    with pytest.raises(UserError, match="not a revision archive"):
+        extract_revision(b"not a tarball", tmp_path / "out")

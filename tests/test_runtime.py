@@ -23,7 +23,13 @@ from agentctl.project import load_project
 from agentctl.runtime import AgentRuntime, load_agent
 from agentctl.runtime.mcp_tools import McpLoadError
 from agentctl.runtime.models import MissingPackageError
-from agentctl.runtime.namespaces import escape_id, unescape_id, user_namespace
+from agentctl.runtime.namespaces import (
+    escape_id,
+    shared_namespace,
+    subagent_namespace,
+    unescape_id,
+    user_namespace,
+)
 from agentctl.testing import ScriptedModelServer
 from agentctl.testing.demo import write_demo
 from agentctl.testing.mcp_servers import calculator, library, serve
@@ -129,7 +135,7 @@ async def test_agent_uses_mcp_delegates_and_subagent_writes_its_memory(demo: Pat
     assert task_result.startswith(
         "researched: Updated file /memories/subagents/researcher/notes.md"
     )
-    note = agent.store.get(("memories", "demo", "subagent", "researcher"), "/notes.md")
+    note = agent.store.get(subagent_namespace("demo", "researcher"), "/notes.md")
     assert note is not None
     assert note.value["content"] == "42"
 
@@ -225,7 +231,7 @@ async def test_new_revision_never_overwrites_user_memory(demo: Path) -> None:
     assert "mine" in prompt
     assert "New template" not in prompt
     assert "revised" in prompt
-    shared = second.store.get(("memories", "demo", "shared"), "/AGENTS.md")
+    shared = second.store.get(shared_namespace("demo"), "/AGENTS.md")
     assert shared is not None
     assert "revised" in shared.value["content"]
     assert "New template" in answer(await second.ask("@say {system}", user="carol", thread="c"))
@@ -233,11 +239,11 @@ async def test_new_revision_never_overwrites_user_memory(demo: Path) -> None:
 
 async def test_new_revision_reseeds_shared_skills(demo: Path) -> None:
     first = await load(demo)
-    assert first.store.get(("memories", "demo", "shared"), "/skills/review/SKILL.md")
+    assert first.store.get(shared_namespace("demo"), "/skills/review/SKILL.md")
     (demo / "skills/review/SKILL.md").unlink()
     (demo / "skills/review").rmdir()
     second = await load(demo, store=first.store, rev="r2")
-    assert second.store.get(("memories", "demo", "shared"), "/skills/review/SKILL.md") is None
+    assert second.store.get(shared_namespace("demo"), "/skills/review/SKILL.md") is None
 
 
 async def test_without_a_user_user_memory_is_skipped(demo: Path) -> None:
@@ -270,7 +276,7 @@ async def test_shared_memory_is_read_only(demo: Path) -> None:
     result = await agent.ask("\n".join(script), user="alice")
     for seen in tool_results(result):
         assert seen.startswith("Error: permission denied for write on /memories/")
-    shared = agent.store.get(("memories", "demo", "shared"), "/AGENTS.md")
+    shared = agent.store.get(shared_namespace("demo"), "/AGENTS.md")
     assert shared is not None
     assert shared.value["content"] == "You are the demo agent.\n"
 
@@ -416,3 +422,92 @@ async def test_sandbox_is_refused_until_available(
     )
     with pytest.raises(UserError, match="not yet available"):
         await load(root)
+
+
+async def test_without_user_folder_nothing_is_written_under_user(
+    demo: Path,
+) -> None:
+    (demo / "user/AGENTS.md").unlink()
+    (demo / "user").rmdir()
+    agent = await load(demo)
+    write = call("write_file", file_path="/memories/user/AGENTS.md", content="alice private")
+    result = await agent.ask(write + "\n@say {last_tool_result}", user="alice")
+    assert answer(result).startswith("Error: permission denied for write on /memories/user/")
+    probe = call("grep", pattern="alice private") + "\n@say {last_tool_result}"
+    assert "alice private" not in answer(await agent.ask(probe, user="bob", thread="b"))
+    assert [item.key for item in agent.store.search(shared_namespace("demo"))] == [
+        "/AGENTS.md",
+        "/skills/review/SKILL.md",
+    ]
+
+
+def test_no_namespace_is_a_string_prefix_of_another() -> None:
+    """PostgreSQL searches `prefix%`, SQLite `prefix.*`: neither may reach another user."""
+    users = ["ab", "abc", "a_b", "aXb", "a.b", "a%b", "a~2Eb", "a b", "a*", "a[b]"]
+    spaces = [".".join(user_namespace("demo", u)) for u in users]
+    spaces += [".".join(subagent_namespace("demo", s)) for s in ["res", "research", "r_s", "rxs"]]
+    spaces += [".".join(shared_namespace(a)) for a in ["demo", "demo2", "de_mo", "deXmo"]]
+    assert len(set(spaces)) == len(spaces)
+    for one in spaces:
+        for other in spaces:
+            assert one == other or not other.startswith(one)
+        assert not set(one) & set("%_*?[]")
+
+
+async def test_user_memory_isolation_on_sqlite_store(demo: Path, tmp_path: Path) -> None:
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    async with AsyncSqliteStore.from_conn_string(str(tmp_path / "store.db")) as store:
+        await store.setup()
+        agent = Agent(
+            await load_agent(load_project(demo), "r1", store=store, checkpointer=InMemorySaver()),
+            store,  # type: ignore[arg-type]
+        )
+        write = call("write_file", file_path="/memories/user/diary.md", content="private")
+        await agent.ask(write + "\n@say ok", user="abc", thread="abc")
+        for user in ("ab", "a", "abc~"):
+            probes = [
+                call("ls", path="/memories/user/"),
+                call("glob", pattern="**/*", path="/memories/"),
+                call("grep", pattern="private"),
+            ]
+            result = await agent.ask("\n".join([*probes, "@say done"]), user=user, thread=user)
+            for seen in tool_results(result):
+                assert "diary" not in seen
+                assert "private" not in seen
+
+
+async def test_keys_and_mcp_variables_may_come_from_dotenv(
+    demo: Path, monkeypatch: pytest.MonkeyPatch, calc_port: int
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    (demo / ".env").write_text("OPENAI_API_KEY=sk-local-test\nCALC_TOKEN=from-dotenv-token\n")
+    servers = {
+        "calc": {
+            "url": f"http://127.0.0.1:{calc_port}/mcp",
+            "headers": {"Authorization": "Bearer ${CALC_TOKEN}"},
+        }
+    }
+    (demo / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    agent = await load(demo)
+    assert tool_results(await agent.ask(call("add", a=1, b=2) + "\n@say ok")) == ["3"]
+
+
+async def test_mcp_errors_never_show_expanded_secrets(
+    write_files: WriteFiles, library_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LIB_KEY", "s3cret value")
+    url = f"http://127.0.0.1:{library_port}/nope?key=${{LIB_KEY}}"
+    root = write_files(
+        {
+            "agent.toml": '[agent]\nname = "m"\n',
+            "AGENTS.md": "M\n",
+            "mcp.json": json.dumps({"mcpServers": {"lib": {"url": url, "transport": "sse"}}}),
+        }
+    )
+    with pytest.raises(McpLoadError) as caught:
+        await load(root)
+    message = str(caught.value)
+    assert "${LIB_KEY}" in message
+    for leaked in ("s3cret", "s3cret%20value", "s3cret+value"):
+        assert leaked not in message

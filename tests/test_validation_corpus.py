@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -18,11 +21,40 @@ CASES = sorted(p.name for p in CORPUS.iterdir() if p.is_dir())
 DOCS = Path(__file__).parents[1] / "docs" / "errors.md"
 
 
+UNREADABLE = {"file-unreadable": "skills/review/secret.txt"}  # case -> file made unreadable
+_LOAD = (
+    "import sys\n"
+    "from agentctl.errors import ConfigError\n"
+    "from agentctl.project import load_project\n"
+    "try:\n    load_project('agent.toml', environ={})\n"
+    "except ConfigError as e:\n    sys.stdout.write(''.join(str(p) + '\\n' for p in e.problems))\n"
+)
+
+
 def problems_of(case: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    if case in UNREADABLE:
+        return unreadable_problems(case)
     monkeypatch.chdir(CORPUS / case)
     with pytest.raises(ConfigError) as caught:
         load_project("agent.toml", environ={})
     return "\n".join(str(p) for p in caught.value.problems) + "\n"
+
+
+def unreadable_problems(case: str) -> str:
+    """Load a copy of the case with one file made unreadable, as an unprivileged user
+    (root reads any file, so as root the loader runs under `setpriv` as nobody)."""
+    folder = Path(tempfile.mkdtemp())
+    try:
+        folder.chmod(0o755)
+        project = Path(shutil.copytree(CORPUS / case, folder / case))
+        (project / UNREADABLE[case]).chmod(0)
+        command = [sys.executable, "-c", _LOAD]
+        if os.geteuid() == 0:
+            command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
+        done = subprocess.run(command, cwd=project, capture_output=True, text=True, check=True)
+        return done.stdout
+    finally:
+        shutil.rmtree(folder)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -31,7 +63,9 @@ def test_broken_project_gives_its_exact_message(case: str, monkeypatch: pytest.M
     assert problems_of(case, monkeypatch) == expected
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if not c.startswith("_")])
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if not c.startswith("_") and c not in UNREADABLE]
+)
 def test_case_reports_the_rule_it_is_named_after(
     case: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

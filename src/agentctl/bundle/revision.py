@@ -58,11 +58,16 @@ def build_revision(project: Project) -> Revision:
 def read_archive(data: bytes) -> dict[str, bytes]:
     """The files of a revision archive, by path."""
     files: dict[str, bytes] = {}
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-        for member in tar.getmembers():
-            extracted = tar.extractfile(member)
-            if member.isfile() and extracted is not None:
-                files[member.name] = extracted.read()
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            for member in tar.getmembers():
+                if not member.isfile():
+                    raise UserError(f"revision archive holds a non-file entry: {member.name!r}")
+                extracted = tar.extractfile(member)
+                if extracted is not None:
+                    files[member.name] = extracted.read()
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise UserError(f"not a revision archive: {exc}") from None
     return files
 
 
@@ -74,8 +79,11 @@ def extract_revision(archive: bytes, folder: Path) -> Path:
         if not parts or PurePosixPath(path).is_absolute() or ".." in parts:
             raise UserError(f"revision archive holds an unsafe path: {path!r}")
         target = folder.joinpath(*parts)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        except OSError as exc:
+            raise UserError(f"revision archive cannot be unpacked at {path!r}: {exc}") from None
     return folder
 
 

@@ -48,7 +48,6 @@ def cli() -> None:
 
     \b
     agentctl init demo          scaffold a project in ./demo
-    agentctl dev                run it locally (http://127.0.0.1:2024)
     agentctl deploy --dry-run   validate and bundle it into a revision
     """
 

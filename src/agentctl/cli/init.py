@@ -31,5 +31,4 @@ def init(name: str | None, force: bool) -> None:
     if name:
         click.echo(f"  cd {name}")
     click.echo(f"  # set {keys} in .env (model {DEFAULT_MODEL}; change it in agent.toml)")
-    click.echo("  agentctl dev                 # run it locally")
     click.echo("  agentctl deploy --dry-run    # validate and bundle a revision")

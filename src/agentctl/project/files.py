@@ -1,4 +1,4 @@
-"""Walking project folders the way the bundler sees them: hidden entries skipped, sorted."""
+"""Walking and reading project files the way the bundler sees them."""
 
 from __future__ import annotations
 
@@ -18,37 +18,53 @@ def relative(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
-def walk_files(root: Path, folder: Path, problems: list[Problem]) -> Iterator[Path]:
-    """Every non-hidden file under `folder`, sorted; links leaving the project are reported."""
-    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not is_hidden(d))
+def walk_files(root: Path, folder: Path) -> Iterator[Path]:
+    """Every non-hidden file under `folder`, sorted. Linked folders are followed once each;
+    where links lead is checked for every bundled file by `check_bundled`."""
+    seen: set[Path] = set()
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
         here = Path(dirpath)
-        for sub in list(dirnames):
-            if (here / sub).is_symlink():
-                dirnames.remove(sub)
-                if _escapes(root, here / sub, problems):
-                    continue
-                yield from walk_files(root, here / sub, problems)
+        real = here.resolve()
+        if real in seen:
+            dirnames[:] = []
+            continue
+        seen.add(real)
+        dirnames[:] = sorted(d for d in dirnames if not is_hidden(d))
         for name in sorted(filenames):
-            path = here / name
-            if is_hidden(name) or (path.is_symlink() and _escapes(root, path, problems)):
-                continue
-            if path.is_file():
-                yield path
+            if not is_hidden(name) and (here / name).is_file():
+                yield here / name
 
 
-def _escapes(root: Path, link: Path, problems: list[Problem]) -> bool:
-    target = link.resolve()
-    if target.is_relative_to(root.resolve()):
-        return False
-    problems.append(rule("symlink-outside").problem(relative(root, link)))
-    return True
+def check_bundled(root: Path, files: list[str], problems: list[Problem]) -> dict[str, bytes]:
+    """Read every file a revision will hold. A file that is a link out of the project or to a
+    hidden file (such as `.env`), or that cannot be read, is reported instead."""
+    real_root = root.resolve()
+    contents: dict[str, bytes] = {}
+    for file in files:
+        path = root / file
+        target = path.resolve()
+        if not target.is_relative_to(real_root):
+            why = "is a link to a place outside the project"
+            problems.append(rule("unsafe-link").problem(file, why=why))
+            continue
+        if any(is_hidden(part) for part in target.relative_to(real_root).parts):
+            why = f"is a link to the hidden file {target.relative_to(real_root).as_posix()}"
+            problems.append(rule("unsafe-link").problem(file, why=why))
+            continue
+        try:
+            contents[file] = path.read_bytes()
+        except OSError as exc:
+            problems.append(rule("file-unreadable").problem(file, error=exc.strerror or exc))
+    return contents
 
 
 def read_text(root: Path, path: Path, problems: list[Problem]) -> str | None:
-    """The file as text, or None (with a problem) when it is not UTF-8."""
+    """The file as text (a UTF-8 BOM is dropped), or None with a problem."""
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         problems.append(rule("file-not-utf8").problem(relative(root, path)))
-        return None
+    except OSError as exc:
+        file = relative(root, path)
+        problems.append(rule("file-unreadable").problem(file, error=exc.strerror or exc))
+    return None

@@ -11,7 +11,7 @@ from typing import Any, cast
 from agentctl.bundle.dependencies import MODEL_PROVIDERS
 from agentctl.errors import ConfigError, Problem
 from agentctl.project.envfile import read_env_file
-from agentctl.project.files import is_hidden, read_text, relative
+from agentctl.project.files import check_bundled, is_hidden, read_text, relative
 from agentctl.project.mcp import MCP_FILE, load_mcp
 from agentctl.project.model import (
     AUTH_PROVIDERS,
@@ -36,6 +36,7 @@ SKILLS_DIR = "skills"
 USER_DIR = "user"
 SUBAGENTS_DIR = "subagents"
 DEFAULT_MODEL = "openai:gpt-4.1"
+GENERAL_PURPOSE = "general-purpose"  # the built-in subagent's name
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 
@@ -76,8 +77,6 @@ def load_project(
     user_template = _user_template(root, problems)
     mcp_servers = _mcp(root, root, env, problems)
     subagents = _subagents(root, env, problems)
-    if problems:
-        raise ConfigError(problems)
     files = [config_file, INSTRUCTIONS_FILE]
     files += [f for skill in skills for f in skill.files]
     if (root / USER_DIR / INSTRUCTIONS_FILE).is_file():
@@ -85,7 +84,10 @@ def load_project(
     if (root / MCP_FILE).is_file():
         files.append(MCP_FILE)
     files += [f for sub in subagents for f in sub.files]
-    _check_no_secrets(root, files, dotenv)
+    contents = check_bundled(root, [f for f in files if (root / f).exists()], problems)
+    _check_no_secrets(contents, dotenv, problems)
+    if problems:
+        raise ConfigError(problems)
     return Project(
         root=root,
         config_file=config_file,
@@ -112,7 +114,7 @@ def _agent_section(
         example = '[agent]\nname = "my-agent"'
         problems.append(rule("section-missing").problem(file, "[agent]", example=example))
         return None
-    return sections.get("agent", {})
+    return sections.get("agent")  # None when [agent] is not a table (reported already)
 
 
 def valid_name(name: str) -> bool:
@@ -146,7 +148,7 @@ def _name(
 def _check_model(file: str, model: str, problems: list[Problem]) -> None:
     provider, sep, model_name = model.partition(":")
     if not sep or not provider.strip() or not model_name.strip():
-        example = f"openai:{model.strip(':')}" if model.strip(":") else DEFAULT_MODEL
+        example = DEFAULT_MODEL if sep or not model.strip() else f"openai:{model.strip()}"
         problems.append(
             rule("model-format").problem(file, "[agent].model", value=model, example=example)
         )
@@ -295,6 +297,13 @@ def _subagents(root: Path, env: Mapping[str, str], problems: list[Problem]) -> t
         sub = _subagent(root, entry, env, problems)
         if sub is None:
             continue
+        if sub.name == GENERAL_PURPOSE:
+            problems.append(
+                rule("name-reserved").problem(
+                    f"{sub.path}/{CONFIG_FILE}", "[agent].name", value=sub.name
+                )
+            )
+            continue
         if sub.name in seen:
             problems.append(
                 rule("subagent-name-duplicate").problem(
@@ -365,14 +374,14 @@ def _subagent(
     )
 
 
-def _check_no_secrets(root: Path, files: list[str], dotenv: Mapping[str, str]) -> None:
+def _check_no_secrets(
+    contents: dict[str, bytes], dotenv: Mapping[str, str], problems: list[Problem]
+) -> None:
     """Refuse to bundle a file that contains a secret value from .env."""
     secrets = {name: value.encode() for name, value in dotenv.items() if len(value.strip()) >= 8}
-    problems = [
+    problems += [
         rule("secret-in-file").problem(file, name=name)
-        for file in files
+        for file, data in contents.items()
         for name, value in secrets.items()
-        if value in (root / file).read_bytes()
+        if value in data
     ]
-    if problems:
-        raise ConfigError(problems)

@@ -51,6 +51,9 @@ def load_mcp(
     except json.JSONDecodeError as exc:
         problems.append(rule("json-syntax").problem(file, error=str(exc)))
         return ()
+    except RecursionError:
+        problems.append(rule("json-syntax").problem(file, error="nested too deeply"))
+        return ()
     if not isinstance(data, dict) or not isinstance(data.get(SERVERS_KEY), dict):
         problems.append(rule("mcp-shape").problem(file))
         return ()
@@ -72,8 +75,9 @@ def _server(
         problems.append(wrong_type(file, key, "an object", spec, '{"url": "…"}'))
         return None
     declared = spec.get("transport", spec.get("type"))
-    if declared == "stdio" or ("command" in spec and "url" not in spec):
-        why = "uses the stdio transport" if declared == "stdio" else 'has a "command" and no "url"'
+    stdio = "stdio" in (spec.get("transport"), spec.get("type"))
+    if stdio or ("command" in spec and "url" not in spec):
+        why = "uses the stdio transport" if stdio else 'has a "command" and no "url"'
         problems.append(rule("mcp-stdio").problem(file, key, why=why))
         return None
     before = len(problems)

@@ -35,9 +35,14 @@ _RULES = [
     Rule("config-missing", "not found", "run `agentctl init` here, or pass --config PATH"),
     Rule("file-not-utf8", "is not UTF-8 text", "save the file as UTF-8"),
     Rule(
-        "symlink-outside",
-        "is a link to a place outside the project",
-        "replace the link with a copy of what it points to",
+        "file-unreadable",
+        "cannot be read: {error}",
+        "check the file's permissions, or remove it",
+    ),
+    Rule(
+        "unsafe-link",
+        "{why}, which is never bundled",
+        "replace the link with a copy of the file it should hold",
     ),
     Rule(
         "instructions-missing",
@@ -79,6 +84,11 @@ _RULES = [
         "subagent-name-duplicate",
         '"{name}" is also the name of {other}',
         "give every subagent a unique [agent].name",
+    ),
+    Rule(
+        "name-reserved",
+        '"{value}" is the name of the built-in subagent',
+        "choose another name",
     ),
     Rule(
         "subagent-nested",

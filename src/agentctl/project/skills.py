@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +16,16 @@ from agentctl.project.rules import rule
 SKILL_FILE = "SKILL.md"
 
 
+_FRONTMATTER = re.compile(r"^---\s*\n(.*?)\n---\s*\n", re.DOTALL)
+
+
 def split_frontmatter(text: str) -> tuple[str | None, str]:
-    """`(frontmatter, body)`; frontmatter is None when the text does not open with `---`."""
-    lines = text.splitlines(keepends=True)
-    if not lines or lines[0].strip() != "---":
+    """`(frontmatter, body)`; frontmatter is None unless the text opens with a `---` block
+    closed by a `---` line (the form deepagents reads)."""
+    match = _FRONTMATTER.match(text)
+    if match is None:
         return None, text
-    for index, line in enumerate(lines[1:], start=1):
-        if line.strip() == "---":
-            return "".join(lines[1:index]), "".join(lines[index + 1 :])
-    return None, text
+    return match.group(1), text[match.end() :]
 
 
 def load_skills(root: Path, folder: Path, problems: list[Problem]) -> tuple[Skill, ...]:
@@ -46,7 +48,7 @@ def load_skills(root: Path, folder: Path, problems: list[Problem]) -> tuple[Skil
 def _load_skill(root: Path, folder: Path, problems: list[Problem]) -> Skill | None:
     where = relative(root, folder)
     skill_md = folder / SKILL_FILE
-    files = tuple(relative(root, p) for p in walk_files(root, folder, problems))
+    files = tuple(relative(root, p) for p in walk_files(root, folder))
     if not skill_md.is_file():
         problems.append(rule("skill-md-missing").problem(where, name=folder.name))
         return None
@@ -75,7 +77,7 @@ def _frontmatter(
         return None
     try:
         meta = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, RecursionError) as exc:
         why = "frontmatter is not valid YAML: " + str(exc).replace("\n", " ")
         problems.append(bad.problem(file, why=why, name=folder_name))
         return None

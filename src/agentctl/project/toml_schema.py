@@ -45,6 +45,10 @@ def read_toml(root: Path, path: Path, problems: list[Problem]) -> dict[str, Any]
     except tomllib.TOMLDecodeError as exc:
         problems.append(rule("toml-syntax").problem(relative(root, path), error=str(exc)))
         return None
+    except RecursionError:
+        error = "nested too deeply"
+        problems.append(rule("toml-syntax").problem(relative(root, path), error=error))
+        return None
 
 
 def check_schema(

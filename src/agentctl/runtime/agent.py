@@ -21,7 +21,6 @@ from agentctl.runtime.namespaces import shared_namespace, subagent_namespace
 BUILTIN_TOOLS = frozenset(
     {"ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep", "execute", "task"}
 )
-GENERAL_PURPOSE = "general-purpose"
 
 
 @dataclass
@@ -48,6 +47,10 @@ async def load_agent(
 ) -> AgentRuntime:
     """Build the agent of `project` and seed its shared memory into `store`.
 
+    `env` (default: the project's `.env` overlaid by the process environment) provides the
+    model keys and the `${VAR}`s of mcp.json; variables not already set are exported to the
+    process, where provider packages look for them.
+
     Raises a `UserError` naming what to install, set or fix when the model, an MCP server or
     an approval gate cannot work.
     """
@@ -56,7 +59,9 @@ async def load_agent(
             f'[sandbox] provider "{project.sandbox.provider}" is not yet available in this '
             'release — remove the [sandbox] section or set provider = "none"'
         )
-    env = os.environ if env is None else env
+    env = project.env if env is None else env
+    for name, value in env.items():  # provider packages read their keys from here
+        os.environ.setdefault(name, value)
     models = create_models(project.models)
     main_tools = await load_mcp_tools(project.mcp_servers, env)
     subagent_names = [sub.name for sub in project.subagents]
@@ -105,7 +110,7 @@ async def load_agent(
         subagents=subagents,
         skills=[f"{memory.MEMORIES}/skills/"] if project.skills else None,
         memory=[memory.USER_MEMORY_FILE] if user_memory else None,
-        permissions=memory.MAIN_PERMISSIONS,
+        permissions=memory.main_permissions(user_memory=user_memory),
         backend=memory.main_backend(project.name, subagent_names, user_memory=user_memory),
         interrupt_on={
             tool: {"allowed_decisions": list(gate.allowed_decisions)}

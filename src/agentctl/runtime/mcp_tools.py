@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 from agentctl.errors import UserError
 from agentctl.project.mcp import expand
@@ -36,7 +37,7 @@ async def load_mcp_tools(servers: Sequence[McpServer], env: Mapping[str, str]) -
         try:
             listed = await client.get_tools(server_name=server.name)
         except Exception as exc:
-            reason = _reason(exc).replace(connections[server.name]["url"], server.url)
+            reason = _redact(_reason(exc), [env[name] for name in server.env_names])
             raise McpLoadError(
                 f'MCP server "{server.name}" ({server.url}) could not be listed: {reason}'
                 " — check that it is running and reachable, and its url and headers in mcp.json"
@@ -55,6 +56,15 @@ async def load_mcp_tools(servers: Sequence[McpServer], env: Mapping[str, str]) -
             offered_by[tool.name] = server.name
         tools += listed
     return tools
+
+
+def _redact(text: str, secrets: Sequence[str]) -> str:
+    """`text` without any of the expanded values, raw or as they appear inside a URL."""
+    for secret in secrets:
+        for form in {secret, quote(secret), quote(secret, safe=""), quote_plus(secret)}:
+            if len(form) >= 3:
+                text = text.replace(form, "***")
+    return text
 
 
 def _reason(exc: BaseException) -> str:

@@ -200,10 +200,17 @@ def _both(path: str) -> list[str]:
     return [path, f"{path}/**"]
 
 
-MAIN_PERMISSIONS = [
-    FilesystemPermission(operations=["write"], paths=_both(f"{MEMORIES}/user"), mode="allow"),
-    FilesystemPermission(operations=["write"], paths=_both(MEMORIES), mode="deny"),
-]
+def main_permissions(*, user_memory: bool) -> list[FilesystemPermission]:
+    """The main agent reads all of `/memories/` and writes only its user's folder, if any."""
+    user = (
+        [FilesystemPermission(operations=["write"], paths=_both(f"{MEMORIES}/user"), mode="allow")]
+        if user_memory
+        else []
+    )
+    return [
+        *user,
+        FilesystemPermission(operations=["write"], paths=_both(MEMORIES), mode="deny"),
+    ]
 
 
 def subagent_permissions(subagent: str | None) -> list[FilesystemPermission]:

@@ -17,7 +17,11 @@ class MissingPackageError(UserError):
 
 
 def check_model(model: str) -> None:
-    """Raise the error a user can act on when `model` cannot be created here."""
+    """Raise the error a user can act on when `model` cannot be created here.
+
+    Provider packages read their keys from the process environment, where `load_agent` has
+    put the project's variables.
+    """
     needs = MODEL_PROVIDERS[model_provider(model)]
     missing = [p for p in needs.packages if not p.installed()]
     if missing:

@@ -1,16 +1,19 @@
 """Where memory lives in the store.
 
-Every namespace starts `("memories", <assistant>, <kind>, …)` and none is a prefix of another
-across an isolation boundary (the store's search matches namespace prefixes, so a careless
-layout would leak one user's files into another's `ls`, `glob` or `grep`):
+    ("memories", A, "shared", "files")        /memories/AGENTS.md, /memories/skills/**
+    ("memories", A, "user", U, "files")       /memories/user/**            (per user U)
+    ("memories", A, "subagent", S, "files")   /memories/subagents/S/**     (per subagent S)
 
-    ("memories", A, "shared")            /memories/AGENTS.md, /memories/skills/**
-    ("memories", A, "user", U)           /memories/user/**            U = escape_id(user id)
-    ("memories", A, "subagent", S)       /memories/subagents/S/**
+A store's search matches namespace *prefixes* (as tuples in memory, as `a.b.c%` strings in
+PostgreSQL, as `a.b.c.*` globs in SQLite), and deepagents' `ls`, `glob` and `grep` search. So
+no namespace may be a prefix of another across an isolation boundary, as tuples or as strings:
 
-Assistant and subagent names are validated to `[A-Za-z0-9_-]`; user ids can be anything, so
-they are escaped: letters, digits, `-` and `_` stay, every other byte of their UTF-8 becomes
-`~XX`. The escape is injective, never contains `.` (the store's separator) nor glob characters.
+- every part is escaped with `escape_id`: letters, digits and `-` stay, every other UTF-8 byte
+  becomes `~XX`, so no part holds `.` (the store's separator) nor a LIKE or glob wildcard;
+- every namespace ends with the fixed part "files", so user "ab" cannot prefix user "abc":
+  `memories.A.user.ab.files` is a prefix of no other namespace's string.
+
+The escape is injective and reversible (`unescape_id`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ ROOT = "memories"
 SHARED = "shared"
 USER = "user"
 SUBAGENT = "subagent"
-_KEEP = re.compile(rb"[A-Za-z0-9_-]")
+_KEEP = re.compile(rb"[A-Za-z0-9-]")
+FILES = "files"
 
 
 def escape_id(raw: str) -> str:
@@ -46,12 +50,12 @@ def unescape_id(escaped: str) -> str:
 
 
 def shared_namespace(assistant: str) -> tuple[str, ...]:
-    return (ROOT, assistant, SHARED)
+    return (ROOT, escape_id(assistant), SHARED, FILES)
 
 
 def user_namespace(assistant: str, user_id: str) -> tuple[str, ...]:
-    return (ROOT, assistant, USER, escape_id(user_id))
+    return (ROOT, escape_id(assistant), USER, escape_id(user_id), FILES)
 
 
 def subagent_namespace(assistant: str, subagent: str) -> tuple[str, ...]:
-    return (ROOT, assistant, SUBAGENT, subagent)
+    return (ROOT, escape_id(assistant), SUBAGENT, escape_id(subagent), FILES)
