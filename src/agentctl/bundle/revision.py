@@ -90,7 +90,7 @@ def extract_revision(archive: bytes, folder: Path) -> Path:
 def _contents(project: Project) -> dict[str, bytes]:
     """Archive path -> bytes. The config file is always stored as agent.toml."""
     contents = {
-        (CONFIG_FILE if path == project.config_file else path): (project.root / path).read_bytes()
+        (CONFIG_FILE if path == project.config_file else path): project.contents[path]
         for path in project.files
     }
     if project.user_template is not None:

@@ -102,6 +102,7 @@ def load_project(
         subagents=subagents,
         mcp_servers=mcp_servers,
         files=tuple(sorted(files)),
+        contents=contents,
         env=env,
     )
 

@@ -96,6 +96,8 @@ class Project:
     subagents: tuple[Subagent, ...] = ()
     mcp_servers: tuple[McpServer, ...] = ()
     files: tuple[str, ...] = ()  # everything that goes into a revision, relative to root
+    # The bytes of `files` as validation read them: what a revision bundles and seeds.
+    contents: dict[str, bytes] = field(default_factory=dict, repr=False, compare=False)
     env: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property

@@ -149,7 +149,7 @@ def _skill_files(project: Project, skills: tuple[Skill, ...], base: str = "") ->
     """Skill files keyed as the memory route sees them: `/skills/<name>/...`."""
     prefix = f"{base}/" if base else ""
     return {
-        "/" + path.removeprefix(prefix): (project.root / path).read_bytes()
+        "/" + path.removeprefix(prefix): project.contents[path]
         for skill in skills
         for path in skill.files
     }
