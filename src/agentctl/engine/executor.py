@@ -1,0 +1,179 @@
+"""Executing one claimed run: its config, its input (or where to resume), its events."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from langgraph.types import Command
+
+from agentctl.engine.deployment import Deployment
+from agentctl.engine.wire import (
+    END_EVENT,
+    MessageAccumulator,
+    event_name,
+    langgraph_modes,
+    normalize_modes,
+)
+from agentctl.runtime.memory import USER_ID_KEY
+from agentctl.server import serde
+from agentctl.storage.base import Assistant, Run, RunStatus, Storage
+
+log = logging.getLogger("agentctl.engine")
+
+Publish = Callable[[str, Any], Awaitable[None]]
+
+
+@dataclass
+class Outcome:
+    status: RunStatus
+    error: dict[str, Any] | None = None
+    interrupts: list[Any] = field(default_factory=list)
+
+
+def run_config(run: Run, assistant: Assistant | None, deployment: Deployment) -> dict[str, Any]:
+    """The langgraph config of `run`: the assistant's config, overlaid by the run's, with the
+    ids the server owns. A client cannot choose the user identity (it comes from auth)."""
+    base = dict(assistant.config) if assistant else {}
+    requested = run.kwargs.get("config") or {}
+    config: dict[str, Any] = {**base, **requested}
+    configurable = {
+        **(base.get("configurable") or {}),
+        **(requested.get("configurable") or {}),
+    }
+    configurable.pop(USER_ID_KEY, None)
+    checkpoint = run.kwargs.get("checkpoint") or {}
+    configurable.update({k: v for k, v in checkpoint.items() if k != "thread_id" and v})
+    if run.kwargs.get("checkpoint_id"):
+        configurable["checkpoint_id"] = run.kwargs["checkpoint_id"]
+    ids = {
+        "thread_id": run.thread_id,
+        "run_id": run.run_id,
+        "assistant_id": run.assistant_id,
+        "graph_id": deployment.graph_id,
+    }
+    configurable.update(ids, run_attempt=run.attempt)
+    user_id = run.kwargs.get("user_id")
+    if user_id:
+        configurable[USER_ID_KEY] = user_id
+    config["configurable"] = configurable
+    config["metadata"] = {
+        **(base.get("metadata") or {}),
+        **(requested.get("metadata") or {}),
+        **run.metadata,
+        **ids,
+    }
+    return config
+
+
+async def resumes_from_checkpoint(storage: Storage, run: Run) -> bool:
+    """Whether a retried run already wrote checkpoints, so it continues from the last one."""
+    if run.attempt <= 1 or run.temporary:
+        return False
+    latest = await storage.checkpointer.aget_tuple({"configurable": {"thread_id": run.thread_id}})
+    return latest is not None and latest.metadata.get("run_id") == run.run_id
+
+
+def graph_input(run: Run) -> Any:
+    command = run.kwargs.get("command")
+    if command:
+        return Command(
+            resume=command.get("resume"),
+            update=command.get("update"),
+            goto=command.get("goto") or (),
+        )
+    return run.kwargs.get("input")
+
+
+async def execute(
+    run: Run,
+    graph: Any,
+    config: dict[str, Any],
+    publish: Publish,
+    *,
+    resume: bool,
+) -> Outcome:
+    """Stream `run` through `graph`, publishing every event; return how it ended.
+
+    Cancellation (`asyncio.CancelledError`) propagates to the caller."""
+    kwargs = run.kwargs
+    modes = normalize_modes(kwargs.get("stream_mode"))
+    subgraphs = bool(kwargs.get("stream_subgraphs"))
+    await publish("metadata", {"run_id": run.run_id, "attempt": run.attempt})
+    options: dict[str, Any] = {
+        "stream_mode": langgraph_modes(modes),
+        "subgraphs": True,
+        "interrupt_before": kwargs.get("interrupt_before"),
+        "interrupt_after": kwargs.get("interrupt_after"),
+    }
+    if kwargs.get("durability") and not run.temporary:
+        options["durability"] = kwargs["durability"]
+    if kwargs.get("context"):
+        options["context"] = kwargs["context"]
+    outcome = Outcome("success")
+    legacy = MessageAccumulator() if "messages" in modes else None
+    try:
+        source = graph_input(run) if not resume else None
+        if "events" in modes:
+            stream = _with_events(graph, source, config, options, publish)
+        else:
+            stream = graph.astream(source, config, **options)
+        async for namespace, mode, chunk in stream:
+            if namespace and not subgraphs:
+                continue
+            if mode == "updates" and not namespace and "__interrupt__" in chunk:
+                outcome.status = "interrupted"
+                outcome.interrupts.extend(chunk["__interrupt__"])
+            for name, data in _client_events(modes, namespace, mode, chunk, legacy):
+                await publish(name, data)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # the agent failed: the client gets an `error` event
+        log.warning("run %s failed: %s: %s", run.run_id, type(exc).__name__, exc)
+        outcome = Outcome("error", {"error": type(exc).__name__, "message": str(exc)})
+        await publish("error", outcome.error)
+    return outcome
+
+
+def _client_events(
+    modes: list[str],
+    namespace: tuple[str, ...],
+    mode: str,
+    chunk: Any,
+    legacy: MessageAccumulator | None,
+) -> list[tuple[str, Any]]:
+    if mode == "messages":
+        message, metadata = chunk
+        events: list[tuple[str, Any]] = []
+        if "messages-tuple" in modes:
+            events.append((event_name("messages", namespace), [message, metadata]))
+        if legacy is not None:
+            events.extend(
+                (event_name(name, namespace), data) for name, data in legacy.add(message, metadata)
+            )
+        return events
+    if mode in modes:
+        return [(event_name(mode, namespace), chunk)]
+    return []
+
+
+async def _with_events(
+    graph: Any, source: Any, config: dict[str, Any], options: dict[str, Any], publish: Publish
+) -> Any:
+    """`astream_events` v2: each event is published as `events`; the root graph's stream
+    chunks are yielded on for the other modes."""
+    root: str | None = None
+    async for event in graph.astream_events(source, config, version="v2", **options):
+        if root is None:
+            root = event.get("run_id")
+        if event.get("event") == "on_chain_stream" and event.get("run_id") == root:
+            yield event["data"]["chunk"]
+            continue
+        await publish("events", event)
+
+
+def end_event(run: Run, status: RunStatus) -> tuple[str, bytes]:
+    return END_EVENT, serde.dumps({"run_id": run.run_id, "status": status})

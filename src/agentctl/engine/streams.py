@@ -1,0 +1,77 @@
+"""Following the event log: one run's events, or every run on a thread, from any point.
+
+A follower subscribes before it reads what is stored, then skips live events it has
+already sent, so an event appended in between is neither lost nor sent twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Collection
+
+from agentctl.engine.wire import END_EVENT
+from agentctl.server import serde
+from agentctl.storage.base import Event, Storage, event_position
+
+REPLAY_ALL = "-"
+
+
+def _base_mode(event: str) -> str:
+    return event.split("|", 1)[0]
+
+
+def wanted(event: Event, modes: Collection[str] | None) -> bool:
+    """Whether a run-stream follower asking for `modes` (None: all) gets `event`."""
+    if modes is None or event.event in ("metadata", "error"):
+        return True
+    base = _base_mode(event.event)
+    if base == "messages" or base.startswith("messages/"):
+        return "messages-tuple" in modes or "messages" in modes
+    return base in modes
+
+
+async def follow(
+    storage: Storage,
+    thread_id: str,
+    *,
+    run_id: str | None,
+    last_event_id: str | None,
+    live_only: bool = False,
+    heartbeat: float = 5.0,
+) -> AsyncIterator[Event | None]:
+    """Events of the thread (of `run_id` only, when given) after `last_event_id`
+    (`-` or None: from the start, unless `live_only`). Yields None when `heartbeat` seconds
+    pass without an event. A run follower ends after the run's end marker."""
+    subscription = storage.events.subscribe(thread_id)
+    try:
+        after = None if last_event_id in (None, REPLAY_ALL) else last_event_id
+        position = event_position(after) if after else (-1, -1)
+        if not (live_only and last_event_id is None):
+            for event in await storage.events.read(thread_id, after=after, run_id=run_id):
+                position = event_position(event.id)
+                yield event
+                if event.event == END_EVENT:
+                    return
+        while True:
+            try:
+                event = await asyncio.wait_for(subscription.next(), heartbeat)
+            except TimeoutError:
+                yield None
+                continue
+            if run_id is not None and event.run_id != run_id:
+                continue
+            current = event_position(event.id)
+            if current <= position:
+                continue
+            position = current
+            yield event
+            if run_id is not None and event.event == END_EVENT:
+                return
+    finally:
+        subscription.close()
+
+
+def run_done(event: Event) -> bytes:
+    """The thread stream's `metadata` event for a run's end marker."""
+    payload = serde.loads(event.data)
+    return serde.dumps({"status": "run_done", "run_id": payload["run_id"]})

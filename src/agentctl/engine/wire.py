@@ -1,0 +1,60 @@
+"""Turning what a langgraph run streams into the LangGraph API's events."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+# Stream modes a client may ask for, and the langgraph mode that produces each.
+STREAM_MODES = {
+    "values": "values",
+    "updates": "updates",
+    "debug": "debug",
+    "messages": "messages",
+    "messages-tuple": "messages",
+    "custom": "custom",
+    "tasks": "tasks",
+    "checkpoints": "checkpoints",
+    "events": None,  # from astream_events, not a langgraph stream mode
+}
+END_EVENT = "__end__"  # in the log only: marks the end of a run's events
+
+
+def normalize_modes(stream_mode: str | Sequence[str] | None) -> list[str]:
+    if stream_mode is None:
+        return ["values"]
+    modes = [stream_mode] if isinstance(stream_mode, str) else list(stream_mode)
+    return list(dict.fromkeys(modes)) or ["values"]
+
+
+def langgraph_modes(modes: Sequence[str]) -> list[str]:
+    """The langgraph modes to stream; `updates` is always there to see interrupts."""
+    wanted = {STREAM_MODES[m] for m in modes if STREAM_MODES[m] is not None}
+    return sorted(wanted | {"updates"})
+
+
+def event_name(mode: str, namespace: Sequence[str]) -> str:
+    return "|".join([mode, *namespace]) if namespace else mode
+
+
+class MessageAccumulator:
+    """The legacy `messages` mode: whole messages so far, keyed by message id."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, Any] = {}
+
+    def add(self, chunk: Any, metadata: dict[str, Any]) -> list[tuple[str, Any]]:
+        message_id = getattr(chunk, "id", None) or ""
+        events: list[tuple[str, Any]] = []
+        if message_id not in self.seen:
+            events.append(("messages/metadata", {message_id: {"metadata": metadata}}))
+            self.seen[message_id] = chunk
+        else:
+            try:
+                self.seen[message_id] = self.seen[message_id] + chunk
+            except TypeError:
+                self.seen[message_id] = chunk
+        is_chunk = type(chunk).__name__.endswith("Chunk")
+        name = "messages/partial" if is_chunk else "messages/complete"
+        events.append((name, [self.seen[message_id]]))
+        return events

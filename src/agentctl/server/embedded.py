@@ -1,0 +1,42 @@
+"""A server on the embedded SQLite storage: what `agentctl dev` runs, and what tests start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentctl.engine import Deployment, RunEngine
+from agentctl.project.model import Project
+from agentctl.runtime import load_agent
+from agentctl.server.app import Server
+from agentctl.storage.sqlite import SqliteStorage
+
+DATABASE_FILE = "agentctl.db"
+
+
+async def open_embedded_server(
+    project: Project,
+    revision_id: str,
+    data_dir: Path,
+    *,
+    workers: int = 16,
+    run_timeout: float | None = None,
+) -> Server:
+    """Load `project` as revision `revision_id` on the database in `data_dir` (created when
+    missing). Raises a `UserError` when the agent cannot be loaded."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    storage = SqliteStorage(data_dir / DATABASE_FILE)
+    try:
+        runtime = await load_agent(
+            project, revision_id, store=storage.store, checkpointer=storage.checkpointer
+        )
+    except BaseException:
+        await storage.close()
+        raise
+    deployment = Deployment(runtime)
+    engine = RunEngine(storage, deployment, workers=workers, run_timeout=run_timeout)
+    return Server(
+        storage=storage,
+        deployment=deployment,
+        engine=engine,
+        info={"storage": "sqlite", "revision": revision_id},
+    )

@@ -1,0 +1,95 @@
+"""One place turns every failure into the JSON error the LangGraph clients read:
+`{"detail": "..."}` with the right status. A user never sees a traceback."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from agentctl.errors import AgentctlError
+from agentctl.server import serde
+
+log = logging.getLogger("agentctl.server")
+
+
+class ApiError(Exception):
+    """An error answered as `{"detail": message}` with `status`."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+def not_found(kind: str, key: str) -> ApiError:
+    return ApiError(404, f"{kind} {key!r} not found")
+
+
+def conflict(detail: str) -> ApiError:
+    return ApiError(409, detail)
+
+
+def json_error(status: int, detail: str, headers: dict[str, str] | None = None) -> Response:
+    return Response(
+        serde.dumps({"detail": detail}),
+        status_code=status,
+        media_type="application/json",
+        headers=headers,
+    )
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    where = {"body": "body", "query": "query parameter", "path": "path parameter"}.get(
+        str(loc[0]) if loc else "", "request"
+    )
+    return f"{where} {'.'.join(parts)}" if parts else where
+
+
+def describe_validation(errors: list[dict[str, Any]]) -> str:
+    messages = []
+    for error in errors[:5]:
+        if error.get("type") == "json_invalid":
+            messages.append("the body is not valid JSON — send a JSON object")
+            continue
+        messages.append(f"{_location(tuple(error.get('loc', ())))}: {error.get('msg', 'invalid')}")
+    more = len(errors) - 5
+    return "; ".join(messages) + (f" (and {more} more)" if more > 0 else "")
+
+
+def install(app: FastAPI) -> None:
+    async def api_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, ApiError)
+        return json_error(exc.status, exc.detail)
+
+    async def validation_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        return json_error(422, describe_validation(list(exc.errors())))
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        if exc.status_code == 404 and detail == "Not Found":
+            detail = f"no endpoint {request.method} {request.url.path}"
+        elif exc.status_code == 405:
+            detail = f"{request.method} is not allowed on {request.url.path}"
+        return json_error(exc.status_code, detail, getattr(exc, "headers", None))
+
+    async def user_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, AgentctlError)
+        return json_error(exc.status, str(exc))
+
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return json_error(500, "internal server error — see the server log for details")
+
+    app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(AgentctlError, user_error)
+    app.add_exception_handler(Exception, unexpected)

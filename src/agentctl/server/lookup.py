@@ -1,0 +1,50 @@
+"""Finding the records a request names, or answering 404."""
+
+from __future__ import annotations
+
+import uuid
+
+from agentctl.engine.deployment import assistant_uuid
+from agentctl.server.app import Server
+from agentctl.server.errors import ApiError, not_found
+from agentctl.storage.base import Assistant, Run, Thread
+
+
+def assistant_key(server: Server, assistant_id: str) -> str:
+    """A graph name is accepted wherever an assistant id is."""
+    if assistant_id == server.deployment.graph_id:
+        return assistant_uuid(assistant_id)
+    return assistant_id
+
+
+async def get_assistant(server: Server, assistant_id: str) -> Assistant:
+    assistant = await server.storage.assistants.get(assistant_key(server, assistant_id))
+    if assistant is None:
+        raise ApiError(
+            404,
+            f"assistant {assistant_id!r} not found — this server serves the agent "
+            f"{server.deployment.graph_id!r} (assistant id {server.deployment.assistant_id})",
+        )
+    return assistant
+
+
+def check_uuid(kind: str, value: str) -> str:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        raise ApiError(422, f"{kind} {value!r} is not a UUID") from None
+    return value
+
+
+async def get_thread(server: Server, thread_id: str) -> Thread:
+    thread = await server.storage.threads.get(thread_id)
+    if thread is None:
+        raise not_found("thread", thread_id)
+    return thread
+
+
+async def get_run(server: Server, thread_id: str, run_id: str) -> Run:
+    run = await server.storage.runs.get(run_id)
+    if run is None or run.thread_id != thread_id:
+        raise not_found("run", run_id)
+    return run

@@ -1,0 +1,88 @@
+"""Records as the LangGraph API shows them, and JSON responses serialized once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import Response
+
+from agentctl.server import serde
+from agentctl.storage.base import Assistant, Cron, Run, Thread
+
+
+def json_response(
+    data: Any, status: int = 200, headers: dict[str, str] | None = None
+) -> Response:
+    return Response(
+        serde.dumps(data), status_code=status, media_type="application/json", headers=headers
+    )
+
+
+def page_headers(offset: int, limit: int, count: int, total: int) -> dict[str, str]:
+    headers = {"X-Pagination-Total": str(total)}
+    if offset + count < total:
+        headers["X-Pagination-Next"] = str(offset + limit)
+    return headers
+
+
+def assistant_view(assistant: Assistant) -> dict[str, Any]:
+    return {
+        "assistant_id": assistant.assistant_id,
+        "graph_id": assistant.graph_id,
+        "name": assistant.name,
+        "description": assistant.description,
+        "config": assistant.config,
+        "context": assistant.context,
+        "metadata": assistant.metadata,
+        "version": assistant.version,
+        "created_at": assistant.created_at,
+        "updated_at": assistant.updated_at,
+    }
+
+
+def thread_view(thread: Thread, values: Any = None) -> dict[str, Any]:
+    return {
+        "thread_id": thread.thread_id,
+        "created_at": thread.created_at,
+        "updated_at": thread.updated_at,
+        "state_updated_at": thread.updated_at,
+        "metadata": thread.metadata,
+        "status": thread.status,
+        "values": values,
+        "interrupts": thread.interrupts,
+    }
+
+
+def run_view(run: Run) -> dict[str, Any]:
+    kwargs = {k: v for k, v in run.kwargs.items() if k != "user_id"}
+    return {
+        "run_id": run.run_id,
+        "thread_id": run.thread_id,
+        "assistant_id": run.assistant_id,
+        "created_at": run.created_at,
+        "updated_at": run.updated_at,
+        "status": run.status,
+        "metadata": run.metadata,
+        "kwargs": kwargs,
+        "multitask_strategy": run.multitask_strategy,
+        "attempt": run.attempt,
+    }
+
+
+def cron_view(cron: Cron) -> dict[str, Any]:
+    return {
+        "cron_id": cron.cron_id,
+        "assistant_id": cron.assistant_id,
+        "thread_id": cron.thread_id,
+        "schedule": cron.schedule,
+        "timezone": cron.timezone,
+        "payload": cron.payload,
+        "next_run_date": cron.next_run_date,
+        "end_time": cron.end_time,
+        "on_run_completed": cron.on_run_completed,
+        "metadata": cron.metadata,
+        "enabled": cron.enabled,
+        "user_id": cron.user_id,
+        "created_at": cron.created_at,
+        "updated_at": cron.updated_at,
+    }

@@ -1,0 +1,116 @@
+"""The langgraph SQLite checkpointer and store, driven inline on the event loop.
+
+The library's async variants hand every call to a thread and commit each write with a full
+sync; on the embedded database that overhead is most of a one-turn run's storage cost. These
+subclasses call the library's synchronous code directly (see `database.py` for why that is
+safe here) and share the server's connection.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.store.sqlite import SqliteStore
+
+
+class LoopSqliteSaver(SqliteSaver):  # type: ignore[misc]
+    @contextmanager
+    def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
+        """One explicit transaction per call (the shared connection is in autocommit mode)."""
+        with self.lock:
+            self.setup()
+            cur = self.conn.cursor()
+            if transaction:
+                cur.execute("BEGIN")
+            try:
+                yield cur
+            except BaseException:
+                if transaction:
+                    cur.execute("ROLLBACK")
+                raise
+            else:
+                if transaction:
+                    cur.execute("COMMIT")
+            finally:
+                cur.close()
+
+    async def aget_tuple(self, config: Any) -> Any:
+        return self.get_tuple(config)
+
+    async def alist(
+        self,
+        config: Any,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: Any = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[Any]:
+        for item in self.list(config, filter=filter, before=before, limit=limit):
+            yield item
+
+    async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        return self.put(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self, config: Any, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        self.put_writes(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        self.delete_thread(thread_id)
+
+    async def aget_delta_channel_history(
+        self, *, config: Any, channels: Sequence[str]
+    ) -> Mapping[str, Any]:
+        return self.get_delta_channel_history(config=config, channels=channels)
+
+    def copy_thread(self, source: str, target: str) -> None:
+        """Copy every checkpoint and pending write of thread `source` to `target`."""
+        with self.cursor() as cur:
+            for table in ("checkpoints", "writes"):
+                columns = [row[1] for row in cur.execute(f"PRAGMA table_info({table})")]
+                rest = ", ".join(c for c in columns if c != "thread_id")
+                cur.execute(
+                    f"INSERT OR REPLACE INTO {table} (thread_id, {rest}) "
+                    f"SELECT ?, {rest} FROM {table} WHERE thread_id = ?",
+                    (target, source),
+                )
+
+    async def adelete_for_run(self, thread_id: str, run_id: str) -> None:
+        """Delete the checkpoints (and their writes) that run `run_id` wrote on the thread."""
+        doomed = [
+            item.config["configurable"]["checkpoint_id"]
+            for item in self.list({"configurable": {"thread_id": thread_id}})
+            if item.metadata.get("run_id") == run_id
+        ]
+        with self.cursor() as cur:
+            for table in ("checkpoints", "writes"):
+                cur.executemany(
+                    f"DELETE FROM {table} WHERE thread_id = ? AND checkpoint_id = ?",
+                    [(thread_id, checkpoint_id) for checkpoint_id in doomed],
+                )
+
+    def prune_to_latest(self, thread_id: str) -> None:
+        """Keep only the newest checkpoint of each namespace of the thread."""
+        with self.cursor() as cur:
+            cur.execute(
+                "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id NOT IN ("
+                " SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ?"
+                " GROUP BY checkpoint_ns)",
+                (thread_id, thread_id),
+            )
+            cur.execute(
+                "DELETE FROM writes WHERE thread_id = ? AND checkpoint_id NOT IN ("
+                " SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?)",
+                (thread_id, thread_id),
+            )
+
+
+class LoopSqliteStore(SqliteStore):  # type: ignore[misc]
+    async def abatch(self, ops: Iterable[Any]) -> list[Any]:
+        result: list[Any] = self.batch(ops)
+        return result

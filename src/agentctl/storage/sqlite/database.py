@@ -1,0 +1,152 @@
+"""The embedded database: one SQLite file in WAL mode, used from the event loop's thread.
+
+Every statement here is a short indexed query on a local file, so it runs inline on the loop:
+a commit in WAL mode with `synchronous=NORMAL` costs tens of microseconds, much less than
+handing work to a thread. A committed transaction survives the process being killed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+MIGRATIONS: list[str] = [
+    # 1: the server's own tables (the checkpointer and the store create theirs).
+    """
+    CREATE TABLE assistant_versions (
+        assistant_id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        graph_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        description TEXT,
+        config TEXT NOT NULL,
+        context TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (assistant_id, version)
+    );
+    CREATE TABLE assistants (
+        assistant_id TEXT PRIMARY KEY,
+        version INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE threads (
+        thread_id TEXT PRIMARY KEY,
+        metadata TEXT NOT NULL,
+        status TEXT NOT NULL,
+        interrupts TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        thread_id TEXT NOT NULL,
+        assistant_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        multitask_strategy TEXT NOT NULL,
+        kwargs TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        temporary INTEGER NOT NULL,
+        not_before TEXT,
+        error TEXT,
+        cancel_reason TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX runs_by_thread ON runs (thread_id, created_at);
+    CREATE INDEX runs_by_status ON runs (status, created_at);
+    CREATE TABLE events (
+        thread_id TEXT NOT NULL,
+        ms INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        run_id TEXT NOT NULL,
+        event TEXT NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (thread_id, ms, seq)
+    ) WITHOUT ROWID;
+    CREATE TABLE crons (
+        cron_id TEXT PRIMARY KEY,
+        assistant_id TEXT NOT NULL,
+        thread_id TEXT,
+        schedule TEXT NOT NULL,
+        timezone TEXT,
+        payload TEXT NOT NULL,
+        next_run_date TEXT,
+        end_time TEXT,
+        on_run_completed TEXT,
+        metadata TEXT NOT NULL,
+        enabled INTEGER NOT NULL,
+        user_id TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX crons_due ON crons (enabled, next_run_date);
+    """,
+]
+
+
+def connect(path: Path | str) -> sqlite3.Connection:
+    """Open (creating when needed) the database at `path` and apply pending migrations."""
+    # Autocommit mode: every transaction is an explicit BEGIN ... COMMIT (see `transaction`),
+    # as the langgraph store sharing this connection expects.
+    conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA busy_timeout=5000")
+    conn.execute("PRAGMA foreign_keys=OFF")
+    migrate(conn)
+    return conn
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+        conn.executescript(f"BEGIN;\n{script}\nPRAGMA user_version = {number};\nCOMMIT;")
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN; commit on success, roll back on error."""
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def dumps(value: Any) -> str:
+    """JSON text: SQLite's JSON functions read TEXT columns (a BLOB would be taken as JSONB)."""
+    return orjson.dumps(value).decode()
+
+
+def loads(blob: bytes | str | None) -> Any:
+    return None if blob is None else orjson.loads(blob)
+
+
+def timestamp(value: datetime | None) -> str | None:
+    return None if value is None else value.astimezone(UTC).isoformat()
+
+
+def parse_time(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)
+
+
+def metadata_filter(column: str, metadata: dict[str, Any]) -> tuple[str, list[Any]]:
+    """SQL matching rows whose JSON `column` holds every key of `metadata` with that value."""
+    clauses, params = [], []
+    for key, value in metadata.items():
+        clauses.append(f"json_extract({column}, ?) IS ?" if value is None else
+                       f"json_extract({column}, ?) = json_extract(?, '$')")
+        params.append("$." + '"' + key.replace('"', '""') + '"')
+        params.append(None if value is None else dumps(value))
+    return " AND ".join(clauses) or "1", params

@@ -1,0 +1,110 @@
+"""The event log of the embedded database, with in-process fan-out to live subscribers.
+
+Each thread's events carry ids `<ms>-<seq>` that only grow, as Redis stream ids do, so
+`Last-Event-ID` means the same thing on every backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections import defaultdict
+from agentctl.storage.base import Event, event_position
+from agentctl.storage.sqlite.database import transaction
+
+
+class Subscription:
+    """Live events of one thread, from the moment it was created until `close`."""
+
+    def __init__(self, log: SqliteEventLog, thread_id: str) -> None:
+        self.log = log
+        self.thread_id = thread_id
+        self.queue: asyncio.Queue[Event] = asyncio.Queue()
+
+    async def next(self) -> Event:
+        return await self.queue.get()
+
+    def close(self) -> None:
+        self.log._unsubscribe(self)
+
+
+class SqliteEventLog:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._last: dict[str, tuple[int, int]] = {}
+        self._subscribers: defaultdict[str, set[Subscription]] = defaultdict(set)
+        self._pending: list[tuple[str, int, int, str, str, bytes]] = []
+        self._flush_scheduled = False
+
+    async def append(self, thread_id: str, run_id: str, event: str, data: bytes) -> Event:
+        ms, seq = self._next_position(thread_id)
+        self._pending.append((thread_id, ms, seq, run_id, event, data))
+        self._schedule_flush()
+        item = Event(f"{ms}-{seq}", run_id, event, data)
+        for subscription in self._subscribers.get(thread_id, ()):
+            subscription.queue.put_nowait(item)
+        return item
+
+    def _next_position(self, thread_id: str) -> tuple[int, int]:
+        last = self._last.get(thread_id)
+        if last is None:
+            row = self.conn.execute(
+                "SELECT ms, seq FROM events WHERE thread_id = ? ORDER BY ms DESC, seq DESC LIMIT 1",
+                (thread_id,),
+            ).fetchone()
+            last = (row[0], row[1]) if row else (0, -1)
+        ms = max(time.time_ns() // 1_000_000, last[0])
+        position = (ms, last[1] + 1 if ms == last[0] else 0)
+        self._last[thread_id] = position
+        return position
+
+    def _schedule_flush(self) -> None:
+        """Events appended in one turn of the loop are written in one transaction."""
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._flush_scheduled = False
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        with transaction(self.conn):
+            self.conn.executemany(
+                "INSERT INTO events (thread_id, ms, seq, run_id, event, data) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                pending,
+            )
+
+    async def read(
+        self, thread_id: str, *, after: str | None, run_id: str | None = None
+    ) -> list[Event]:
+        self.flush()
+        ms, seq = event_position(after) if after else (-1, -1)
+        query = (
+            "SELECT ms, seq, run_id, event, data FROM events WHERE thread_id = ? "
+            "AND (ms > ? OR (ms = ? AND seq > ?))"
+        )
+        params: list[object] = [thread_id, ms, ms, seq]
+        if run_id is not None:
+            query += " AND run_id = ?"
+            params.append(run_id)
+        rows = self.conn.execute(query + " ORDER BY ms, seq", params).fetchall()
+        return [Event(f"{m}-{s}", rid, name, bytes(data)) for m, s, rid, name, data in rows]
+
+    def subscribe(self, thread_id: str) -> Subscription:
+        subscription = Subscription(self, thread_id)
+        self._subscribers[thread_id].add(subscription)
+        return subscription
+
+    def _unsubscribe(self, subscription: Subscription) -> None:
+        subscribers = self._subscribers.get(subscription.thread_id)
+        if subscribers is not None:
+            subscribers.discard(subscription)
+            if not subscribers:
+                del self._subscribers[subscription.thread_id]
+
+    def forget(self, thread_id: str) -> None:
+        """Drop the cached position of a thread whose events were deleted."""
+        self._last.pop(thread_id, None)

@@ -1,0 +1,106 @@
+"""A real agent server on an ephemeral port, driven by the official langgraph-sdk client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
+
+from agentctl.project import load_project
+from agentctl.server import Server, create_app
+from agentctl.server.embedded import open_embedded_server
+from agentctl.testing import ScriptedModelServer
+from agentctl.testing.demo import write_demo
+from agentctl.testing.mcp_servers import calculator, library, serve
+
+
+@pytest.fixture(scope="session")
+def model_server() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer(keep_alive=False) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def calc_port() -> Iterator[int]:
+    with serve(calculator().streamable_http_app()) as port:
+        yield port
+
+
+@pytest.fixture(scope="session")
+def library_port() -> Iterator[int]:
+    with serve(library().sse_app()) as port:
+        yield port
+
+
+@pytest.fixture(autouse=True)
+def _model_env(model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in model_server.env.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture
+def demo(tmp_path: Path, calc_port: int, library_port: int) -> Path:
+    """The demo project: a skill, a user template, two subagents and MCP servers."""
+    return write_demo(
+        tmp_path / "demo",
+        f"http://127.0.0.1:{calc_port}/mcp",
+        f"http://127.0.0.1:{library_port}/sse",
+    )
+
+
+@dataclass
+class Running:
+    url: str
+    server: Server
+    client: LangGraphClient
+
+
+@asynccontextmanager
+async def running_server(project_root: Path, data_dir: Path, **options: Any) -> AsyncIterator[Running]:
+    """Serve the project on 127.0.0.1 and a free port, in this event loop."""
+    server = await open_embedded_server(load_project(project_root), "rev-1", data_dir, **options)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    uv = uvicorn.Server(
+        uvicorn.Config(create_app(server), log_level="warning", lifespan="on", loop="asyncio")
+    )
+    task = asyncio.create_task(uv.serve(sockets=[sock]))
+    while not uv.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    url = f"http://127.0.0.1:{port}"
+    client = get_client(url=url, api_key=None)
+    try:
+        yield Running(url, server, client)
+    finally:
+        await client.http.client.aclose()
+        uv.should_exit = True
+        await task
+        sock.close()
+
+
+@pytest.fixture
+async def agent(demo: Path, tmp_path: Path) -> AsyncIterator[Running]:
+    async with running_server(demo, tmp_path / "data") as running:
+        yield running
+
+
+def user(script: str) -> dict[str, Any]:
+    """The input of a run: one user message (directives for the scripted model)."""
+    return {"messages": [{"role": "user", "content": script}]}
+
+
+def call(tool: str, **args: Any) -> str:
+    return f"@call {tool} {json.dumps(args)}"
