@@ -37,11 +37,13 @@ async def follow(
     run_id: str | None,
     last_event_id: str | None,
     live_only: bool = False,
+    stored_only: bool = False,
     heartbeat: float = 5.0,
 ) -> AsyncIterator[Event | None]:
     """Events of the thread (of `run_id` only, when given) after `last_event_id`
     (`-` or None: from the start, unless `live_only`). Yields None when `heartbeat` seconds
-    pass without an event. A run follower ends after the run's end marker."""
+    pass without an event. A run follower ends after the run's end marker; with
+    `stored_only` (a run known to be over) it ends after what is stored."""
     subscription = storage.events.subscribe(thread_id)
     try:
         after = None if last_event_id in (None, REPLAY_ALL) else last_event_id
@@ -50,8 +52,10 @@ async def follow(
             for event in await storage.events.read(thread_id, after=after, run_id=run_id):
                 position = event_position(event.id)
                 yield event
-                if event.event == END_EVENT:
+                if run_id is not None and event.event == END_EVENT:
                     return
+        if stored_only:
+            return
         while True:
             try:
                 event = await asyncio.wait_for(subscription.next(), heartbeat)

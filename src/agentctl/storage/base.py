@@ -188,6 +188,9 @@ class RunStore(Protocol):
     async def active(self, thread_id: str) -> list[Run]:
         """The thread's pending and running runs, oldest first."""
 
+    async def all_active(self) -> list[Run]:
+        """Every pending and running run, oldest first."""
+
     async def claim(self, at: datetime) -> Run | None:
         """Mark the oldest runnable pending run `running` with `attempt` + 1 and return it.
 

@@ -1,3 +1,257 @@
-from fastapi import APIRouter
+"""Runs: on a thread (background, stream, wait, list, get, delete, join, cancel) and
+stateless (`thread_id: null`: a temporary thread, deleted when the run ends)."""
 
-router = APIRouter()
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Body, Header, Query, Request
+from starlette.responses import Response
+
+from agentctl.engine.engine import ThreadBusyError
+from agentctl.engine.wire import normalize_modes
+from agentctl.server import lookup
+from agentctl.server.app import Server, server_of
+from agentctl.server.errors import ApiError, conflict
+from agentctl.server.run_requests import CancelMany, RunCreate
+from agentctl.server.run_streams import (
+    run_paths,
+    run_stream_response,
+    wait_for_result,
+    waiting_response,
+)
+from agentctl.server.views import json_response, run_view
+from agentctl.storage.base import (
+    ACTIVE_RUN_STATUSES,
+    FINAL_RUN_STATUSES,
+    Run,
+    Thread,
+    event_position,
+    new_id,
+)
+
+router = APIRouter(tags=["runs"])
+
+
+async def start_run(
+    server: Server, body: RunCreate, thread_id: str | None, *, wait: bool = False
+) -> Run:
+    """Check the request against the thread, then hand the run to the engine."""
+    assistant = await lookup.get_assistant(server, body.assistant_id)
+    stream_mode = None
+    if wait:  # a waiting client gets the final values
+        stream_mode = list(dict.fromkeys([*normalize_modes(body.stream_mode), "values"]))
+    if thread_id is None:
+        if body.is_resume:
+            raise ApiError(
+                400,
+                "a resume (command.resume) needs the thread of the interrupted run — "
+                "send it to /threads/{thread_id}/runs",
+            )
+        temporary = body.on_completion != "keep"
+        thread_id = new_id()
+        await server.storage.threads.create(Thread(thread_id=thread_id))
+        run = body.to_run(thread_id, assistant.assistant_id, temporary=temporary,
+                          stream_mode=stream_mode)  # fmt: skip
+    else:
+        lookup.check_uuid("thread_id", thread_id)
+        thread = await server.storage.threads.get(thread_id)
+        if thread is None:
+            if body.if_not_exists != "create":
+                raise ApiError(
+                    404,
+                    f"thread {thread_id!r} not found — create it first (POST /threads) or "
+                    'send "if_not_exists": "create"',
+                )
+            thread = Thread(thread_id=thread_id)
+            await server.storage.threads.create(thread)
+        if body.is_resume and not thread.interrupts:
+            if not await server.storage.runs.active(thread_id):
+                raise ApiError(
+                    409,
+                    f"thread {thread_id!r} has no pending interrupt to resume — "
+                    "send input instead of command.resume",
+                )
+        run = body.to_run(thread_id, assistant.assistant_id, stream_mode=stream_mode)
+    try:
+        return await server.engine.submit(run)
+    except ThreadBusyError as exc:
+        raise conflict(str(exc)) from None
+
+
+def _created(run: Run) -> Response:
+    _, content_location = run_paths(run)
+    return json_response(run_view(run), headers={"Content-Location": content_location})
+
+
+# -- runs on a thread --------------------------------------------------------------------
+
+
+@router.post("/threads/{thread_id}/runs")
+async def create_run(thread_id: str, body: RunCreate, request: Request) -> Response:
+    return _created(await start_run(server_of(request), body, thread_id))
+
+
+@router.post("/threads/{thread_id}/runs/stream")
+async def stream_run(thread_id: str, body: RunCreate, request: Request) -> Response:
+    server = server_of(request)
+    run = await start_run(server, body, thread_id)
+    return run_stream_response(
+        server, run, cancel_on_disconnect=body.on_disconnect == "cancel"
+    )
+
+
+@router.post("/threads/{thread_id}/runs/wait")
+async def wait_run(thread_id: str, body: RunCreate, request: Request) -> Response:
+    server = server_of(request)
+    run = await start_run(server, body, thread_id, wait=True)
+    return waiting_response(wait_for_result(server, run, from_events=False), run, "join")
+
+
+@router.get("/threads/{thread_id}/runs")
+async def list_runs(
+    thread_id: str,
+    request: Request,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    status: Literal["pending", "running", "success", "error", "interrupted", "timeout"]
+    | None = None,
+) -> Response:
+    server = server_of(request)
+    await lookup.get_thread(server, thread_id)
+    runs = await server.storage.runs.list(thread_id, status=status, limit=limit, offset=offset)
+    return json_response([run_view(run) for run in runs])
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}")
+async def get_run(thread_id: str, run_id: str, request: Request) -> Response:
+    return json_response(run_view(await lookup.get_run(server_of(request), thread_id, run_id)))
+
+
+@router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)
+async def delete_run(thread_id: str, run_id: str, request: Request) -> Response:
+    server = server_of(request)
+    run = await lookup.get_run(server, thread_id, run_id)
+    if run.status in ACTIVE_RUN_STATUSES:
+        raise conflict(f"run {run_id} is {run.status} — cancel it before deleting it")
+    await server.storage.runs.delete(run_id)
+    return Response(status_code=204)
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}/join")
+async def join_run(thread_id: str, run_id: str, request: Request) -> Response:
+    server = server_of(request)
+    run = await lookup.get_run(server, thread_id, run_id)
+    return waiting_response(wait_for_result(server, run, from_events=False), run, "join")
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}/stream")
+async def join_run_stream(
+    thread_id: str,
+    run_id: str,
+    request: Request,
+    stream_mode: Annotated[list[str] | None, Query()] = None,
+    cancel_on_disconnect: bool = False,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> Response:
+    server = server_of(request)
+    run = await lookup.get_run(server, thread_id, run_id)
+    return run_stream_response(
+        server,
+        run,
+        last_event_id=checked_event_id(last_event_id),
+        modes=[mode for mode in stream_mode or () if mode] or None,  # the SDK sends "" for none
+        cancel_on_disconnect=cancel_on_disconnect,
+    )
+
+
+@router.post("/threads/{thread_id}/runs/{run_id}/cancel")
+async def cancel_run(
+    thread_id: str,
+    run_id: str,
+    request: Request,
+    wait: bool = False,
+    action: Literal["interrupt", "rollback"] = "interrupt",
+) -> Response:
+    server = server_of(request)
+    run = await lookup.get_run(server, thread_id, run_id)
+    if run.status in FINAL_RUN_STATUSES:
+        raise conflict(f"run {run_id} already ended ({run.status}); there is nothing to cancel")
+    await server.engine.cancel(run, action)
+    if wait:
+        return waiting_response(wait_for_result(server, run, from_events=True), run, "join")
+    return Response(status_code=202)
+
+
+# -- stateless runs ----------------------------------------------------------------------
+
+
+@router.post("/runs")
+async def create_stateless_run(body: RunCreate, request: Request) -> Response:
+    return _created(await start_run(server_of(request), body, None))
+
+
+@router.post("/runs/stream")
+async def stream_stateless_run(body: RunCreate, request: Request) -> Response:
+    server = server_of(request)
+    run = await start_run(server, body, None)
+    return run_stream_response(
+        server, run, cancel_on_disconnect=body.on_disconnect == "cancel"
+    )
+
+
+@router.post("/runs/wait")
+async def wait_stateless_run(body: RunCreate, request: Request) -> Response:
+    server = server_of(request)
+    run = await start_run(server, body, None, wait=True)
+    return waiting_response(wait_for_result(server, run, from_events=run.temporary), run, "join")
+
+
+@router.post("/runs/batch")
+async def create_batch(
+    request: Request, body: Annotated[list[RunCreate], Body(max_length=100)]
+) -> Response:
+    server = server_of(request)
+    runs = [await start_run(server, item, None) for item in body]
+    return json_response([run_view(run) for run in runs])
+
+
+@router.post("/runs/cancel", status_code=204)
+async def cancel_many(
+    body: CancelMany,
+    request: Request,
+    action: Literal["interrupt", "rollback"] = "interrupt",
+) -> Response:
+    server = server_of(request)
+    candidates: list[Run] = []
+    if body.run_ids:
+        for run_id in body.run_ids:
+            run = await server.storage.runs.get(run_id)
+            if run is None or (body.thread_id and run.thread_id != body.thread_id):
+                raise ApiError(404, f"run {run_id!r} not found")
+            candidates.append(run)
+    elif body.thread_id:
+        candidates = await server.storage.runs.active(body.thread_id)
+    elif body.status:
+        candidates = await server.storage.runs.all_active()
+    else:
+        raise ApiError(422, "say which runs to cancel: thread_id, run_ids or status")
+    statuses: tuple[str, ...] = ACTIVE_RUN_STATUSES
+    if body.status and body.status != "all":
+        statuses = (body.status,)
+    for run in candidates:
+        if run.status in statuses:
+            await server.engine.cancel(run, action)
+    return Response(status_code=204)
+
+
+def checked_event_id(value: str | None) -> str | None:
+    if value in (None, "", "-"):
+        return value or None
+    try:
+        event_position(value)
+    except ValueError:
+        raise ApiError(
+            422, f"Last-Event-ID {value!r} is not an event id — send an id from the stream or '-'"
+        ) from None
+    return value

@@ -1,3 +1,36 @@
-from fastapi import APIRouter
+"""The thread stream: one long-lived connection carrying every run on a thread."""
 
-router = APIRouter()
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Header, Query, Request
+from starlette.responses import Response
+
+from agentctl.server import lookup
+from agentctl.server.app import server_of
+from agentctl.server.routes.runs import checked_event_id
+from agentctl.server.run_streams import thread_stream_response
+
+router = APIRouter(tags=["threads"])
+
+ThreadStreamMode = Literal["run_modes", "lifecycle", "state_update"]
+
+
+@router.get("/threads/{thread_id}/stream")
+async def join_thread_stream(
+    thread_id: str,
+    request: Request,
+    stream_mode: Annotated[list[ThreadStreamMode | Literal[""]] | None, Query()] = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> Response:
+    """Every event of every run on the thread from now on (or after `Last-Event-ID`;
+    `-` replays from the start), and `metadata` `{"status": "run_done"}` as each run ends."""
+    server = server_of(request)
+    await lookup.get_thread(server, thread_id)
+    return thread_stream_response(
+        server,
+        thread_id,
+        last_event_id=checked_event_id(last_event_id),
+        modes={mode for mode in stream_mode or () if mode} or {"run_modes"},
+    )

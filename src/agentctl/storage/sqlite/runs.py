@@ -90,6 +90,13 @@ class SqliteRuns:
         ).fetchall()
         return [_run(row) for row in rows]
 
+    async def all_active(self) -> list[Run]:
+        rows = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM runs WHERE status IN ('pending', 'running') "
+            "ORDER BY created_at, run_id"
+        ).fetchall()
+        return [_run(row) for row in rows]
+
     async def claim(self, at: datetime) -> Run | None:
         with transaction(self.conn):
             row = self.conn.execute(

@@ -1,0 +1,136 @@
+"""Blocking-call detection for `agentctl dev`, on blockbuster (as `langgraph dev` does).
+
+While active, a call that would block the server's event loop (`time.sleep`, a blocking
+socket, a file read, a lock wait, ...) made *on that loop* raises `BlockingError` where it
+is made, naming the call, where it came from and the way out (`--allow-blocking`). The run
+that made it fails with that message. Other threads and other event loops are not watched.
+
+What our own stack legitimately does on the loop is allowed:
+
+- the embedded SQLite database runs short queries inline on purpose (see
+  `agentctl.storage.sqlite.database`): its connections are exempt, any other is not;
+- printing to the terminal (stdout/stderr) and logging;
+- what Python does on a module's first import (reading the source, `os.stat`), and
+  `importlib.metadata` / `inspect` lookups libraries do on first use.
+
+Everything loaded at startup (agent, models, MCP tool lists) is loaded before activation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import blockbuster.blockbuster as bb
+
+HINT = (
+    "make the call async or move it off the loop (asyncio.to_thread), or start "
+    "`agentctl dev --allow-blocking` to allow blocking calls"
+)
+
+# Library internals allowed to block on the loop: (file suffix, functions), per call.
+_CAN_BLOCK: dict[str, list[tuple[str, Iterable[str]]]] = {
+    # inspect.getmodule() stats files to map code objects to modules (langchain tools do it)
+    "os.path.abspath": [("inspect.py", {"getmodule", "getsourcefile", "getabsfile"})],
+    # logging to the terminal
+    "io.TextIOWrapper.write": [("logging/__init__.py", {"emit", "flush"})],
+    "io.BufferedWriter.write": [("logging/__init__.py", {"emit", "flush"})],
+}
+# Not watched: a stat or a directory listing is how importlib.metadata, tiktoken and
+# linecache find their files, and they are cheap on a local disk.
+_UNWATCHED = ("os.stat", "os.path.islink", "os.path.ismount", "os.path.samestat")
+
+
+class BlockingCallError(bb.BlockingError):
+    """A blocking call on the server's event loop (a `blockbuster.BlockingError`)."""
+
+    def __init__(self, func: str) -> None:
+        self.func = func
+        self.where = _caller()
+        at = f" in {self.where}" if self.where else ""
+        Exception.__init__(self, f"blocking call to {func}{at} on the server's event loop — {HINT}")
+
+
+def _caller() -> str:
+    """`file:line (function)` of the code that made the blocking call."""
+    frame = inspect.currentframe()
+    own = {__file__, bb.__file__}
+    while frame is not None and frame.f_code.co_filename in own:
+        frame = frame.f_back
+    if frame is None:
+        return ""
+    return f"{frame.f_code.co_filename}:{frame.f_lineno} ({frame.f_code.co_name})"
+
+
+class BlockingDetector:
+    """Blockbuster, watching one event loop, with our exemptions."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        exempt_connections: Iterable[sqlite3.Connection] = (),
+    ) -> None:
+        self.loop = loop
+        self.exempt = set(exempt_connections)
+        self.buster = bb.BlockBuster()
+        functions = self.buster.functions
+        for name in _UNWATCHED:
+            functions.pop(name, None)
+        for name, allowed in _CAN_BLOCK.items():
+            for filename, funcs in allowed:
+                functions[name].can_block_in(filename, funcs)
+        for name, function in functions.items():
+            function.can_block_predicate = self._predicate(name, function.can_block_predicate)
+        self._saved_error: type[bb.BlockingError] | None = None
+
+    def _predicate(self, name: str, allowed: Callable[..., bool]) -> Callable[..., bool]:
+        sqlite = name.startswith("sqlite3.")
+
+        def can_block(*args: Any, **kwargs: Any) -> bool:
+            if asyncio.get_running_loop() is not self.loop:
+                return True
+            if sqlite and args and _connection(args[0]) in self.exempt:
+                return True
+            return allowed(*args, **kwargs)
+
+        return can_block
+
+    @property
+    def active(self) -> bool:
+        return self._saved_error is not None
+
+    def activate(self) -> None:
+        if self.active:
+            return
+        self._saved_error = bb.BlockingError
+        bb.BlockingError = BlockingCallError  # type: ignore[misc]
+        self.buster.activate()
+
+    def deactivate(self) -> None:
+        if self._saved_error is None:
+            return
+        self.buster.deactivate()
+        bb.BlockingError = self._saved_error  # type: ignore[misc]
+        self._saved_error = None
+
+
+def _connection(obj: Any) -> Any:
+    return obj.connection if isinstance(obj, sqlite3.Cursor) else obj
+
+
+@contextmanager
+def detect_blocking(
+    loop: asyncio.AbstractEventLoop, *, exempt_connections: Iterable[sqlite3.Connection] = ()
+) -> Iterator[BlockingDetector]:
+    """Detect blocking calls on `loop` inside the block."""
+    detector = BlockingDetector(loop, exempt_connections=exempt_connections)
+    detector.activate()
+    try:
+        yield detector
+    finally:
+        detector.deactivate()

@@ -1,0 +1,53 @@
+"""Pieces every resource's routes share: the request-body base, paging, `select`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentctl.server.errors import ApiError
+from agentctl.storage.base import Page
+
+Limit = Annotated[int, Field(ge=1, le=1000)]
+Offset = Annotated[int, Field(ge=0)]
+SortOrder = Literal["asc", "desc"]
+OnConflict = Literal["raise", "do_nothing"]
+
+
+class Body(BaseModel):
+    """A request body: unknown fields are ignored, wrong types are a 422."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+def page(limit: int, offset: int, sort_by: str | None, sort_order: SortOrder | None) -> Page:
+    return Page(limit=limit, offset=offset, sort_by=sort_by, sort_order=sort_order or "desc")
+
+
+def select_fields(view: dict[str, Any], select: Sequence[str] | None) -> dict[str, Any]:
+    """Only the fields `select` names (every field when it names none)."""
+    if not select:
+        return view
+    return {name: value for name, value in view.items() if name in select}
+
+
+def query_xray(value: str | None) -> bool | int:
+    """`?xray=` as the SDK sends it: true/false or a depth."""
+    if value is None:
+        return False
+    text = value.strip().lower()
+    if text in ("true", "yes", "on"):
+        return True
+    if text in ("false", "no", "off", ""):
+        return False
+    try:
+        depth = int(text)
+    except ValueError:
+        raise ApiError(
+            422, f"query parameter xray: {value!r} is not true, false or a depth"
+        ) from None
+    if depth < 0:
+        raise ApiError(422, "query parameter xray: the depth must not be negative")
+    return depth

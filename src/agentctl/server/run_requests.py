@@ -1,0 +1,114 @@
+"""What a client may ask of a run, checked, and turned into a `Run` record."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agentctl.engine.wire import STREAM_MODES
+from agentctl.storage.base import Run, new_id
+
+# A run's own options, stored with it for the worker (everything else is the server's).
+RUN_KWARGS = (
+    "input",
+    "command",
+    "config",
+    "context",
+    "stream_mode",
+    "stream_subgraphs",
+    "stream_resumable",
+    "interrupt_before",
+    "interrupt_after",
+    "checkpoint",
+    "checkpoint_id",
+    "durability",
+    "after_seconds",
+    "on_disconnect",
+    "on_completion",
+    "webhook",
+    "feedback_keys",
+)
+
+
+class CommandBody(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    resume: Any = None
+    update: Any = None
+    goto: Any = None
+
+
+class RunCreate(BaseModel):
+    """The body of every run-creating endpoint; unknown fields are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    assistant_id: str = Field(min_length=1)
+    input: Any = None
+    command: CommandBody | None = None
+    config: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    stream_mode: str | list[str] = "values"
+    stream_subgraphs: bool = False
+    stream_resumable: bool = False
+    interrupt_before: Literal["*"] | list[str] | None = None
+    interrupt_after: Literal["*"] | list[str] | None = None
+    checkpoint: dict[str, Any] | None = None
+    checkpoint_id: str | None = None
+    multitask_strategy: Literal["reject", "enqueue", "interrupt", "rollback"] = "enqueue"
+    if_not_exists: Literal["create", "reject"] = "reject"
+    on_disconnect: Literal["cancel", "continue"] = "continue"
+    on_completion: Literal["delete", "keep"] | None = None
+    after_seconds: float | None = Field(default=None, ge=0)
+    durability: Literal["sync", "async", "exit"] | None = None
+    webhook: str | None = None
+    feedback_keys: list[str] | None = None
+
+    @field_validator("stream_mode")
+    @classmethod
+    def _known_modes(cls, value: str | list[str]) -> str | list[str]:
+        modes = [value] if isinstance(value, str) else value
+        unknown = [m for m in modes if m not in STREAM_MODES]
+        if unknown:
+            raise ValueError(
+                f"unknown stream mode {', '.join(map(repr, unknown))} — "
+                f"use one or more of {', '.join(STREAM_MODES)}"
+            )
+        return value
+
+    @property
+    def is_resume(self) -> bool:
+        return self.command is not None and "resume" in self.command.model_fields_set
+
+    def to_run(
+        self,
+        thread_id: str,
+        assistant_id: str,
+        *,
+        temporary: bool = False,
+        stream_mode: list[str] | None = None,
+    ) -> Run:
+        kwargs = self.model_dump(include=set(RUN_KWARGS), exclude_none=True)
+        if self.command is not None:
+            kwargs["command"] = self.command.model_dump(exclude_unset=True)
+        if stream_mode is not None:
+            kwargs["stream_mode"] = stream_mode
+        return Run(
+            run_id=new_id(),
+            thread_id=thread_id,
+            assistant_id=assistant_id,
+            metadata=dict(self.metadata or {}),
+            multitask_strategy=self.multitask_strategy,
+            kwargs=kwargs,
+            temporary=temporary,
+        )
+
+
+class CancelMany(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    thread_id: str | None = None
+    run_ids: list[str] | None = None
+    status: Literal["pending", "running", "all"] | None = None

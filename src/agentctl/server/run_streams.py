@@ -1,0 +1,185 @@
+"""Responses that follow runs: SSE streams, and the long `wait`/`join` responses.
+
+Both keep idle connections alive (an SSE heartbeat comment, or a newline before the JSON
+body, as the reference server sends) and never hold the response back until the run ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Collection
+from typing import Any
+
+from starlette.responses import StreamingResponse
+
+from agentctl.engine.streams import follow, run_done, wanted
+from agentctl.engine.wire import END_EVENT
+from agentctl.server import serde
+from agentctl.server.app import Server
+from agentctl.server.sse import HEARTBEAT, frame, stream_headers
+from agentctl.storage.base import FINAL_RUN_STATUSES, Run
+
+KEEPALIVE_SECONDS = 5.0
+
+
+def run_paths(run: Run) -> tuple[str, str]:
+    """(`Location` of the run's stream, `Content-Location` of the run)."""
+    run_path = f"/threads/{run.thread_id}/runs/{run.run_id}"
+    return f"{run_path}/stream", run_path
+
+
+def run_stream_response(
+    server: Server,
+    run: Run,
+    *,
+    last_event_id: str | None = None,
+    modes: Collection[str] | None = None,
+    cancel_on_disconnect: bool = False,
+) -> StreamingResponse:
+    location, content_location = run_paths(run)
+    return StreamingResponse(
+        _run_frames(server, run, last_event_id, modes, cancel_on_disconnect),
+        media_type="text/event-stream; charset=utf-8",
+        headers=stream_headers(location, content_location),
+    )
+
+
+async def _run_frames(
+    server: Server,
+    run: Run,
+    last_event_id: str | None,
+    modes: Collection[str] | None,
+    cancel_on_disconnect: bool,
+) -> AsyncIterator[bytes]:
+    ended = False
+    try:
+        async for event in follow(
+            server.storage,
+            run.thread_id,
+            run_id=run.run_id,
+            last_event_id=last_event_id,
+            stored_only=run.status in FINAL_RUN_STATUSES,
+            heartbeat=KEEPALIVE_SECONDS,
+        ):
+            if event is None:
+                yield HEARTBEAT
+            elif event.event == END_EVENT:
+                ended = True
+            elif wanted(event, modes):
+                yield frame(event.event, event.data, event.id)
+        ended = True
+    finally:
+        if not ended and cancel_on_disconnect:
+            _cancel_later(server, run)
+
+
+def _cancel_later(server: Server, run: Run) -> None:
+    """Cancel `run` from a response that is itself being cancelled."""
+
+    async def cancel() -> None:
+        current = await server.storage.runs.get(run.run_id)
+        if current is not None and current.status not in FINAL_RUN_STATUSES:
+            await server.engine.cancel(current)
+
+    task = asyncio.get_running_loop().create_task(cancel())
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
+_background: set[asyncio.Task[None]] = set()
+
+
+def thread_stream_response(
+    server: Server, thread_id: str, *, last_event_id: str | None, modes: Collection[str]
+) -> StreamingResponse:
+    return StreamingResponse(
+        _thread_frames(server, thread_id, last_event_id, modes),
+        media_type="text/event-stream; charset=utf-8",
+        headers=stream_headers(None, None),
+    )
+
+
+async def _thread_frames(
+    server: Server, thread_id: str, last_event_id: str | None, modes: Collection[str]
+) -> AsyncIterator[bytes]:
+    async for event in follow(
+        server.storage,
+        thread_id,
+        run_id=None,
+        last_event_id=last_event_id,
+        live_only=True,
+        heartbeat=KEEPALIVE_SECONDS,
+    ):
+        if event is None:
+            yield HEARTBEAT
+        elif event.event == END_EVENT:
+            if "run_modes" in modes or "lifecycle" in modes:
+                yield frame("metadata", run_done(event), event.id)
+        elif event.event == "state_update":
+            if "state_update" in modes:
+                yield frame(event.event, event.data, event.id)
+        elif "run_modes" in modes or ("lifecycle" in modes and event.event == "metadata"):
+            yield frame(event.event, event.data, event.id)
+
+
+def waiting_response(
+    body: AsyncIterator[bytes], run: Run, location_suffix: str
+) -> StreamingResponse:
+    """A JSON response preceded by keep-alive newlines while the run goes on."""
+    _, content_location = run_paths(run)
+    return StreamingResponse(
+        body,
+        media_type="application/json",
+        headers={
+            "Location": f"{content_location}/{location_suffix}",
+            "Content-Location": content_location,
+        },
+    )
+
+
+async def wait_for_result(
+    server: Server, run: Run, *, from_events: bool
+) -> AsyncIterator[bytes]:
+    """Newlines until `run` ends, then its result: the final values (with `__interrupt__`
+    when it paused), or `{"__error__": ...}` when it failed.
+
+    `from_events`: take the values from the run's `values` events (for a stateless run,
+    whose thread is gone when it ends) instead of the thread's state."""
+    values: Any = None
+    interrupts: list[Any] = []
+    error: Any = None
+    async for event in follow(
+        server.storage,
+        run.thread_id,
+        run_id=run.run_id,
+        last_event_id=None,
+        stored_only=run.status in FINAL_RUN_STATUSES,
+        heartbeat=KEEPALIVE_SECONDS,
+    ):
+        if event is None:
+            yield b"\n"
+        elif event.event == "error":
+            error = serde.loads(event.data)
+        elif event.event == "values" and from_events:
+            chunk = serde.loads(event.data)
+            if isinstance(chunk, dict) and "__interrupt__" in chunk:
+                interrupts = chunk["__interrupt__"]
+            else:
+                values = chunk
+    if error is not None:
+        yield serde.dumps({"__error__": error})
+        return
+    if not from_events:
+        values, interrupts = await thread_values(server, run.thread_id)
+    if interrupts and isinstance(values, dict):
+        values = {**values, "__interrupt__": interrupts}
+    yield serde.dumps(values)
+
+
+async def thread_values(server: Server, thread_id: str) -> tuple[Any, list[Any]]:
+    """The thread's latest values and pending interrupts, as JSON-ready data."""
+    state = await server.deployment.runtime.graph.aget_state(
+        {"configurable": {"thread_id": thread_id}}
+    )
+    interrupts = [i for task in state.tasks for i in task.interrupts]
+    return state.values, interrupts

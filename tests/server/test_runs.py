@@ -1,0 +1,320 @@
+"""Runs through the official langgraph-sdk client: background, wait, join, cancel,
+multitask strategies, stateless runs, subgraphs, resumable streams and approval gates."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph_sdk.errors import ConflictError, NotFoundError
+from langgraph_sdk.schema import StreamPart
+
+from tests.server.conftest import Running, call, running_server, user
+
+
+def new_thread_id() -> str:
+    return str(uuid.uuid4())
+
+
+async def collect(stream: Any) -> list[StreamPart]:
+    return [part async for part in stream]
+
+
+def last_answer(values: dict[str, Any]) -> str:
+    return str(values["messages"][-1]["content"])
+
+
+async def test_wait_returns_the_final_values(agent: Running) -> None:
+    thread_id = new_thread_id()
+    values = await agent.client.runs.wait(
+        thread_id, "demo", input=user("hi"), if_not_exists="create"
+    )
+    assert last_answer(values) == "scripted reply to: hi"
+    again = await agent.client.runs.wait(thread_id, "demo", input=user("again"))
+    assert [m["content"] for m in again["messages"] if m["type"] == "human"] == ["hi", "again"]
+
+
+async def test_stateless_wait_and_stream_leave_nothing_behind(agent: Running) -> None:
+    values = await agent.client.runs.wait(None, "demo", input=user("stateless"))
+    assert last_answer(values) == "scripted reply to: stateless"
+    parts = await collect(agent.client.runs.stream(None, "demo", input=user("streamed")))
+    assert parts[0].event == "metadata"
+    assert last_answer(parts[-1].data) == "scripted reply to: streamed"
+    threads, total = await agent.server.storage.threads.search(
+        metadata={}, status=None, ids=None, page=_page()
+    )
+    assert total == 0, threads
+
+
+async def test_assistant_may_be_named_by_graph_or_uuid(agent: Running) -> None:
+    assistant_id = agent.server.deployment.assistant_id
+    values = await agent.client.runs.wait(None, assistant_id, input=user("by id"))
+    assert last_answer(values) == "scripted reply to: by id"
+    with pytest.raises(NotFoundError, match="serves the agent 'demo'"):
+        await agent.client.runs.create(None, "nope", input=user("x"))
+
+
+async def test_background_run_join_and_list(agent: Running) -> None:
+    thread_id = new_thread_id()
+    run = await agent.client.runs.create(
+        thread_id, "demo", input=user("background"), if_not_exists="create"
+    )
+    assert run["status"] == "pending"
+    values = await agent.client.runs.join(thread_id, run["run_id"])
+    assert last_answer(values) == "scripted reply to: background"
+    done = await agent.client.runs.get(thread_id, run["run_id"])
+    assert done["status"] == "success"
+    listed = await agent.client.runs.list(thread_id)
+    assert [r["run_id"] for r in listed] == [run["run_id"]]
+    await agent.client.runs.delete(thread_id, run["run_id"])
+    with pytest.raises(NotFoundError):
+        await agent.client.runs.get(thread_id, run["run_id"])
+
+
+async def test_join_stream_replays_from_the_start_or_after_an_id(agent: Running) -> None:
+    thread_id = new_thread_id()
+    parts = await collect(
+        agent.client.runs.stream(
+            thread_id, "demo", input=user("replay me"), if_not_exists="create",
+            stream_mode=["values", "updates"],
+        )
+    )  # fmt: skip
+    run_id = parts[0].data["run_id"]
+    replay = await collect(agent.client.runs.join_stream(thread_id, run_id, last_event_id="-"))
+    assert [(p.event, p.id) for p in replay] == [(p.event, p.id) for p in parts]
+    middle = len(parts) // 2
+    rest = await collect(
+        agent.client.runs.join_stream(thread_id, run_id, last_event_id=parts[middle].id)
+    )
+    assert [p.id for p in rest] == [p.id for p in parts[middle + 1 :]]
+    only_values = await collect(
+        agent.client.runs.join_stream(thread_id, run_id, stream_mode="values")
+    )
+    assert {p.event for p in only_values} == {"metadata", "values"}
+
+
+async def test_join_stream_of_a_running_run_gets_every_event(agent: Running) -> None:
+    thread_id = new_thread_id()
+    run = await agent.client.runs.create(
+        thread_id, "demo", input=user("@slow 0.5 @say a slow answer"), if_not_exists="create",
+        stream_mode=["values", "messages-tuple"],
+    )  # fmt: skip
+    parts = await collect(agent.client.runs.join_stream(thread_id, run["run_id"]))
+    assert parts[0].event == "metadata"
+    streamed = "".join(
+        str(p.data[0]["content"]) for p in parts if p.event == "messages"
+        and p.data[0]["type"] == "AIMessageChunk"
+    )  # fmt: skip
+    assert "a slow answer" in streamed
+    ids = [p.id for p in parts]
+    assert len(ids) == len(set(ids))
+
+
+async def test_subgraph_events_carry_their_namespace(agent: Running) -> None:
+    script = call("task", description="find it", subagent_type="researcher") + "\n@say ok"
+    parts = await collect(
+        agent.client.runs.stream(
+            None, "demo", input=user(script), stream_mode=["updates"], stream_subgraphs=True
+        )
+    )
+    namespaced = [p.event for p in parts if "|" in p.event]
+    assert namespaced, [p.event for p in parts]
+    assert all(e.startswith("updates|tools:") for e in namespaced)
+    plain = await collect(
+        agent.client.runs.stream(None, "demo", input=user(script), stream_mode=["updates"])
+    )
+    assert not [p.event for p in plain if "|" in p.event]
+
+
+async def test_reject_strategy_refuses_a_second_run(agent: Running) -> None:
+    thread_id = new_thread_id()
+    first = await agent.client.runs.create(
+        thread_id, "demo", input=user("@sleep 1 @say first"), if_not_exists="create"
+    )
+    with pytest.raises(ConflictError, match="already running"):
+        await agent.client.runs.create(
+            thread_id, "demo", input=user("second"), multitask_strategy="reject"
+        )
+    await agent.client.runs.join(thread_id, first["run_id"])
+
+
+async def test_enqueue_runs_one_after_the_other(agent: Running) -> None:
+    thread_id = new_thread_id()
+    first = await agent.client.runs.create(
+        thread_id, "demo", input=user("@sleep 0.3 @say first"), if_not_exists="create"
+    )
+    second = await agent.client.runs.create(thread_id, "demo", input=user("second"))
+    values = await agent.client.runs.join(thread_id, second["run_id"])
+    answers = [m["content"] for m in values["messages"] if m["type"] == "ai"]
+    assert answers == ["first", "scripted reply to: second"]
+    assert (await agent.client.runs.get(thread_id, first["run_id"]))["status"] == "success"
+
+
+@pytest.mark.parametrize("strategy", ["interrupt", "rollback"])
+async def test_interrupt_and_rollback_stop_the_running_run(agent: Running, strategy: str) -> None:
+    thread_id = new_thread_id()
+    first = await agent.client.runs.create(
+        thread_id, "demo", input=user("@sleep 5 @say never"), if_not_exists="create"
+    )
+    await _until_status(agent, thread_id, first["run_id"], "running")
+    second = await agent.client.runs.create(
+        thread_id, "demo", input=user("instead"), multitask_strategy=strategy
+    )
+    values = await agent.client.runs.join(thread_id, second["run_id"])
+    assert last_answer(values) == "scripted reply to: instead"
+    if strategy == "interrupt":
+        stopped = await agent.client.runs.get(thread_id, first["run_id"])
+        assert stopped["status"] == "interrupted"
+    else:
+        with pytest.raises(NotFoundError):
+            await agent.client.runs.get(thread_id, first["run_id"])
+        humans = [m["content"] for m in values["messages"] if m["type"] == "human"]
+        assert "@sleep 5 @say never" not in humans
+
+
+async def test_cancel_a_running_run(agent: Running) -> None:
+    thread_id = new_thread_id()
+    run = await agent.client.runs.create(
+        thread_id, "demo", input=user("@sleep 5 @say never"), if_not_exists="create"
+    )
+    await _until_status(agent, thread_id, run["run_id"], "running")
+    await agent.client.runs.cancel(thread_id, run["run_id"], wait=True)
+    assert (await agent.client.runs.get(thread_id, run["run_id"]))["status"] == "interrupted"
+    with pytest.raises(ConflictError, match="already ended"):
+        await agent.client.runs.cancel(thread_id, run["run_id"])
+
+
+async def test_after_seconds_delays_the_start(agent: Running) -> None:
+    thread_id = new_thread_id()
+    run = await agent.client.runs.create(
+        thread_id, "demo", input=user("later"), if_not_exists="create", after_seconds=1
+    )
+    await asyncio.sleep(0.5)
+    assert (await agent.client.runs.get(thread_id, run["run_id"]))["status"] == "pending"
+    values = await agent.client.runs.join(thread_id, run["run_id"])
+    assert last_answer(values) == "scripted reply to: later"
+
+
+async def test_failed_run_streams_an_error_and_wait_reports_it(agent: Running) -> None:
+    parts = await collect(agent.client.runs.stream(None, "demo", input=user("@fail 400 bad")))
+    assert parts[-1].event == "error"
+    assert parts[-1].data["error"]
+    with pytest.raises(Exception, match="bad"):
+        await agent.client.runs.wait(None, "demo", input=user("@fail 400 bad"))
+
+
+async def test_resume_without_a_pending_interrupt_is_refused(agent: Running) -> None:
+    thread_id = new_thread_id()
+    await agent.client.runs.wait(thread_id, "demo", input=user("hi"), if_not_exists="create")
+    with pytest.raises(ConflictError, match="no pending interrupt"):
+        await agent.client.runs.create(thread_id, "demo", command={"resume": "yes"})
+
+
+async def test_unknown_thread_is_404_unless_created(agent: Running) -> None:
+    with pytest.raises(NotFoundError, match="if_not_exists"):
+        await agent.client.runs.create(new_thread_id(), "demo", input=user("x"))
+
+
+async def test_thread_stream_carries_every_run(agent: Running) -> None:
+    thread_id = new_thread_id()
+    await agent.client.runs.wait(thread_id, "demo", input=user("one"), if_not_exists="create")
+    seen: list[StreamPart] = []
+
+    async def follow() -> None:
+        stream = await agent.client.threads.join_stream(thread_id, last_event_id="-")
+        async for part in stream:
+            seen.append(part)
+            done = [p for p in seen if p.event == "metadata" and p.data.get("status") == "run_done"]
+            if len(done) == 3:
+                return
+
+    follower = asyncio.create_task(follow())
+    await agent.client.runs.wait(thread_id, "demo", input=user("two"))
+    background = await agent.client.runs.create(thread_id, "demo", input=user("three"))
+    await asyncio.wait_for(follower, 10)
+    run_ids = [p.data["run_id"] for p in seen if p.event == "metadata" and "attempt" in p.data]
+    assert len(run_ids) == 3
+    assert run_ids[-1] == background["run_id"]
+    ids = [p.id for p in seen]
+    assert ids == sorted(ids, key=lambda i: tuple(int(x) for x in i.split("-")))
+
+
+async def _until_status(agent: Running, thread_id: str, run_id: str, status: str) -> None:
+    for _ in range(200):
+        if (await agent.client.runs.get(thread_id, run_id))["status"] == status:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"run never became {status}")
+
+
+def _page() -> Any:
+    from agentctl.storage.base import Page
+
+    return Page(limit=100)
+
+
+GATED = '[agent]\nname = "gated"\nmodel = "openai:scripted"\n[interrupt_on]\nwrite_file = true\n'
+
+
+@pytest.fixture
+async def gated(tmp_path: Path) -> Any:
+    root = tmp_path / "gated"
+    root.mkdir()
+    (root / "agent.toml").write_text(GATED)
+    (root / "AGENTS.md").write_text("Gated.\n")
+    async with running_server(root, tmp_path / "gated-data") as running:
+        yield running
+
+
+WRITE = call("write_file", file_path="/notes.md", content="hello") + "\n@say {last_tool_result}"
+
+
+async def test_approval_gate_pauses_and_approve_resumes(gated: Running) -> None:
+    thread_id = new_thread_id()
+    parts = await collect(
+        gated.client.runs.stream(
+            thread_id, "gated", input=user(WRITE), if_not_exists="create",
+            stream_mode=["updates", "values"],
+        )
+    )  # fmt: skip
+    interrupt_parts = [p for p in parts if "__interrupt__" in (p.data or {})]
+    assert interrupt_parts, [p.event for p in parts]
+    [interrupt] = interrupt_parts[0].data["__interrupt__"]
+    assert interrupt["value"]["action_requests"][0]["name"] == "write_file"
+    run_id = parts[0].data["run_id"]
+    assert (await gated.client.runs.get(thread_id, run_id))["status"] == "interrupted"
+    thread = await gated.server.storage.threads.get(thread_id)
+    assert thread is not None
+    assert thread.status == "interrupted"
+    assert list(thread.interrupts.values())[0][0]["id"] == interrupt["id"]
+    values = await gated.client.runs.wait(
+        thread_id, "gated", command={"resume": {"decisions": [{"type": "approve"}]}}
+    )
+    assert last_answer(values) == "Updated file /notes.md"
+
+
+async def test_approval_gate_edit_and_reject(gated: Running) -> None:
+    thread_id = new_thread_id()
+    paused = await gated.client.runs.wait(
+        thread_id, "gated", input=user(WRITE), if_not_exists="create"
+    )
+    assert paused["__interrupt__"]
+    edited = {
+        "type": "edit",
+        "edited_action": {"name": "write_file",
+                          "args": {"file_path": "/edited.md", "content": "x"}},
+    }  # fmt: skip
+    values = await gated.client.runs.wait(
+        thread_id, "gated", command={"resume": {"decisions": [edited]}}
+    )
+    assert last_answer(values).endswith("Updated file /edited.md")
+    other = new_thread_id()
+    await gated.client.runs.wait(other, "gated", input=user(WRITE), if_not_exists="create")
+    rejected = await gated.client.runs.wait(
+        other, "gated",
+        command={"resume": {"decisions": [{"type": "reject", "message": "not now"}]}},
+    )  # fmt: skip
+    assert "not now" in last_answer(rejected)
