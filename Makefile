@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint format typecheck test check demo bench clean
+.PHONY: install lint format typecheck test check demo bench bench-setup bench-server clean
 
 install: $(STAMP)
 
@@ -36,9 +36,21 @@ demo: install
 	rm -rf demo && $(BIN)/agentctl init demo
 	cd demo && OPENAI_API_KEY=$${OPENAI_API_KEY:-scripted} ../$(BIN)/agentctl deploy --dry-run
 
+# The in-process floor. `make bench-server` measures the server against it and `langgraph dev`.
 bench: install
 	$(BIN)/python bench/runtime_floor.py
 	$(BIN)/python bench/runtime_floor.py --checkpointer sqlite
+
+# The `bench` extra: langgraph-cli[inmem] (langgraph dev), in the same venv.
+bench-setup: $(VENV)/.installed-bench
+
+$(VENV)/.installed-bench: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	@touch $@
+
+# The server and `langgraph dev` side by side with the floor; ARGS="--runs 200" to shorten.
+bench-server: bench-setup
+	$(BIN)/python bench/server_vs_langgraph_dev.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) demo .mypy_cache .ruff_cache .pytest_cache

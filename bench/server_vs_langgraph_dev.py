@@ -70,7 +70,6 @@ from agentctl.testing.demo import write_demo
 
 BENCH = Path(__file__).resolve().parent
 GRAPH_ID = "demo"
-USER = "bench-user"
 WARMUP = 20
 START_TIMEOUT = 180.0
 MIB = 1024 * 1024
@@ -334,10 +333,10 @@ async def assistant_of(client: LangGraphClient) -> str:
 
 
 class Harness:
-    def __init__(self, client: LangGraphClient, assistant: str) -> None:
+    def __init__(self, client: LangGraphClient, assistant: str, user: str | None) -> None:
         self.client = client
         self.assistant = assistant
-        self.config = {"configurable": {USER_ID_KEY: USER}}
+        self.config = {"configurable": {USER_ID_KEY: user}} if user else None
 
     async def thread(self) -> str:
         return str((await self.client.threads.create())["thread_id"])
@@ -398,6 +397,7 @@ async def measure_server(
     runs: int,
     latency_runs: int,
     concurrency: int,
+    user: str | None,
     before: Callable[[LangGraphClient], Awaitable[None]] | None = None,
     progress: Callable[[str], None] = print,
 ) -> Figures:
@@ -406,7 +406,7 @@ async def measure_server(
     try:
         if before is not None:
             await before(client)
-        harness = Harness(client, await assistant_of(client))
+        harness = Harness(client, await assistant_of(client), user)
         _, figures.system_prompt = await harness.run(await harness.thread(), "@say {system}")
         for i in range(WARMUP):
             await harness.fresh_run(-1 - i)
@@ -446,6 +446,7 @@ class Setup:
     latency_runs: int
     concurrency: int
     ours_cmd: str
+    user: str | None
 
 
 async def seeds(project: Path) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]:
@@ -458,6 +459,17 @@ async def seeds(project: Path) -> list[tuple[tuple[str, ...], str, dict[str, Any
     return [(item.namespace, item.key, item.value) for item in items]
 
 
+class WithoutUser:
+    """The graph, run without the user `runtime_floor.one_run` puts in every config."""
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+
+    async def ainvoke(self, input: Any, config: dict[str, Any]) -> Any:
+        configurable = {k: v for k, v in config["configurable"].items() if k != USER_ID_KEY}
+        return await self.graph.ainvoke(input, {**config, "configurable": configurable})
+
+
 async def run_floor(setup: Setup) -> Figures:
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.store.memory import InMemoryStore
@@ -466,9 +478,12 @@ async def run_floor(setup: Setup) -> Figures:
     agent = await load_agent(
         load_project(setup.project), "bench", store=InMemoryStore(), checkpointer=InMemorySaver()
     )
-    config = {"configurable": {"thread_id": "bench-system", USER_ID_KEY: USER}}
-    state = await agent.graph.ainvoke(user_input("@say {system}"), config)
-    floor = await measure(agent.graph, setup.latency_runs, setup.concurrency)
+    configurable = {"thread_id": "bench-system"}
+    if setup.user:
+        configurable[USER_ID_KEY] = setup.user
+    graph = agent.graph if setup.user else WithoutUser(agent.graph)
+    state = await graph.ainvoke(user_input("@say {system}"), {"configurable": configurable})
+    floor = await measure(graph, setup.latency_runs, setup.concurrency)
     return Figures(
         p50_ms=floor["p50_ms"],
         p95_ms=floor["p95_ms"],
@@ -481,7 +496,9 @@ async def run_floor(setup: Setup) -> Figures:
 async def run_langgraph_dev(setup: Setup) -> Figures:
     folder = setup.tmp / "langgraph"
     folder.mkdir()
-    (folder / "bench_graph.py").write_text(GRAPH_MODULE.format(script="bench/" + Path(__file__).name))
+    (folder / "bench_graph.py").write_text(
+        GRAPH_MODULE.format(script="bench/" + Path(__file__).name)
+    )
     config = {"dependencies": ["."], "graphs": {GRAPH_ID: "./bench_graph.py:graph"}}
     (folder / "langgraph.json").write_text(json.dumps(config, indent=2))
     langgraph = Path(sys.executable).parent / "langgraph"
@@ -522,6 +539,7 @@ async def run_langgraph_dev(setup: Setup) -> Figures:
                 runs=setup.runs,
                 latency_runs=setup.latency_runs,
                 concurrency=setup.concurrency,
+                user=setup.user,
                 before=seed,
             )
         except Exception as exc:
@@ -551,6 +569,7 @@ async def run_ours(setup: Setup) -> Figures:
                 runs=setup.runs,
                 latency_runs=setup.latency_runs,
                 concurrency=setup.concurrency,
+                user=setup.user,
             )
         except Exception as exc:
             raise RuntimeError(f"{exc}\n--- agentctl log:\n{tail(log)}") from exc
@@ -564,6 +583,10 @@ def fmt(value: float | None, digits: int = 1) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def fmt_ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}×"
+
+
 def ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None or b == 0 else a / b
 
@@ -575,7 +598,8 @@ def report(results: dict[str, Figures], setup: Setup) -> None:
         f"demo deep agent, scripted model; {setup.latency_runs} sequential runs, "
         f"{setup.runs} runs in all per server, {setup.concurrency} concurrent streams;"
     )
-    print("fresh thread per run, thread creation excluded; floor = in process, InMemorySaver")
+    print("fresh thread per run, thread creation excluded; floor = in process, InMemorySaver;")
+    print(f"user: {setup.user or 'none (user memory skipped)'}")
     print()
     rows: list[tuple[str, Callable[[Figures], float | None], int]] = [
         ("sequential p50 (ms)", lambda f: f.p50_ms, 1),
@@ -589,29 +613,50 @@ def report(results: dict[str, Figures], setup: Setup) -> None:
         ("RSS growth / 1000 runs (MiB)", lambda f: f.rss_growth_per_1000, 1),
     ]
     head = ("", "floor", "agentctl", "lg dev", "ours/floor", "ours/lg dev", "lg dev/floor")
-    widths = (31, 9, 9, 9, 11, 12, 12)
-    print("".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(head, widths))))
+    widths = (31, 9, 10, 9, 12, 13, 14)
+    print(
+        "".join(
+            h.rjust(w) if i else h.ljust(w)
+            for i, (h, w) in enumerate(zip(head, widths, strict=True))
+        )
+    )
     for name, get, digits in rows:
         values = [get(floor), get(ours), get(lg)]
         cells = [
             name,
             *(fmt(v, digits) for v in values),
-            fmt(ratio(values[1], values[0]), 2),
-            fmt(ratio(values[1], values[2]), 2),
-            fmt(ratio(values[2], values[0]), 2),
+            fmt_ratio(ratio(values[1], values[0])),
+            fmt_ratio(ratio(values[1], values[2])),
+            fmt_ratio(ratio(values[2], values[0])),
         ]
-        print("".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))))
+        print(
+            "".join(
+                c.rjust(w) if i else c.ljust(w)
+                for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            )
+        )
     print()
     print("targets (agentctl)")
     checks: list[tuple[str, float | None, Callable[[float], bool], str]] = [
         ("sequential p50 ≤ 1.3× floor", ratio(ours.p50_ms, floor.p50_ms), lambda r: r <= 1.3, "×"),
-        ("throughput ≥ 0.8× floor", ratio(ours.runs_per_s, floor.runs_per_s), lambda r: r >= 0.8, "×"),
-        ("throughput ≥ 2× langgraph dev", ratio(ours.runs_per_s, lg.runs_per_s), lambda r: r >= 2, "×"),
+        (
+            "throughput ≥ 0.8× floor",
+            ratio(ours.runs_per_s, floor.runs_per_s),
+            lambda r: r >= 0.8,
+            "×",
+        ),
+        (
+            "throughput ≥ 2× langgraph dev",
+            ratio(ours.runs_per_s, lg.runs_per_s),
+            lambda r: r >= 2,
+            "×",
+        ),
         ("RSS growth < 10 MiB / 1000 runs", ours.rss_growth_per_1000, lambda r: r < 10, " MiB"),
     ]
     for name, value, ok, unit in checks:
-        verdict = "n/a" if value is None else ("PASS" if ok(value) else "FAIL")
-        print(f"  {name:<34}{fmt(value, 2) + unit:>12}   {verdict}")
+        shown = "n/a" if value is None else f"{value:.2f}{unit}"
+        verdict = "" if value is None else ("PASS" if ok(value) else "FAIL")
+        print(f"  {name:<34}{shown:>12}   {verdict}")
     reference = floor.system_prompt
     for key, label in (("ours", "agentctl"), ("langgraph", "langgraph dev")):
         figures = results.get(key)
@@ -620,9 +665,17 @@ def report(results: dict[str, Figures], setup: Setup) -> None:
         if figures.error:
             print(f"\n{label}: NOT MEASURED: {figures.error}")
         elif reference is not None and figures.system_prompt != reference:
-            print(f"\nWARNING: {label}'s system prompt differs from the floor's (not the same work)")
-            print(f"  floor:  {reference[:300]!r}")
-            print(f"  {label}: {(figures.system_prompt or '')[:300]!r}")
+            print(
+                f"\nWARNING: {label}'s system prompt differs from the floor's (not the same work)"
+            )
+            other = figures.system_prompt or ""
+            at = next(
+                (i for i, (a, b) in enumerate(zip(reference, other, strict=False)) if a != b),
+                min(len(reference), len(other)),
+            )
+            start = max(0, at - 80)
+            print(f"  floor, from character {start}:  {reference[start : at + 160]!r}")
+            print(f"  {label}, from character {start}:  {other[start : at + 160]!r}")
     for note in floor.notes:
         print(f"floor: {note}")
 
@@ -655,7 +708,14 @@ async def main(args: argparse.Namespace) -> None:
             for name in NOISY_ENV:
                 os.environ.pop(name, None)
             setup = Setup(
-                tmp, project, env, args.runs, args.latency_runs, args.concurrency, args.ours_cmd
+                tmp=tmp,
+                project=project,
+                env=env,
+                runs=args.runs,
+                latency_runs=args.latency_runs,
+                concurrency=args.concurrency,
+                ours_cmd=args.ours_cmd,
+                user=args.user,
             )
             runners = {"floor": run_floor, "langgraph": run_langgraph_dev, "ours": run_ours}
             results: dict[str, Figures] = {}
@@ -694,6 +754,12 @@ def parse_args() -> argparse.Namespace:
         choices=["embedded", "dev"],
         default="embedded",
         help="start our server with a launcher in this script, or with `agentctl dev --port N`",
+    )
+    parser.add_argument(
+        "--user",
+        default=None,
+        help="user id to put in each run's config, so the runs load user memory; the floor and"
+        " langgraph dev take it, agentctl takes the user from auth only (default: no user)",
     )
     args = parser.parse_args()
     unknown = set(args.targets.split(",")) - {"floor", "ours", "langgraph", ""}

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+
+import pytest
 
 from tests.server.conftest import Running, call, user
 
@@ -46,3 +49,64 @@ async def test_list_of_modes_and_messages_tuple(agent: Running) -> None:
         str(p.data[0]["content"]) for p in parts if p.event == "messages" and p.data[0]["type"] == "AIMessageChunk"
     )
     assert "sum is 5" in streamed
+
+
+@pytest.mark.parametrize("mode", ["debug", "tasks", "checkpoints", "events", "messages"])
+async def test_every_stream_mode_names_its_events(agent: Running, mode: str) -> None:
+    parts = [
+        part
+        async for part in agent.client.runs.stream(
+            None, "demo", input=user("modes"), stream_mode=[mode, "values"]
+        )
+    ]
+    names = {p.event.split("/")[0] for p in parts}
+    assert names == {"metadata", mode, "values"}, names
+    last_values = [p.data for p in parts if p.event == "values"][-1]
+    assert last_values["messages"][-1]["content"] == "scripted reply to: modes"
+
+
+async def test_durability_exit_still_persists_the_result(agent: Running) -> None:
+    thread_id = str(uuid.uuid4())
+    values = await agent.client.runs.wait(
+        thread_id, "demo", input=user("durable"), durability="exit", if_not_exists="create"
+    )
+    assert values["messages"][-1]["content"] == "scripted reply to: durable"
+    state = await agent.server.deployment.runtime.graph.aget_state(
+        {"configurable": {"thread_id": thread_id}}
+    )
+    assert state.values["messages"][-1].content == "scripted reply to: durable"
+
+
+async def test_disconnect_with_on_disconnect_cancel_stops_the_run(agent: Running) -> None:
+    thread_id = str(uuid.uuid4())
+    stream = agent.client.runs.stream(
+        thread_id, "demo", input=user("@sleep 5 @say never"), if_not_exists="create",
+        on_disconnect="cancel",
+    )  # fmt: skip
+    first = await stream.__anext__()
+    await stream.aclose()
+    run_id = first.data["run_id"]
+    for _ in range(200):
+        run = await agent.client.runs.get(thread_id, run_id)
+        if run["status"] == "interrupted":
+            break
+        await asyncio.sleep(0.02)
+    assert run["status"] == "interrupted"
+
+
+async def test_batch_and_bulk_cancel(agent: Running) -> None:
+    runs = await agent.client.runs.create_batch(
+        [{"assistant_id": "demo", "input": user(f"batch {i}")} for i in range(3)]
+    )
+    assert len(runs) == 3
+    thread_id = str(uuid.uuid4())
+    slow = await agent.client.runs.create(
+        thread_id, "demo", input=user("@sleep 5 @say never"), if_not_exists="create"
+    )
+    await agent.client.runs.cancel_many(thread_id=thread_id)
+    for _ in range(200):
+        run = await agent.client.runs.get(thread_id, slow["run_id"])
+        if run["status"] == "interrupted":
+            break
+        await asyncio.sleep(0.02)
+    assert run["status"] == "interrupted"

@@ -15,6 +15,11 @@ from agentctl.errors import AgentctlError, ConfigError
 # name -> (module, attribute, one-line help). The help is here so --help imports nothing.
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "init": ("agentctl.cli.init", "init", "Scaffold a new agent project."),
+    "dev": (
+        "agentctl.cli.dev",
+        "dev",
+        "Run the project locally, reloading it when a file changes.",
+    ),
     "deploy": (
         "agentctl.cli.deploy",
         "deploy",
@@ -48,6 +53,7 @@ def cli() -> None:
 
     \b
     agentctl init demo          scaffold a project in ./demo
+    agentctl dev                run it locally on http://127.0.0.1:2024
     agentctl deploy --dry-run   validate and bundle it into a revision
     """
 

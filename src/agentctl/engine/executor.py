@@ -132,7 +132,7 @@ async def execute(
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # the agent failed: the client gets an `error` event
-        log.warning("run %s failed: %s: %s", run.run_id, type(exc).__name__, exc)
+        log.warning("run %s failed: %s: %s", run.run_id, type(exc).__name__, exc, exc_info=True)
         outcome = Outcome("error", {"error": type(exc).__name__, "message": str(exc)})
         await publish("error", outcome.error)
     return outcome

@@ -11,7 +11,9 @@ from fastapi import FastAPI, Request
 
 from agentctl._version import __version__
 from agentctl.engine import Deployment, RunEngine
+from agentctl.engine.crons import CronScheduler
 from agentctl.server import errors
+from agentctl.server.limits import BodyLimit
 from agentctl.storage.base import Assistant, Storage
 
 
@@ -24,12 +26,18 @@ class Server:
     engine: RunEngine
     # Facts shown by `/info` (and later the deployment's settings).
     info: dict[str, Any] = field(default_factory=dict)
+    scheduler: CronScheduler = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.scheduler = CronScheduler(self.storage, self.engine)
 
     async def start(self) -> None:
         await self.ensure_default_assistant()
         await self.engine.start()
+        await self.scheduler.start()
 
     async def stop(self) -> None:
+        await self.scheduler.stop()
         await self.engine.stop()
         await self.storage.close()
 
@@ -72,6 +80,7 @@ def create_app(server: Server) -> FastAPI:
         redoc_url=None,
     )
     app.state.server = server
+    app.add_middleware(BodyLimit)
     errors.install(app)
     from agentctl.server.routes import ROUTERS
 

@@ -10,16 +10,20 @@ What our own stack legitimately does on the loop is allowed:
 - the embedded SQLite database runs short queries inline on purpose (see
   `agentctl.storage.sqlite.database`): its connections are exempt, any other is not;
 - printing to the terminal (stdout/stderr) and logging;
-- what Python does on a module's first import (reading the source, `os.stat`), and
-  `importlib.metadata` / `inspect` lookups libraries do on first use.
+- what Python does on a module's first import, `importlib.metadata` and `inspect` lookups
+  libraries do on first use, and `os.stat`-like calls (cheap on a local disk);
+- loading a revision: at startup it happens before activation; on reload the caller exempts
+  its loading function (`exempt_functions`).
 
-Everything loaded at startup (agent, models, MCP tool lists) is loaded before activation.
+The error is also logged when it is made, since a library may catch it and fail with a
+vaguer error of its own (an HTTP client retrying, say).
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -27,22 +31,44 @@ from typing import Any
 
 import blockbuster.blockbuster as bb
 
+log = logging.getLogger("agentctl.dev")
+
 HINT = (
     "make the call async or move it off the loop (asyncio.to_thread), or start "
     "`agentctl dev --allow-blocking` to allow blocking calls"
 )
 
-# Library internals allowed to block on the loop: (file suffix, functions), per call.
-_CAN_BLOCK: dict[str, list[tuple[str, Iterable[str]]]] = {
-    # inspect.getmodule() stats files to map code objects to modules (langchain tools do it)
-    "os.path.abspath": [("inspect.py", {"getmodule", "getsourcefile", "getabsfile"})],
-    # logging to the terminal
+FunctionSpec = tuple[str, Iterable[str]]  # (file name suffix, function names)
+
+# Not watched: metadata lookups, cheap on a local disk and done by importlib, linecache,
+# inspect and many libraries on first use.
+_UNWATCHED = (
+    "os.stat",
+    "os.getcwd",
+    "os.access",
+    "os.path.abspath",
+    "os.path.islink",
+    "os.path.ismount",
+    "os.path.samestat",
+    "os.path.sameopenfile",
+)
+_METADATA = {"distribution", "distributions", "version", "metadata", "entry_points",
+             "requires", "files", "packages_distributions"}  # fmt: skip
+_READS = ("os.listdir", "os.scandir", "io.BufferedReader.read", "io.TextIOWrapper.read")
+# Library internals allowed to block on the loop, per watched call.
+_CAN_BLOCK: dict[str, list[FunctionSpec]] = {
+    **{
+        name: [
+            ("importlib/metadata/__init__.py", _METADATA),
+            ("importlib_metadata/__init__.py", _METADATA),
+            ("linecache.py", {"updatecache", "checkcache"}),  # formatting a traceback
+        ]
+        for name in _READS
+    },
+    # logging (to the terminal, or to a file a user configured)
     "io.TextIOWrapper.write": [("logging/__init__.py", {"emit", "flush"})],
     "io.BufferedWriter.write": [("logging/__init__.py", {"emit", "flush"})],
 }
-# Not watched: a stat or a directory listing is how importlib.metadata, tiktoken and
-# linecache find their files, and they are cheap on a local disk.
-_UNWATCHED = ("os.stat", "os.path.islink", "os.path.ismount", "os.path.samestat")
 
 
 class BlockingCallError(bb.BlockingError):
@@ -52,7 +78,9 @@ class BlockingCallError(bb.BlockingError):
         self.func = func
         self.where = _caller()
         at = f" in {self.where}" if self.where else ""
-        Exception.__init__(self, f"blocking call to {func}{at} on the server's event loop — {HINT}")
+        what = f"blocking call to {func}{at} on the server's event loop"
+        log.warning("%s", what)
+        Exception.__init__(self, f"{what} — {HINT}")
 
 
 def _caller() -> str:
@@ -74,9 +102,12 @@ class BlockingDetector:
         loop: asyncio.AbstractEventLoop,
         *,
         exempt_connections: Iterable[sqlite3.Connection] = (),
+        exempt_functions: Iterable[FunctionSpec] = (),
     ) -> None:
+        """Watch `loop`. Queries on `exempt_connections` and any call made (directly or
+        not) from `exempt_functions` may block."""
         self.loop = loop
-        self.exempt = set(exempt_connections)
+        self.connections = set(exempt_connections)
         self.buster = bb.BlockBuster()
         functions = self.buster.functions
         for name in _UNWATCHED:
@@ -84,7 +115,11 @@ class BlockingDetector:
         for name, allowed in _CAN_BLOCK.items():
             for filename, funcs in allowed:
                 functions[name].can_block_in(filename, funcs)
+        exempt = list(exempt_functions)
         for name, function in functions.items():
+            function.full_name = name
+            for filename, funcs in exempt:
+                function.can_block_in(filename, funcs)
             function.can_block_predicate = self._predicate(name, function.can_block_predicate)
         self._saved_error: type[bb.BlockingError] | None = None
 
@@ -94,7 +129,7 @@ class BlockingDetector:
         def can_block(*args: Any, **kwargs: Any) -> bool:
             if asyncio.get_running_loop() is not self.loop:
                 return True
-            if sqlite and args and _connection(args[0]) in self.exempt:
+            if sqlite and args and _connection(args[0]) in self.connections:
                 return True
             return allowed(*args, **kwargs)
 
@@ -125,10 +160,15 @@ def _connection(obj: Any) -> Any:
 
 @contextmanager
 def detect_blocking(
-    loop: asyncio.AbstractEventLoop, *, exempt_connections: Iterable[sqlite3.Connection] = ()
+    loop: asyncio.AbstractEventLoop,
+    *,
+    exempt_connections: Iterable[sqlite3.Connection] = (),
+    exempt_functions: Iterable[FunctionSpec] = (),
 ) -> Iterator[BlockingDetector]:
     """Detect blocking calls on `loop` inside the block."""
-    detector = BlockingDetector(loop, exempt_connections=exempt_connections)
+    detector = BlockingDetector(
+        loop, exempt_connections=exempt_connections, exempt_functions=exempt_functions
+    )
     detector.activate()
     try:
         yield detector

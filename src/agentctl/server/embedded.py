@@ -11,6 +11,7 @@ from agentctl.server.app import Server
 from agentctl.storage.sqlite import SqliteStorage
 
 DATABASE_FILE = "agentctl.db"
+STORE_FILE = "store.db"
 
 
 async def open_embedded_server(
@@ -24,7 +25,7 @@ async def open_embedded_server(
     """Load `project` as revision `revision_id` on the database in `data_dir` (created when
     missing). Raises a `UserError` when the agent cannot be loaded."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    storage = SqliteStorage(data_dir / DATABASE_FILE)
+    storage = SqliteStorage(data_dir / DATABASE_FILE, data_dir / STORE_FILE)
     try:
         runtime = await load_agent(
             project, revision_id, store=storage.store, checkpointer=storage.checkpointer

@@ -8,6 +8,7 @@ is null rather than a 500. Schemas are computed once per compiled graph.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import typing
 import warnings
@@ -38,10 +39,8 @@ def graph_schemas(graph: Any, graph_id: str) -> dict[str, Any]:
             "config_schema": _safe("config", graph, lambda: _config_schema(graph)),
             "context_schema": _safe("context", graph, graph.get_context_jsonschema),
         }
-        try:
+        with contextlib.suppress(TypeError):
             _CACHE[graph] = cached
-        except TypeError:
-            pass
     return {"graph_id": graph_id, **cached}
 
 
@@ -114,8 +113,9 @@ def _model_schema(name: str, fields: dict[str, Any]) -> dict[str, Any]:
             hint = Any
         # An alias keeps names pydantic reserves (a leading underscore) as they are.
         definitions[f"field_{index}"] = (hint, Field(None, alias=key))
-    model = create_model(name, **definitions)
-    return model.model_json_schema(by_alias=True)
+    model: Any = create_model(name, **definitions)
+    schema: dict[str, Any] = model.model_json_schema(by_alias=True)
+    return schema
 
 
 def _unwrap(hint: Any) -> Any:

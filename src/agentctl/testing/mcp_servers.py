@@ -57,3 +57,21 @@ def serve(app: Any) -> Iterator[int]:
         server.should_exit = True
         thread.join()
         sock.close()
+
+
+class Ledger:
+    """An MCP server with a visible side effect: `record` appends to `entries`."""
+
+    def __init__(self) -> None:
+        self.entries: list[str] = []
+
+    def server(self) -> FastMCP:
+        server = FastMCP("ledger", stateless_http=True, json_response=True, log_level="WARNING")
+
+        @server.tool()
+        def record(entry: str) -> str:
+            """Record an entry in the ledger."""
+            self.entries.append(entry)
+            return f"recorded {entry} as entry {len(self.entries)}"
+
+        return server

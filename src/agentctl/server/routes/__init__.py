@@ -4,6 +4,25 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from agentctl.server.routes import runs, streams
+from agentctl.server.routes import (
+    assistants,
+    crons,
+    runs,
+    state,
+    store,
+    streams,
+    system,
+    threads,
+)
 
-ROUTERS: list[APIRouter] = [runs.router, streams.router]
+# Crons come before runs so `/runs/crons/...` is never taken for a run id.
+ROUTERS: list[APIRouter] = [
+    system.router,
+    assistants.router,
+    threads.router,
+    state.router,
+    crons.router,
+    store.router,
+    runs.router,
+    streams.router,
+]

@@ -26,6 +26,7 @@ from agentctl.server.routes.common import (
     query_xray,
     select_fields,
 )
+from agentctl.server.routes.crons import delete_crons_where
 from agentctl.server.routes.threads import delete_threads_where
 from agentctl.storage.base import Assistant, Page, new_id, now
 
@@ -186,12 +187,7 @@ async def delete_assistant(
             f"assistant {assistant.assistant_id} is the deployment's own assistant for graph "
             f"{server.deployment.graph_id!r} and cannot be deleted — PATCH it instead"
         )
-    crons, _ = await server.storage.crons.search(
-        assistant_id=assistant.assistant_id, thread_id=None, enabled=None, metadata={},
-        page=Page(limit=10_000),
-    )  # fmt: skip
-    for cron in crons:
-        await server.storage.crons.delete(cron.cron_id)
+    await delete_crons_where(server, assistant_id=assistant.assistant_id)
     if delete_threads:
         await delete_threads_where(server, {"assistant_id": assistant.assistant_id})
     await server.storage.assistants.delete(assistant.assistant_id)
@@ -262,7 +258,5 @@ async def set_latest_version(request: Request, assistant_id: str, body: SetLates
     assistant = await lookup.get_assistant(server, assistant_id)
     updated = await server.storage.assistants.set_latest(assistant.assistant_id, body.version)
     if updated is None:
-        raise ApiError(
-            404, f"assistant {assistant.assistant_id} has no version {body.version}"
-        )
+        raise ApiError(404, f"assistant {assistant.assistant_id} has no version {body.version}")
     return views.json_response(views.assistant_view(updated))

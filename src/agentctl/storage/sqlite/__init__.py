@@ -1,5 +1,5 @@
-"""The embedded storage: one SQLite file holds checkpoints, the store, threads, runs, crons
-and the event log."""
+"""The embedded storage: one SQLite file holds checkpoints, threads, runs, crons and the
+event log; a second one holds the store (memory), which libraries also use from threads."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from agentctl.storage.sqlite.assistants import SqliteAssistants
 from agentctl.storage.sqlite.checkpointer import LoopSqliteSaver, LoopSqliteStore
 from agentctl.storage.sqlite.crons import SqliteCrons
-from agentctl.storage.sqlite.database import connect
+from agentctl.storage.sqlite.database import close, connect, lock_of
 from agentctl.storage.sqlite.events import SqliteEventLog
 from agentctl.storage.sqlite.runs import SqliteRuns
 from agentctl.storage.sqlite.threads import SqliteThreads
@@ -17,14 +17,17 @@ __all__ = ["SqliteStorage"]
 
 
 class SqliteStorage:
-    """Every table of one server process, in the SQLite file at `path`."""
+    """Every table of one server process: the server's in the SQLite file at `path`, the
+    store's in the one at `store_path`."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path, store_path: Path) -> None:
         self.path = path
         self.conn = connect(path)
         self.checkpointer = LoopSqliteSaver(self.conn)
+        self.checkpointer.lock = lock_of(self.conn)
         self.checkpointer.setup()
-        self.store = LoopSqliteStore(self.conn)
+        self.store_conn = connect(store_path)
+        self.store = LoopSqliteStore(self.store_conn)
         self.store.setup()
         self.assistants = SqliteAssistants(self.conn)
         self.threads = SqliteThreads(self.conn, self.checkpointer)
@@ -34,4 +37,5 @@ class SqliteStorage:
 
     async def close(self) -> None:
         self.events.flush()
-        self.conn.close()
+        close(self.conn)
+        close(self.store_conn)

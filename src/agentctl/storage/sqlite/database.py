@@ -8,6 +8,7 @@ handing work to a thread. A committed transaction survives the process being kil
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -112,16 +113,31 @@ def migrate(conn: sqlite3.Connection) -> None:
         conn.executescript(f"BEGIN;\n{script}\nPRAGMA user_version = {number};\nCOMMIT;")
 
 
+# Serializes transactions on a connection, in case a library calls the checkpointer from a
+# worker thread (the loop itself never interleaves: no transaction spans an await).
+_locks: dict[int, threading.RLock] = {}
+
+
+def lock_of(conn: sqlite3.Connection) -> threading.RLock:
+    return _locks.setdefault(id(conn), threading.RLock())
+
+
+def close(conn: sqlite3.Connection) -> None:
+    _locks.pop(id(conn), None)
+    conn.close()
+
+
 @contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """BEGIN; commit on success, roll back on error."""
-    conn.execute("BEGIN")
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+    with lock_of(conn):
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
 
 def dumps(value: Any) -> str:

@@ -1,0 +1,177 @@
+"""`agentctl dev [--config PATH] [--port 2024] [--host 127.0.0.1] [--allow-blocking]`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
+import click
+
+from agentctl.bundle.build import check_env, store_revision
+from agentctl.bundle.requirements import install_command, requirements_of
+from agentctl.bundle.revision import build_revision
+from agentctl.cli.deploy import step, warn
+from agentctl.errors import AgentctlError, ConfigError
+from agentctl.project import load_project
+
+if TYPE_CHECKING:
+    from agentctl.server.devloop import Build, DevServer
+
+
+@click.command()
+@click.option(
+    "--config",
+    "config",
+    default="agent.toml",
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="The project's agent.toml.",
+)
+@click.option("--port", default=2024, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to listen on (0: any free port).")  # fmt: skip
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--allow-blocking",
+    is_flag=True,
+    help="Allow blocking calls on the server's event loop instead of failing the run.",
+)
+def dev(config: Path, port: int, host: str, allow_blocking: bool) -> None:
+    """Run the project locally: one process on an embedded SQLite database, reloaded when a
+    file of the project changes.
+
+    Threads, runs and memory are kept in the project's .agentctl/data/ folder, so they
+    survive a restart. Unless --allow-blocking is given, a blocking call on the server's
+    event loop fails the run that made it, naming the call.
+    """
+    from agentctl.server.devloop import DevServer, configure_logging, listen_socket
+
+    environ = dict(os.environ)  # before any .env value is exported
+    step("Validating", str(config))
+    first = prepare(config, environ, quiet=False)
+    sock = listen_socket(host, port)
+    try:
+        server = DevServer(
+            first,
+            lambda: prepare(config, environ, quiet=True),
+            sock=sock,
+            events=_Printer(),
+            allow_blocking=allow_blocking,
+            environ=environ,
+        )
+        step("Starting", f'agent "{first.project.name}" on {server.url}')
+        configure_logging()
+        with _signals(interrupt=lambda: not server.serving), asyncio.Runner(
+            loop_factory=_loop_factory()
+        ) as runner:
+            runner.run(server.run())
+    finally:
+        sock.close()
+    click.echo("stopped")
+
+
+def prepare(config: Path, environ: Mapping[str, str], *, quiet: bool) -> Build:
+    """Load, validate and bundle the project, as `deploy --dry-run` does (no platform key
+    is needed); the revision is stored under .agentctl/build/."""
+    from agentctl.server.devloop import Build
+
+    project = load_project(config, environ=environ)
+    requirements = requirements_of(project)
+    check_env(project, requirements, platform_key=False)
+    missing = requirements.missing_packages()
+    if missing:
+        warn(f"packages the revision needs are not installed here: {install_command(missing)}")
+    if not quiet:
+        step("Bundling", f"{len(project.files)} files")
+    revision = build_revision(project)
+    store_revision(project, revision)
+    return Build(project, revision)
+
+
+def example(url: str, assistant: str) -> str:
+    """A one-line request that runs the agent."""
+    body = {
+        "assistant_id": assistant,
+        "input": {"messages": [{"role": "user", "content": "hello"}]},
+    }
+    return (
+        f"curl -s {url}/runs/wait -H 'Content-Type: application/json' "
+        f"-d '{json.dumps(body)}'"
+    )
+
+
+class _Printer:
+    """What the dev server reports, as the user sees it."""
+
+    def ready(self, dev: DevServer) -> None:
+        build = dev.build
+        url = dev.url
+        name = build.project.name
+        click.echo(
+            click.style("Ready: ", fg="green", bold=True)
+            + f'agent "{name}", revision {build.revision.short_id}'
+        )
+        click.echo(f"  API   {url}")
+        click.echo(f"  Docs  {url}/docs")
+        click.echo(f"  Try   {example(url, name)}")
+        click.echo(f"  Data  {dev.data_dir}")
+        blocking = (
+            "blocking calls on the event loop are allowed"
+            if dev.allow_blocking
+            else "a blocking call on the event loop fails its run (--allow-blocking to allow)"
+        )
+        click.echo(f"Watching {dev.root} for changes; {blocking}. Press Ctrl-C to stop.")
+
+    def reloaded(self, build: Build) -> None:
+        click.echo(
+            click.style("reloaded: ", fg="green", bold=True)
+            + f"revision {build.revision.short_id}"
+        )
+
+    def reload_failed(self, error: Exception, serving: Build) -> None:
+        from agentctl.cli import report
+
+        if isinstance(error, AgentctlError):
+            report(error)
+        else:
+            click.secho("internal error: ", fg="red", bold=True, err=True, nl=False)
+            click.echo(f"{type(error).__name__}: {error}", err=True)
+        what = "the project is invalid" if isinstance(error, ConfigError) else "reload failed"
+        click.echo(
+            f"{what}: still serving revision {serving.revision.short_id} — fix it and save again",
+            err=True,
+        )
+
+
+@contextmanager
+def _signals(interrupt: Callable[[], bool]) -> Iterator[None]:
+    """Ctrl-C and SIGTERM. While the server serves, uvicorn handles them (a graceful stop)
+    and raises them again once it is done: that must not interrupt us. Before, they
+    interrupt the start (exit 130)."""
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        if interrupt():
+            raise KeyboardInterrupt
+
+    saved = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler)
+
+
+def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop where it is installed, as uvicorn would choose."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
+    return factory

@@ -1,0 +1,300 @@
+"""The server of `agentctl dev`: one process on the embedded SQLite store, reloaded in place
+when the project changes, with blocking calls on its event loop reported.
+
+A reload re-validates and re-bundles the project, loads the new revision beside the old one
+and swaps it in: runs already under way finish on the revision they started on. A project
+that no longer validates (or loads) is reported and the old revision keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import socket
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import uvicorn
+from watchfiles import DefaultFilter, awatch
+
+from agentctl.bundle.build import STATE_DIR
+from agentctl.bundle.revision import Revision
+from agentctl.errors import RuntimeFailure, UserError
+from agentctl.project.model import Project
+from agentctl.runtime import AgentRuntime, load_agent
+from agentctl.server.app import Server, create_app
+from agentctl.server.blocking import BlockingDetector
+from agentctl.server.embedded import open_embedded_server
+from agentctl.storage.sqlite import SqliteStorage
+
+log = logging.getLogger("agentctl.dev")
+
+DATA_DIR = f"{STATE_DIR}/data"
+# Seconds open connections (e.g. a stream) get to finish when the server stops.
+GRACEFUL_SHUTDOWN = 3
+
+
+class PortInUseError(UserError):
+    """Something else listens on the address `agentctl dev` was asked to use."""
+
+
+@dataclass(frozen=True)
+class Build:
+    """A validated project and the revision bundled from it."""
+
+    project: Project
+    revision: Revision
+
+
+class DevEvents(Protocol):
+    """What the dev server tells its user (the CLI prints it)."""
+
+    def ready(self, dev: DevServer) -> None: ...
+    def reloaded(self, build: Build) -> None: ...
+    def reload_failed(self, error: Exception, serving: Build) -> None: ...
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to `host:port`, ready to serve; the error names the port when taken."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise UserError(
+            f"cannot listen on {host}: {exc.strerror} — use an address of this machine "
+            "with --host, e.g. 127.0.0.1"
+        ) from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUseError(
+                f"port {port} on {host} is already in use — stop what is using it or choose "
+                "another port with --port"
+            ) from None
+        raise UserError(
+            f"cannot listen on port {port} of {host}: {exc.strerror} — choose another port "
+            "with --port or another address with --host"
+        ) from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def base_url(host: str, port: int) -> str:
+    """The URL a client on this machine uses; a wildcard address is reached on loopback."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+class ProjectFilter(DefaultFilter):
+    """Every project file except agentctl's own state, VCS folders, caches and editor
+    temporaries."""
+
+    def __init__(self) -> None:
+        super().__init__(ignore_dirs=(*DefaultFilter.ignore_dirs, STATE_DIR))
+
+
+class DevServer:
+    """Serves `first` on `sock`, reloading through `rebuild` when the project changes.
+
+    `environ` is the process environment the project was loaded with (before any `.env`
+    value was exported), so a value changed in `.env` takes effect on reload.
+    """
+
+    def __init__(
+        self,
+        first: Build,
+        rebuild: Callable[[], Build],
+        *,
+        sock: socket.socket,
+        events: DevEvents,
+        allow_blocking: bool = False,
+        watch: bool = True,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.build = first
+        self.rebuild = rebuild
+        self.sock = sock
+        self.events = events
+        self.allow_blocking = allow_blocking
+        self.watch = watch
+        self.environ = dict(os.environ if environ is None else environ)
+        self.server: Server | None = None
+        self.serving = False  # uvicorn handles Ctrl-C and SIGTERM from here on
+        self.detector: BlockingDetector | None = None
+        self._exported: set[str] = set()
+        self._failed = False
+        self._watcher: asyncio.Task[None] | None = None
+
+    @property
+    def root(self) -> Path:
+        return self.build.project.root
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / DATA_DIR
+
+    @property
+    def url(self) -> str:
+        host, port = self.sock.getsockname()[:2]
+        return base_url(host, port)
+
+    async def run(self) -> None:
+        """Serve until the process is told to stop (Ctrl-C, SIGTERM)."""
+        self._export_env(self.build.project.env)
+        server = await open_embedded_server(
+            self.build.project, self.build.revision.id, self.data_dir
+        )
+        self.server = server
+        config = uvicorn.Config(
+            create_app(server),
+            lifespan="on",
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN,
+        )
+        uv = _Uvicorn(config, on_started=self._started, on_stopping=self._stopping)
+        self.serving = True
+        try:
+            await uv.serve(sockets=[self.sock])
+        except SystemExit:  # uvicorn's way of saying the application did not start
+            raise RuntimeFailure(
+                "the server could not start — see the messages above"
+            ) from None
+        finally:
+            await self._stopping()
+            if not uv.started:
+                await server.stop()
+
+    # -- lifecycle hooks (on the server's event loop) -------------------------------------
+
+    def _started(self) -> None:
+        assert self.server is not None
+        if not self.allow_blocking:
+            storage = self.server.storage
+            exempt = [storage.conn] if isinstance(storage, SqliteStorage) else []
+            self.detector = BlockingDetector(
+                asyncio.get_running_loop(),
+                exempt_connections=exempt,
+                exempt_functions=[("agentctl/server/devloop.py", {"_load_runtime"})],
+            )
+            self.detector.activate()
+        if self.watch:
+            self._watcher = asyncio.create_task(self._watch(), name="agentctl-dev-watch")
+        self.events.ready(self)
+
+    async def _stopping(self) -> None:
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+        if self.detector is not None:
+            self.detector.deactivate()
+            self.detector = None
+
+    # -- reloading ------------------------------------------------------------------------
+
+    async def _watch(self) -> None:
+        async for _ in awatch(self.root, watch_filter=ProjectFilter()):
+            await self.reload()
+
+    async def reload(self) -> bool:
+        """Rebuild and swap in the project as it is on disk now; False when it is unchanged
+        or invalid (then the old revision keeps serving and the problem is reported)."""
+        server = self.server
+        assert server is not None
+        try:
+            build = await asyncio.to_thread(self.rebuild)
+            if not self._failed and self._same(build):
+                return False
+            self._export_env(build.project.env)
+            runtime = await self._load_runtime(server, build)
+        except Exception as exc:  # a reload never stops the server
+            self._failed = True
+            self.events.reload_failed(exc, self.build)
+            return False
+        server.deployment.swap(runtime)
+        server.info["revision"] = build.revision.id
+        await server.ensure_default_assistant()
+        self.build = build
+        self._failed = False
+        self.events.reloaded(build)
+        return True
+
+    async def _load_runtime(self, server: Server, build: Build) -> AgentRuntime:
+        """Load a revision. Like loading at startup, this may block the loop (e.g. a
+        provider package reading its files once): it is exempt from blocking detection."""
+        return await load_agent(
+            build.project,
+            build.revision.id,
+            store=server.storage.store,
+            checkpointer=server.storage.checkpointer,
+        )
+
+    def _same(self, build: Build) -> bool:
+        current = self.build
+        return (
+            build.revision.id == current.revision.id
+            and build.project.env == current.project.env
+        )
+
+    def _export_env(self, env: Mapping[str, str]) -> None:
+        """Put the project's variables in the process environment, where provider packages
+        read them; a variable removed from `.env` is removed again."""
+        for name in self._exported - env.keys():
+            if name in self.environ:
+                os.environ[name] = self.environ[name]
+            else:
+                os.environ.pop(name, None)
+        self._exported = set()
+        for name, value in env.items():
+            if self.environ.get(name) != value:
+                os.environ[name] = value
+                self._exported.add(name)
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn, telling us when it has started and before it stops."""
+
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        *,
+        on_started: Callable[[], None],
+        on_stopping: Callable[[], Any],
+    ) -> None:
+        super().__init__(config)
+        self._on_started = on_started
+        self._on_stopping = on_stopping
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started and not self.should_exit:
+            self._on_started()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        await self._on_stopping()
+        await super().shutdown(sockets)
+
+
+def configure_logging() -> None:
+    """Warnings of the server and of runs (e.g. a run that failed) go to stderr."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    for name, level in (("agentctl", logging.INFO), ("uvicorn", logging.WARNING)):
+        logger = logging.getLogger(name)
+        logger.addHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = False

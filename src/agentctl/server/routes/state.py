@@ -1,0 +1,211 @@
+"""A thread's state: read it (latest or at a checkpoint), update it, list its history."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from langgraph.errors import InvalidUpdateError
+from starlette.responses import Response
+
+from agentctl.server import lookup, serde, views
+from agentctl.server.app import Server, server_of
+from agentctl.server.errors import ApiError, conflict
+from agentctl.server.routes.common import Body, Limit
+from agentctl.server.state_view import (
+    checkpoint_view,
+    select_state,
+    state_view,
+    thread_config,
+)
+from agentctl.storage.base import ThreadStatus
+
+router = APIRouter(tags=["threads"])
+
+STATE_UPDATE_EVENT = "state_update"
+
+
+class CheckpointRef(Body):
+    thread_id: str | None = None
+    checkpoint_ns: str = ""
+    checkpoint_id: str | None = None
+    checkpoint_map: dict[str, Any] | None = None
+
+
+class StateAtCheckpoint(Body):
+    checkpoint: CheckpointRef
+    subgraphs: bool = False
+    select: list[str] | None = None
+
+
+class StateUpdate(Body):
+    values: dict[str, Any] | list[dict[str, Any]] | None = None
+    as_node: str | None = None
+    checkpoint: CheckpointRef | None = None
+    checkpoint_id: str | None = None
+
+
+class HistoryQuery(Body):
+    limit: Limit = 10
+    before: str | CheckpointRef | None = None
+    metadata: dict[str, Any] | None = None
+    checkpoint: CheckpointRef | None = None
+    select: list[str] | None = None
+
+
+def _config(thread_id: str, checkpoint: CheckpointRef | None, checkpoint_id: str | None = None
+            ) -> dict[str, Any]:  # fmt: skip
+    ref = checkpoint or CheckpointRef()
+    return thread_config(
+        thread_id,
+        checkpoint_ns=ref.checkpoint_ns or None,
+        checkpoint_id=ref.checkpoint_id or checkpoint_id,
+        checkpoint_map=ref.checkpoint_map,
+    )
+
+
+async def _thread(server: Server, thread_id: str) -> None:
+    lookup.check_uuid("thread id", thread_id)
+    await lookup.get_thread(server, thread_id)
+
+
+async def _state(
+    server: Server, thread_id: str, config: dict[str, Any], subgraphs: bool
+) -> dict[str, Any]:
+    snapshot = await server.deployment.runtime.graph.aget_state(config, subgraphs=subgraphs)
+    checkpoint_id = config["configurable"].get("checkpoint_id")
+    if checkpoint_id and snapshot.created_at is None:
+        raise ApiError(404, f"checkpoint {checkpoint_id!r} not found on thread {thread_id}")
+    return state_view(snapshot)
+
+
+@router.get("/threads/{thread_id}/state")
+async def get_state(
+    request: Request,
+    thread_id: str,
+    subgraphs: bool = False,
+    select: Annotated[list[str] | None, Query()] = None,
+) -> Response:
+    server = server_of(request)
+    await _thread(server, thread_id)
+    view = await _state(server, thread_id, thread_config(thread_id), subgraphs)
+    return views.json_response(select_state(view, select))
+
+
+@router.get("/threads/{thread_id}/state/{checkpoint_id}")
+async def get_state_at(
+    request: Request,
+    thread_id: str,
+    checkpoint_id: str,
+    subgraphs: bool = False,
+    select: Annotated[list[str] | None, Query()] = None,
+) -> Response:
+    server = server_of(request)
+    await _thread(server, thread_id)
+    config = thread_config(thread_id, checkpoint_id=checkpoint_id)
+    view = await _state(server, thread_id, config, subgraphs)
+    return views.json_response(select_state(view, select))
+
+
+@router.post("/threads/{thread_id}/state/checkpoint")
+async def post_state_at(request: Request, thread_id: str, body: StateAtCheckpoint) -> Response:
+    server = server_of(request)
+    await _thread(server, thread_id)
+    view = await _state(server, thread_id, _config(thread_id, body.checkpoint), body.subgraphs)
+    return views.json_response(select_state(view, body.select))
+
+
+@router.post("/threads/{thread_id}/state")
+async def update_state(request: Request, thread_id: str, body: StateUpdate) -> Response:
+    server = server_of(request)
+    await _thread(server, thread_id)
+    active = await server.storage.runs.active(thread_id)
+    if any(run.status == "running" for run in active):
+        raise conflict(
+            f"thread {thread_id} is running a task — wait for it or cancel it before "
+            "updating its state"
+        )
+    graph = server.deployment.runtime.graph
+    config = _config(thread_id, body.checkpoint, body.checkpoint_id)
+    try:
+        new_config = await graph.aupdate_state(config, body.values, as_node=body.as_node)
+    except (InvalidUpdateError, ValueError, TypeError, KeyError) as exc:
+        raise ApiError(422, f"the state update could not be applied: {exc}") from None
+    checkpoint = checkpoint_view(new_config)
+    await settle_thread(server, thread_id, busy=bool(active))
+    await server.storage.events.append(
+        thread_id,
+        "",
+        STATE_UPDATE_EVENT,
+        serde.dumps({"checkpoint": checkpoint, "values": body.values, "as_node": body.as_node}),
+    )
+    return views.json_response({"checkpoint": checkpoint})
+
+
+async def settle_thread(server: Server, thread_id: str, *, busy: bool) -> None:
+    """The thread's status and pending interrupts after its state changed outside a run."""
+    snapshot = await server.deployment.runtime.graph.aget_state(thread_config(thread_id))
+    interrupts = {
+        task.id: serde.to_jsonable([{"value": i.value, "id": i.id} for i in task.interrupts])
+        for task in snapshot.tasks
+        if task.interrupts
+    }
+    status: ThreadStatus = "busy" if busy else ("interrupted" if interrupts else "idle")
+    await server.storage.threads.update(thread_id, status=status, interrupts=interrupts)
+
+
+async def _history(
+    server: Server,
+    thread_id: str,
+    *,
+    limit: int,
+    before: str | CheckpointRef | None,
+    metadata: dict[str, Any] | None,
+    checkpoint: CheckpointRef | None,
+) -> list[dict[str, Any]]:
+    if isinstance(before, CheckpointRef):
+        before = before.checkpoint_id
+    before_config = {"configurable": {"checkpoint_id": before}} if before else None
+    graph = server.deployment.runtime.graph
+    return [
+        state_view(snapshot)
+        async for snapshot in graph.aget_state_history(
+            _config(thread_id, checkpoint),
+            filter=metadata or None,
+            before=before_config,
+            limit=limit,
+        )
+    ]
+
+
+@router.get("/threads/{thread_id}/history")
+async def get_history(
+    request: Request,
+    thread_id: str,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+    before: str | None = None,
+) -> Response:
+    server = server_of(request)
+    await _thread(server, thread_id)
+    states = await _history(
+        server, thread_id, limit=limit, before=before, metadata=None, checkpoint=None
+    )
+    return views.json_response(states)
+
+
+@router.post("/threads/{thread_id}/history")
+async def post_history(
+    request: Request, thread_id: str, body: HistoryQuery | None = None
+) -> Response:
+    server = server_of(request)
+    await _thread(server, thread_id)
+    body = body or HistoryQuery()
+    states = await _history(
+        server,
+        thread_id,
+        limit=body.limit,
+        before=body.before,
+        metadata=body.metadata,
+        checkpoint=body.checkpoint,
+    )
+    return views.json_response([select_state(view, body.select) for view in states])

@@ -1,0 +1,157 @@
+"""The long-term memory store: items under namespaces, shared by the agent and API clients.
+
+`GET /store/items` takes the namespace as one dotted string (`?namespace=a.b&key=k`), as
+the SDK sends it; the other endpoints take it as a JSON list of labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from langgraph.store.base import InvalidNamespaceError
+from pydantic import Field
+from starlette.responses import Response
+
+from agentctl.server import views
+from agentctl.server.app import server_of
+from agentctl.server.errors import ApiError
+from agentctl.server.routes.common import Body, Limit, Offset
+
+router = APIRouter(tags=["store"])
+
+
+class ItemPut(Body):
+    namespace: list[str]
+    key: str
+    value: dict[str, Any]
+    index: Literal[False] | list[str] | None = None
+    ttl: Annotated[float, Field(gt=0)] | None = None
+
+
+class ItemDelete(Body):
+    namespace: list[str]
+    key: str
+
+
+class ItemSearch(Body):
+    namespace_prefix: list[str] = Field(default_factory=list)
+    filter: dict[str, Any] | None = None
+    limit: Limit = 10
+    offset: Offset = 0
+    query: str | None = None
+    refresh_ttl: bool | None = None
+
+
+class NamespaceList(Body):
+    prefix: list[str] | None = None
+    suffix: list[str] | None = None
+    max_depth: Annotated[int, Field(ge=1)] | None = None
+    limit: Limit = 100
+    offset: Offset = 0
+
+
+def check_namespace(
+    namespace: Sequence[str], *, field: str = "namespace", allow_empty: bool = False
+) -> tuple[str, ...]:
+    """The namespace as a tuple, or a 422 naming what is wrong with it."""
+    if not namespace and not allow_empty:
+        raise ApiError(422, f"{field}: must have at least one label")
+    for label in namespace:
+        if not label:
+            raise ApiError(422, f"{field}: labels must not be empty (got {list(namespace)})")
+        if "." in label:
+            raise ApiError(
+                422, f"{field}: label {label!r} contains '.', which namespace labels cannot"
+            )
+    return tuple(namespace)
+
+
+def item_view(item: Any) -> dict[str, Any]:
+    view = {
+        "namespace": list(item.namespace),
+        "key": item.key,
+        "value": item.value,
+        "created_at": item.created_at,
+        "updated_at": item.updated_at,
+    }
+    score = getattr(item, "score", None)
+    if score is not None:
+        view["score"] = score
+    return view
+
+
+@router.put("/store/items", status_code=204)
+async def put_item(request: Request, body: ItemPut) -> Response:
+    store = server_of(request).storage.store
+    namespace = check_namespace(body.namespace)
+    try:
+        await store.aput(namespace, body.key, body.value, index=body.index, ttl=body.ttl)
+    except InvalidNamespaceError as exc:
+        raise ApiError(422, f"namespace: {exc}") from None
+    return Response(status_code=204)
+
+
+@router.get("/store/items")
+async def get_item(
+    request: Request,
+    key: str,
+    namespace: Annotated[str, Query()] = "",
+    refresh_ttl: bool | None = None,
+) -> Response:
+    store = server_of(request).storage.store
+    labels = check_namespace(namespace.split(".") if namespace else [])
+    try:
+        item = await store.aget(labels, key, refresh_ttl=refresh_ttl)
+    except InvalidNamespaceError as exc:
+        raise ApiError(422, f"namespace: {exc}") from None
+    if item is None:
+        raise ApiError(404, f"no item {key!r} in namespace {list(labels)}")
+    return views.json_response(item_view(item))
+
+
+@router.delete("/store/items", status_code=204)
+async def delete_item(request: Request, body: ItemDelete) -> Response:
+    store = server_of(request).storage.store
+    namespace = check_namespace(body.namespace)
+    try:
+        await store.adelete(namespace, body.key)
+    except InvalidNamespaceError as exc:
+        raise ApiError(422, f"namespace: {exc}") from None
+    return Response(status_code=204)
+
+
+@router.post("/store/items/search")
+async def search_items(request: Request, body: ItemSearch | None = None) -> Response:
+    store = server_of(request).storage.store
+    body = body or ItemSearch()
+    prefix = check_namespace(body.namespace_prefix, field="namespace_prefix", allow_empty=True)
+    try:
+        items = await store.asearch(
+            prefix,
+            query=body.query,
+            filter=body.filter,
+            limit=body.limit,
+            offset=body.offset,
+            refresh_ttl=body.refresh_ttl,
+        )
+    except InvalidNamespaceError as exc:
+        raise ApiError(422, f"namespace_prefix: {exc}") from None
+    return views.json_response({"items": [item_view(item) for item in items]})
+
+
+@router.post("/store/namespaces")
+async def list_namespaces(request: Request, body: NamespaceList | None = None) -> Response:
+    store = server_of(request).storage.store
+    body = body or NamespaceList()
+    prefix = check_namespace(body.prefix or [], field="prefix", allow_empty=True)
+    suffix = check_namespace(body.suffix or [], field="suffix", allow_empty=True)
+    namespaces = await store.alist_namespaces(
+        prefix=prefix or None,
+        suffix=suffix or None,
+        max_depth=body.max_depth,
+        limit=body.limit,
+        offset=body.offset,
+    )
+    return views.json_response({"namespaces": [list(ns) for ns in namespaces]})

@@ -1,0 +1,131 @@
+"""Liveness, server facts and Prometheus metrics."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from typing import Any
+
+from fastapi import APIRouter, Request
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Gauge,
+    Info,
+    gc_collector,
+    generate_latest,
+    platform_collector,
+    process_collector,
+)
+from starlette.responses import Response
+
+from agentctl._version import __version__
+from agentctl.server import views
+from agentctl.server.app import Server, server_of
+from agentctl.storage.base import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES, Page, ThreadStatus
+
+router = APIRouter(tags=["system"])
+
+THREAD_STATUSES: tuple[ThreadStatus, ...] = ("idle", "busy", "interrupted", "error")
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@router.get("/ok")
+async def ok() -> Response:
+    return views.json_response({"ok": True})
+
+
+@router.get("/info")
+async def info(request: Request) -> Response:
+    server = server_of(request)
+    deployment = server.deployment
+    return views.json_response(
+        {
+            **server.info,
+            "version": __version__,
+            "langgraph_py_version": _version("langgraph"),
+            "graph": deployment.graph_id,
+            "assistant_id": deployment.assistant_id,
+            "revision": deployment.revision_id,
+            "flags": {"assistants": True, "crons": True, "store": True, "langsmith": False},
+        }
+    )
+
+
+class Metrics:
+    """The gauges of one application, in its own registry (never the global one)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        process_collector.ProcessCollector(registry=self.registry)
+        platform_collector.PlatformCollector(registry=self.registry)
+        gc_collector.GCCollector(registry=self.registry)
+        self.info = Info("agentctl", "The agent server and the revision it serves",
+                         registry=self.registry)  # fmt: skip
+        self.runs = Gauge("agentctl_runs", "Runs stored, by status", ["status"],
+                          registry=self.registry)  # fmt: skip
+        self.threads = Gauge("agentctl_threads", "Threads stored, by status", ["status"],
+                             registry=self.registry)  # fmt: skip
+        self.assistants = Gauge("agentctl_assistants", "Assistants stored",
+                                registry=self.registry)  # fmt: skip
+        self.crons = Gauge("agentctl_crons", "Crons stored, by whether they are enabled",
+                           ["enabled"], registry=self.registry)  # fmt: skip
+        self.workers = Gauge("agentctl_workers", "Runs this process executes at once at most",
+                             registry=self.registry)  # fmt: skip
+
+    async def refresh(self, server: Server) -> None:
+        storage = server.storage
+        self.info.info(
+            {
+                "version": __version__,
+                "graph": server.deployment.graph_id,
+                "revision": server.deployment.revision_id,
+            }
+        )
+        for status, count in (await run_counts(server)).items():
+            self.runs.labels(status=status).set(count)
+        for status in THREAD_STATUSES:
+            _, total = await storage.threads.search(
+                metadata={}, status=status, ids=None, page=Page(limit=1)
+            )
+            self.threads.labels(status=status).set(total)
+        _, assistants = await storage.assistants.search(
+            graph_id=None, name=None, metadata={}, page=Page(limit=1)
+        )
+        self.assistants.set(assistants)
+        for enabled in (True, False):
+            _, crons = await storage.crons.search(
+                assistant_id=None, thread_id=None, enabled=enabled, metadata={},
+                page=Page(limit=1),
+            )  # fmt: skip
+            self.crons.labels(enabled=str(enabled).lower()).set(crons)
+        self.workers.set(server.engine.workers)
+
+
+async def run_counts(server: Server) -> dict[str, int]:
+    """Runs stored, by status. Uses the backend's `count_by_status()` when it has one; the
+    embedded SQLite backend is asked directly until the RunStore protocol grows it."""
+    counts: dict[str, int] = dict.fromkeys((*ACTIVE_RUN_STATUSES, *FINAL_RUN_STATUSES), 0)
+    runs: Any = server.storage.runs
+    counter = getattr(runs, "count_by_status", None)
+    if counter is not None:
+        counts.update(await counter())
+    elif getattr(runs, "conn", None) is not None:
+        rows = runs.conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall()
+        counts.update({status: count for status, count in rows})
+    return counts
+
+
+@router.get("/metrics")
+async def metrics(request: Request) -> Response:
+    state = request.app.state
+    if getattr(state, "metrics", None) is None:
+        state.metrics = Metrics()
+    collected: Metrics = state.metrics
+    await collected.refresh(server_of(request))
+    return Response(generate_latest(collected.registry), media_type=CONTENT_TYPE_LATEST)

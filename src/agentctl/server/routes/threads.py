@@ -1,0 +1,315 @@
+"""Threads: create, search, count, read, patch, delete, copy and prune.
+
+A thread's `values` are its latest checkpoint's, read through the graph so every reducer
+and delta channel is applied as the agent itself would see them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from fastapi import APIRouter, Header, Request
+from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
+from langgraph.types import StateUpdate
+from starlette.responses import Response
+
+from agentctl.server import lookup, serde, views
+from agentctl.server.app import Server, server_of
+from agentctl.server.errors import ApiError, conflict, not_found
+from agentctl.server.routes.common import (
+    Body,
+    Limit,
+    Offset,
+    OnConflict,
+    SortOrder,
+    page,
+    select_fields,
+)
+from agentctl.server.routes.crons import delete_crons_where
+from agentctl.server.state_view import thread_config, thread_values
+from agentctl.storage.base import Page, Thread, ThreadStatus, now
+
+router = APIRouter(tags=["threads"])
+
+ThreadField = Literal[
+    "thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "config",
+    "context", "status", "values", "interrupts",
+]  # fmt: skip
+ThreadSort = Literal["thread_id", "status", "created_at", "updated_at", "state_updated_at"]
+STOP_TIMEOUT = 10.0  # seconds to wait for a cancelled run to let go of its thread
+
+
+class Update(Body):
+    values: dict[str, Any] | None = None
+    as_node: str
+    command: dict[str, Any] | None = None
+
+
+class Superstep(Body):
+    updates: list[Update]
+
+
+class ThreadCreate(Body):
+    thread_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    if_exists: OnConflict = "raise"
+    supersteps: list[Superstep] | None = None
+
+
+class ThreadPatch(Body):
+    metadata: dict[str, Any] | None = None
+
+
+class ThreadCount(Body):
+    metadata: dict[str, Any] | None = None
+    values: dict[str, Any] | None = None
+    status: ThreadStatus | None = None
+    ids: list[str] | None = None
+
+
+class ThreadSearch(ThreadCount):
+    limit: Limit = 10
+    offset: Offset = 0
+    sort_by: ThreadSort | None = None
+    sort_order: SortOrder | None = None
+    select: list[ThreadField] | None = None
+
+
+class ThreadPrune(Body):
+    thread_ids: list[str]
+    strategy: Literal["delete", "keep_latest"] = "delete"
+
+
+async def thread_json(server: Server, thread: Thread, *, values: bool = True) -> dict[str, Any]:
+    graph = server.deployment.runtime.graph
+    state = await thread_values(graph, thread.thread_id) if values else None
+    return views.thread_view(thread, state)
+
+
+async def stop_runs(server: Server, thread_id: str) -> None:
+    """Cancel the thread's pending and running runs and wait until none is executing."""
+    active = await server.storage.runs.active(thread_id)
+    for run in active:
+        await server.engine.cancel(run, "interrupt")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STOP_TIMEOUT
+    while any(server.engine.is_executing(r.run_id) for r in active) and loop.time() < deadline:
+        await asyncio.sleep(0.01)
+
+
+async def delete_thread(server: Server, thread_id: str) -> bool:
+    """Delete a thread with its runs (cancelled first), events, checkpoints and crons."""
+    await stop_runs(server, thread_id)
+    await delete_crons_where(server, thread_id=thread_id)
+    return await server.storage.threads.delete(thread_id)
+
+
+async def delete_threads_where(server: Server, metadata: dict[str, Any]) -> int:
+    deleted = 0
+    while True:
+        found, _ = await server.storage.threads.search(
+            metadata=metadata, status=None, ids=None, page=Page(limit=100)
+        )
+        if not found:
+            return deleted
+        for thread in found:
+            deleted += await delete_thread(server, thread.thread_id)
+
+
+async def apply_supersteps(server: Server, thread_id: str, supersteps: list[Superstep]) -> None:
+    graph = server.deployment.runtime.graph
+    steps = [
+        [StateUpdate(update.values, update.as_node) for update in step.updates]
+        for step in supersteps
+    ]
+    try:
+        await graph.abulk_update_state(thread_config(thread_id), steps)
+    except Exception as exc:
+        await server.storage.threads.delete(thread_id)
+        raise ApiError(422, f"supersteps could not be applied: {exc}") from None
+
+
+@router.post("/threads")
+async def create_thread(request: Request, body: ThreadCreate | None = None) -> Response:
+    server = server_of(request)
+    body = body or ThreadCreate()
+    thread_id = lookup.check_uuid("thread_id", body.thread_id or str(uuid.uuid4()))
+    thread = Thread(thread_id=thread_id, metadata=body.metadata or {})
+    if not await server.storage.threads.create(thread):
+        if body.if_exists == "do_nothing":
+            existing = await lookup.get_thread(server, thread_id)
+            return views.json_response(await thread_json(server, existing))
+        raise conflict(
+            f'thread {thread_id} already exists — use another id or pass if_exists="do_nothing"'
+        )
+    if body.supersteps:
+        await apply_supersteps(server, thread_id, body.supersteps)
+        return views.json_response(await thread_json(server, thread))
+    return views.json_response(views.thread_view(thread))
+
+
+def _matches(values: Any, wanted: dict[str, Any]) -> bool:
+    if not isinstance(values, dict):
+        return False
+    plain = serde.to_jsonable({k: values.get(k) for k in wanted})
+    return all(plain.get(k) == v for k, v in wanted.items())
+
+
+async def _search(
+    server: Server, body: ThreadCount, page_: Page, *, with_values: bool
+) -> tuple[list[dict[str, Any]], int]:
+    storage = server.storage
+    metadata = body.metadata or {}
+    if not body.values:
+        found, total = await storage.threads.search(
+            metadata=metadata, status=body.status, ids=body.ids, page=page_
+        )
+        return [await thread_json(server, t, values=with_values) for t in found], total
+    # Values live in checkpoints: filter thread by thread, then page the matches.
+    matches: list[dict[str, Any]] = []
+    offset = 0
+    while True:
+        batch, _ = await storage.threads.search(
+            metadata=metadata, status=body.status, ids=body.ids,
+            page=Page(limit=200, offset=offset, sort_by=page_.sort_by, sort_order=page_.sort_order),
+        )  # fmt: skip
+        for thread in batch:
+            view = await thread_json(server, thread)
+            if _matches(view["values"], body.values):
+                matches.append(view)
+        if len(batch) < 200:
+            break
+        offset += 200
+    return matches[page_.offset : page_.offset + page_.limit], len(matches)
+
+
+@router.post("/threads/search")
+async def search_threads(request: Request, body: ThreadSearch | None = None) -> Response:
+    server = server_of(request)
+    body = body or ThreadSearch()
+    with_values = not body.select or "values" in body.select
+    found, total = await _search(
+        server,
+        body,
+        page(body.limit, body.offset, body.sort_by, body.sort_order),
+        with_values=with_values,
+    )
+    return views.json_response(
+        [select_fields(view, body.select) for view in found],
+        headers=views.page_headers(body.offset, body.limit, len(found), total),
+    )
+
+
+@router.post("/threads/count")
+async def count_threads(request: Request, body: ThreadCount | None = None) -> Response:
+    server = server_of(request)
+    body = body or ThreadCount()
+    _, total = await _search(server, body, Page(limit=1), with_values=False)
+    return views.json_response(total)
+
+
+@router.post("/threads/prune")
+async def prune_threads(request: Request, body: ThreadPrune) -> Response:
+    server = server_of(request)
+    pruned = 0
+    for thread_id in _unique(body.thread_ids):
+        lookup.check_uuid("thread id", thread_id)
+        if await server.storage.threads.get(thread_id) is None:
+            continue
+        if body.strategy == "delete":
+            pruned += await delete_thread(server, thread_id)
+        else:
+            pruned += await keep_latest(server, thread_id)
+    return views.json_response({"pruned_count": pruned})
+
+
+async def keep_latest(server: Server, thread_id: str) -> bool:
+    """Drop every checkpoint of the thread but the latest, keeping its state.
+
+    A `DeltaChannel` (the agent's messages and files) stores only writes, and its value is
+    rebuilt from the checkpoints before; so the latest checkpoint first gets a full snapshot
+    of each such channel. A thread whose delta channel cannot be read back is left alone."""
+    graph = server.deployment.runtime.graph
+    checkpointer = server.storage.checkpointer
+    latest = await checkpointer.aget_tuple(thread_config(thread_id))
+    if latest is None:
+        return True
+    delta = [k for k, ch in graph.channels.items() if isinstance(ch, DeltaChannel)]
+    if any(k not in graph.stream_channels_list for k in delta):
+        return False
+    if delta:
+        values = (await graph.aget_state(latest.config)).values
+        checkpoint = dict(latest.checkpoint)
+        checkpoint["channel_values"] = {
+            **checkpoint["channel_values"],
+            **{k: _DeltaSnapshot(values[k]) for k in delta if k in values},
+        }
+        metadata = dict(latest.metadata)
+        counters = dict(metadata.get("counters_since_delta_snapshot") or {})
+        metadata["counters_since_delta_snapshot"] = {
+            k: v for k, v in counters.items() if k not in delta
+        }
+        root = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+        await checkpointer.aput(root, checkpoint, metadata, {})
+    checkpointer.prune_to_latest(thread_id)
+    return True
+
+
+def _unique(ids: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(ids))
+
+
+@router.get("/threads/{thread_id}")
+async def get_thread(request: Request, thread_id: str) -> Response:
+    server = server_of(request)
+    lookup.check_uuid("thread id", thread_id)
+    thread = await lookup.get_thread(server, thread_id)
+    return views.json_response(await thread_json(server, thread))
+
+
+@router.patch("/threads/{thread_id}")
+async def patch_thread(
+    request: Request,
+    thread_id: str,
+    body: ThreadPatch,
+    prefer: str | None = Header(default=None),
+) -> Response:
+    server = server_of(request)
+    lookup.check_uuid("thread id", thread_id)
+    await lookup.get_thread(server, thread_id)
+    thread = await server.storage.threads.update(thread_id, metadata=body.metadata or {})
+    if thread is None:  # deleted in between
+        raise not_found("thread", thread_id)
+    if prefer and "return=minimal" in prefer:
+        return Response(status_code=204)
+    return views.json_response(await thread_json(server, thread))
+
+
+@router.delete("/threads/{thread_id}", status_code=204)
+async def delete_thread_route(request: Request, thread_id: str) -> Response:
+    server = server_of(request)
+    lookup.check_uuid("thread id", thread_id)
+    await lookup.get_thread(server, thread_id)
+    await delete_thread(server, thread_id)
+    return Response(status_code=204)
+
+
+@router.post("/threads/{thread_id}/copy")
+async def copy_thread(request: Request, thread_id: str) -> Response:
+    server = server_of(request)
+    lookup.check_uuid("thread id", thread_id)
+    source = await lookup.get_thread(server, thread_id)
+    copy = Thread(
+        thread_id=str(uuid.uuid4()),
+        metadata=dict(source.metadata),
+        status="idle" if source.status == "busy" else source.status,
+        interrupts=source.interrupts,
+        created_at=now(),
+    )
+    await server.storage.threads.create(copy)
+    server.storage.checkpointer.copy_thread(source.thread_id, copy.thread_id)
+    return views.json_response(await thread_json(server, copy))
