@@ -31,10 +31,10 @@ test: install
 
 check: lint typecheck test
 
-# The main job: scaffold ./demo and bundle it into a revision.
+# Scaffold ./demo and serve it with `agentctl dev` on the scripted model (no key, no
+# network); a sample request is answered, then it serves until Ctrl-C (DEMO_ONCE=1: stops).
 demo: install
-	rm -rf demo && $(BIN)/agentctl init demo
-	cd demo && OPENAI_API_KEY=$${OPENAI_API_KEY:-scripted} ../$(BIN)/agentctl deploy --dry-run
+	BIN=$(BIN) bash scripts/demo.sh
 
 # The in-process floor. `make bench-server` measures the server against it and `langgraph dev`.
 bench: install

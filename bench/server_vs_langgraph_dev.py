@@ -3,8 +3,10 @@
 The same demo deep agent (agentctl.testing.demo: a skill, user memory, two subagents, two MCP
 servers) with the same scripted model is served by
 
-- agentctl's server (`--ours-cmd embedded`: `open_embedded_server` + `create_app` under
-  uvicorn, in a subprocess; `--ours-cmd dev`: `agentctl dev --port N` once that command exists),
+- agentctl's server (`--ours-cmd embedded`, the default: `open_embedded_server` +
+  `create_app` under uvicorn, in a subprocess started by this script; `--ours-cmd dev`:
+  `agentctl dev --port N` in the project, which also watches files and checks for blocking
+  calls, so it is a little slower),
 - `langgraph dev` (langgraph-cli[inmem], the `bench` extra) over a generated langgraph.json
   whose graph is built by agentctl's `load_project` + `load_agent`, with langgraph dev's own
   checkpointer and store (the revision's seeds are copied into that store over its HTTP API),
@@ -19,6 +21,8 @@ stream_mode="values")`, on a fresh thread. Thread creation is EXCLUDED from ever
 sequential phase creates each thread just before its (timed) run, and the concurrent phase
 creates all its threads before the clock starts. Per server:
 
+0. one run that echoes the system prompt (the scripted model's `@say {system}`): a warning is
+   printed when a server's prompt differs from the floor's, i.e. when it does other work;
 1. warm-up (20 sequential runs, then `--concurrency` concurrent ones), then RSS "before";
 2. `--latency-runs` sequential runs: latency p50/p95 (request sent → stream closed), time to
    first event (the `metadata` event) and to the first `values` event;
@@ -32,6 +36,12 @@ langgraph dev, RSS growth < 10 MiB / 1000 runs.
     .venv/bin/pip install -e '.[dev,bench]'      # or: make bench-server
     .venv/bin/python bench/server_vs_langgraph_dev.py [--runs 1000] [--latency-runs 300]
         [--concurrency 16] [--targets floor,ours,langgraph] [--ours-cmd embedded|dev]
+        [--user ID]
+
+By default no run has a user, so user memory is skipped everywhere: agentctl takes the user
+from auth only, which a benchmark without auth cannot give. `--user ID` sends the user in the
+run config (`graph_auth_user_id`), which the floor and `langgraph dev` honour and agentctl
+ignores (the system-prompt check then warns).
 
 `langgraph dev` runs with `--n-jobs-per-worker` = `--concurrency` (its default is 10), with
 tracing, analytics and the version check off. Both servers log to files in a temporary folder

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from agentctl.cli import main
+from agentctl.testing import ScriptedModelServer
+from agentctl.testing.demo import write_demo
+from agentctl.testing.mcp_servers import calculator, library, serve
 
 
 @dataclass
@@ -62,3 +65,35 @@ def _clean_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never see the developer's real keys."""
     for name in ("OPENAI_API_KEY", "PLATFORM_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+
+
+# The scripted model and two MCP servers, shared by the whole session (tests/server,
+# test_dev); test_runtime.py has module-scoped ones of its own.
+
+
+@pytest.fixture(scope="session")
+def model_server() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer(keep_alive=False) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def calc_port() -> Iterator[int]:
+    with serve(calculator().streamable_http_app()) as port:
+        yield port
+
+
+@pytest.fixture(scope="session")
+def library_port() -> Iterator[int]:
+    with serve(library().sse_app()) as port:
+        yield port
+
+
+@pytest.fixture
+def demo(tmp_path: Path, calc_port: int, library_port: int) -> Path:
+    """The demo project: a skill, a user template, two subagents and MCP servers."""
+    return write_demo(
+        tmp_path / "demo",
+        f"http://127.0.0.1:{calc_port}/mcp",
+        f"http://127.0.0.1:{library_port}/sse",
+    )

@@ -22,6 +22,7 @@ def test_init_creates_a_valid_project(run_cli: RunCli, tmp_path: Path) -> None:
     for path in SCAFFOLD:
         assert f"  {path}\n" in result.out
     assert "cd demo" in result.out
+    assert "agentctl dev " in result.out
     assert "agentctl deploy --dry-run" in result.out
     project = load_project(root, environ={})
     assert (project.name, project.model) == ("demo", "openai:gpt-4.1")

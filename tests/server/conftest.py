@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,42 +20,14 @@ from agentctl.project import load_project
 from agentctl.server import Server, create_app
 from agentctl.server.embedded import open_embedded_server
 from agentctl.testing import ScriptedModelServer
-from agentctl.testing.demo import write_demo
-from agentctl.testing.mcp_servers import calculator, library, serve
 
-
-@pytest.fixture(scope="session")
-def model_server() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(keep_alive=False) as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
-def calc_port() -> Iterator[int]:
-    with serve(calculator().streamable_http_app()) as port:
-        yield port
-
-
-@pytest.fixture(scope="session")
-def library_port() -> Iterator[int]:
-    with serve(library().sse_app()) as port:
-        yield port
+# model_server, calc_port, library_port and demo are in tests/conftest.py.
 
 
 @pytest.fixture(autouse=True)
 def _model_env(model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in model_server.env.items():
         monkeypatch.setenv(name, value)
-
-
-@pytest.fixture
-def demo(tmp_path: Path, calc_port: int, library_port: int) -> Path:
-    """The demo project: a skill, a user template, two subagents and MCP servers."""
-    return write_demo(
-        tmp_path / "demo",
-        f"http://127.0.0.1:{calc_port}/mcp",
-        f"http://127.0.0.1:{library_port}/sse",
-    )
 
 
 @dataclass
@@ -66,7 +38,9 @@ class Running:
 
 
 @asynccontextmanager
-async def running_server(project_root: Path, data_dir: Path, **options: Any) -> AsyncIterator[Running]:
+async def running_server(
+    project_root: Path, data_dir: Path, **options: Any
+) -> AsyncIterator[Running]:
     """Serve the project on 127.0.0.1 and a free port, in this event loop."""
     server = await open_embedded_server(load_project(project_root), "rev-1", data_dir, **options)
     sock = socket.socket()

@@ -75,9 +75,7 @@ async def test_huge_body_is_refused_without_being_read(http: httpx.AsyncClient) 
 
 async def test_bad_last_event_id_is_422(agent: Running, http: httpx.AsyncClient) -> None:
     thread_id = str(uuid.uuid4())
-    run = await agent.client.runs.create(
-        thread_id, "demo", input=user("x"), if_not_exists="create"
-    )
+    run = await agent.client.runs.create(thread_id, "demo", input=user("x"), if_not_exists="create")
     response = await http.get(
         f"/threads/{thread_id}/runs/{run['run_id']}/stream", headers={"Last-Event-ID": "banana"}
     )

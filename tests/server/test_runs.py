@@ -289,7 +289,7 @@ async def test_approval_gate_pauses_and_approve_resumes(gated: Running) -> None:
     thread = await gated.server.storage.threads.get(thread_id)
     assert thread is not None
     assert thread.status == "interrupted"
-    assert list(thread.interrupts.values())[0][0]["id"] == interrupt["id"]
+    assert next(iter(thread.interrupts.values()))[0]["id"] == interrupt["id"]
     values = await gated.client.runs.wait(
         thread_id, "gated", command={"resume": {"decisions": [{"type": "approve"}]}}
     )

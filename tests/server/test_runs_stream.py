@@ -15,7 +15,10 @@ async def test_stream_values_starts_with_metadata_and_ends_with_the_answer(agent
     parts = [
         part
         async for part in agent.client.runs.stream(
-            thread["thread_id"], "demo", input=user("hello"), stream_mode="values",
+            thread["thread_id"],
+            "demo",
+            input=user("hello"),
+            stream_mode="values",
             if_not_exists="create",
         )
     ]
@@ -46,7 +49,9 @@ async def test_list_of_modes_and_messages_tuple(agent: Running) -> None:
     assert "content" in chunk
     assert isinstance(metadata, dict)
     streamed = "".join(
-        str(p.data[0]["content"]) for p in parts if p.event == "messages" and p.data[0]["type"] == "AIMessageChunk"
+        str(p.data[0]["content"])
+        for p in parts
+        if p.event == "messages" and p.data[0]["type"] == "AIMessageChunk"
     )
     assert "sum is 5" in streamed
 

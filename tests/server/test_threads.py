@@ -283,6 +283,17 @@ async def test_update_state(agent: Running) -> None:
 
     events = await agent.server.storage.events.read(thread_id, after=None)
     assert [e.event for e in events].count("state_update") == 3
+    # The thread stream's `state_update` mode carries them.
+    stream = await agent.client.threads.join_stream(
+        thread_id, stream_mode="state_update", last_event_id="-"
+    )
+    try:
+        async with asyncio.timeout(10):
+            first = await anext(p async for p in stream if p.event == "state_update")
+    finally:
+        await stream.aclose()  # type: ignore[attr-defined]
+    assert first.data["checkpoint"] == response["checkpoint"]
+    assert first.data["values"] == {"messages": [{"role": "user", "content": "planted"}]}
 
 
 async def test_history(agent: Running, http: httpx.AsyncClient) -> None:

@@ -67,9 +67,10 @@ def dev(config: Path, port: int, host: str, allow_blocking: bool) -> None:
         )
         step("Starting", f'agent "{first.project.name}" on {server.url}')
         configure_logging()
-        with _signals(interrupt=lambda: not server.serving), asyncio.Runner(
-            loop_factory=_loop_factory()
-        ) as runner:
+        with (
+            _signals(interrupt=lambda: not server.serving),
+            asyncio.Runner(loop_factory=_loop_factory()) as runner,
+        ):
             runner.run(server.run())
     finally:
         sock.close()
@@ -100,10 +101,7 @@ def example(url: str, assistant: str) -> str:
         "assistant_id": assistant,
         "input": {"messages": [{"role": "user", "content": "hello"}]},
     }
-    return (
-        f"curl -s {url}/runs/wait -H 'Content-Type: application/json' "
-        f"-d '{json.dumps(body)}'"
-    )
+    return f"curl -s {url}/runs/wait -H 'Content-Type: application/json' -d '{json.dumps(body)}'"
 
 
 class _Printer:
@@ -130,8 +128,7 @@ class _Printer:
 
     def reloaded(self, build: Build) -> None:
         click.echo(
-            click.style("reloaded: ", fg="green", bold=True)
-            + f"revision {build.revision.short_id}"
+            click.style("reloaded: ", fg="green", bold=True) + f"revision {build.revision.short_id}"
         )
 
     def reload_failed(self, error: Exception, serving: Build) -> None:

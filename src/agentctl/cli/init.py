@@ -31,4 +31,5 @@ def init(name: str | None, force: bool) -> None:
     if name:
         click.echo(f"  cd {name}")
     click.echo(f"  # set {keys} in .env (model {DEFAULT_MODEL}; change it in agent.toml)")
+    click.echo("  agentctl dev                 # run it locally on http://127.0.0.1:2024")
     click.echo("  agentctl deploy --dry-run    # validate and bundle a revision")

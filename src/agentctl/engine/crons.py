@@ -32,16 +32,38 @@ RUN_FIELDS = (
 )  # fmt: skip
 
 
-def parse_timezone(name: str | None) -> tzinfo:
-    """The zone named `name` (UTC when None); ValueError for an unknown name."""
-    if not name:
-        return UTC
+_ZONES: dict[str, tzinfo] = {}
+
+
+def _zone(name: str) -> tzinfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
         raise ValueError(
             f"timezone {name!r} is not an IANA timezone name (e.g. 'Europe/Paris', 'UTC')"
         ) from None
+
+
+async def load_timezone(name: str | None) -> tzinfo:
+    """The zone named `name` (UTC when None), its file read off the event loop once;
+    ValueError for an unknown name."""
+    if not name:
+        return UTC
+    zone = _ZONES.get(name)
+    if zone is None:
+        zone = _ZONES[name] = await asyncio.to_thread(_zone, name)
+    return zone
+
+
+def parse_timezone(name: str | None) -> tzinfo:
+    """The zone named `name` (UTC when None); ValueError for an unknown name. Call
+    `load_timezone` first to keep the file read off the event loop."""
+    if not name:
+        return UTC
+    zone = _ZONES.get(name)
+    if zone is None:
+        zone = _ZONES[name] = _zone(name)
+    return zone
 
 
 def check_schedule(schedule: str) -> str:
@@ -135,6 +157,7 @@ class CronScheduler:
             cron = await self.storage.crons.get(due.cron_id)  # as it is now
             if cron is None or not cron.enabled or cron.next_run_date is None:
                 continue
+            await load_timezone(cron.timezone)
             if cron.end_time is not None and at > cron.end_time:
                 cron.enabled, cron.next_run_date = False, None
                 await self.storage.crons.update(cron)

@@ -13,10 +13,10 @@ import logging
 from datetime import timedelta
 from typing import Any, Literal
 
+from agentctl import serde
 from agentctl.engine import executor
 from agentctl.engine.deployment import Deployment
 from agentctl.engine.wire import END_EVENT
-from agentctl.server import serde
 from agentctl.storage.base import Run, RunStatus, Storage, Thread, now
 
 log = logging.getLogger("agentctl.engine")
@@ -84,7 +84,9 @@ class RunEngine:
                     )
                 if strategy in ("interrupt", "rollback"):
                     for other in active:
-                        await self.cancel(other, "interrupt" if strategy == "interrupt" else "rollback")
+                        await self.cancel(
+                            other, "interrupt" if strategy == "interrupt" else "rollback"
+                        )
         if run.kwargs.get("after_seconds"):
             run.not_before = now() + timedelta(seconds=float(run.kwargs["after_seconds"]))
         await self.storage.runs.create(run)
@@ -108,6 +110,12 @@ class RunEngine:
 
     def is_executing(self, run_id: str) -> bool:
         return run_id in self._tasks
+
+    async def stopped(self, run_id: str, timeout: float = 10.0) -> None:
+        """Wait (at most `timeout` s) until `run_id` is not executing here."""
+        task = self._tasks.get(run_id)
+        if task is not None:
+            await asyncio.wait([task], timeout=timeout)
 
     # -- executing runs ----------------------------------------------------------------
 
@@ -139,8 +147,8 @@ class RunEngine:
                 raise  # shutdown: the run stays `running` and is retried on restart
         except Exception:
             log.exception("run %s could not be executed", run.run_id)
-            await self._finish(run, None, executor.Outcome("error", {
-                "error": "InternalError", "message": "the server failed to execute the run"}))  # fmt: skip
+            failure = {"error": "InternalError", "message": "the server failed to run it"}
+            await self._finish(run, None, executor.Outcome("error", failure))
         finally:
             self._tasks.pop(run.run_id, None)
             self._cancel_actions.pop(run.run_id, None)
@@ -161,8 +169,8 @@ class RunEngine:
             async with asyncio.timeout(self.run_timeout):
                 outcome = await executor.execute(run, graph, config, publish, resume=resume)
         except TimeoutError:
-            outcome = executor.Outcome("timeout", {
-                "error": "TimeoutError", "message": f"the run exceeded {self.run_timeout} s"})  # fmt: skip
+            message = f"the run exceeded {self.run_timeout} s"
+            outcome = executor.Outcome("timeout", {"error": "TimeoutError", "message": message})
             await publish("error", outcome.error)
         except asyncio.CancelledError:
             action = self._cancel_actions.get(run.run_id)
@@ -194,9 +202,7 @@ class RunEngine:
         """The thread's status and pending interrupts after `run`."""
         interrupts: dict[str, list[dict[str, Any]]] = {}
         if status == "interrupted" and not run.temporary and graph is not None:
-            state = await graph.aget_state(
-                {"configurable": {"thread_id": run.thread_id}}
-            )
+            state = await graph.aget_state({"configurable": {"thread_id": run.thread_id}})
             for task in state.tasks:
                 if task.interrupts:
                     interrupts[task.id] = serde.to_jsonable(list(task.interrupts))

@@ -10,6 +10,7 @@ from typing import Any
 
 from langgraph.types import Command
 
+from agentctl import serde
 from agentctl.engine.deployment import Deployment
 from agentctl.engine.wire import (
     END_EVENT,
@@ -19,7 +20,6 @@ from agentctl.engine.wire import (
     normalize_modes,
 )
 from agentctl.runtime.memory import USER_ID_KEY
-from agentctl.server import serde
 from agentctl.storage.base import Assistant, Run, RunStatus, Storage
 
 log = logging.getLogger("agentctl.engine")

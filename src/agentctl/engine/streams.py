@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Collection
 
+from agentctl import serde
 from agentctl.engine.wire import END_EVENT
-from agentctl.server import serde
 from agentctl.storage.base import Event, Storage, event_position
 
 REPLAY_ALL = "-"

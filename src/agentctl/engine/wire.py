@@ -29,7 +29,7 @@ def normalize_modes(stream_mode: str | Sequence[str] | None) -> list[str]:
 
 def langgraph_modes(modes: Sequence[str]) -> list[str]:
     """The langgraph modes to stream; `updates` is always there to see interrupts."""
-    wanted = {STREAM_MODES[m] for m in modes if STREAM_MODES[m] is not None}
+    wanted = {mode for m in modes if (mode := STREAM_MODES[m]) is not None}
     return sorted(wanted | {"updates"})
 
 

@@ -71,7 +71,7 @@ _CAN_BLOCK: dict[str, list[FunctionSpec]] = {
 }
 
 
-class BlockingCallError(bb.BlockingError):
+class BlockingCallError(bb.BlockingError):  # type: ignore[misc]
     """A blocking call on the server's event loop (a `blockbuster.BlockingError`)."""
 
     def __init__(self, func: str) -> None:
@@ -143,14 +143,14 @@ class BlockingDetector:
         if self.active:
             return
         self._saved_error = bb.BlockingError
-        bb.BlockingError = BlockingCallError  # type: ignore[misc]
+        bb.BlockingError = BlockingCallError
         self.buster.activate()
 
     def deactivate(self) -> None:
         if self._saved_error is None:
             return
         self.buster.deactivate()
-        bb.BlockingError = self._saved_error  # type: ignore[misc]
+        bb.BlockingError = self._saved_error
         self._saved_error = None
 
 

@@ -14,6 +14,7 @@ import errno
 import logging
 import os
 import socket
+import sqlite3
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -31,7 +32,6 @@ from agentctl.runtime import AgentRuntime, load_agent
 from agentctl.server.app import Server, create_app
 from agentctl.server.blocking import BlockingDetector
 from agentctl.server.embedded import open_embedded_server
-from agentctl.storage.sqlite import SqliteStorage
 
 log = logging.getLogger("agentctl.dev")
 
@@ -136,6 +136,7 @@ class DevServer:
         self._exported: set[str] = set()
         self._failed = False
         self._watcher: asyncio.Task[None] | None = None
+        self._uvicorn: _Uvicorn | None = None
 
     @property
     def root(self) -> Path:
@@ -164,29 +165,30 @@ class DevServer:
             access_log=False,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN,
         )
-        uv = _Uvicorn(config, on_started=self._started, on_stopping=self._stopping)
+        uv = self._uvicorn = _Uvicorn(config, on_started=self._started, on_stopping=self._stopping)
         self.serving = True
         try:
             await uv.serve(sockets=[self.sock])
         except SystemExit:  # uvicorn's way of saying the application did not start
-            raise RuntimeFailure(
-                "the server could not start — see the messages above"
-            ) from None
+            raise RuntimeFailure("the server could not start — see the messages above") from None
         finally:
             await self._stopping()
             if not uv.started:
                 await server.stop()
+
+    def stop(self) -> None:
+        """Stop serving, as Ctrl-C does (call from the server's event loop)."""
+        if self._uvicorn is not None:
+            self._uvicorn.should_exit = True
 
     # -- lifecycle hooks (on the server's event loop) -------------------------------------
 
     def _started(self) -> None:
         assert self.server is not None
         if not self.allow_blocking:
-            storage = self.server.storage
-            exempt = [storage.conn] if isinstance(storage, SqliteStorage) else []
             self.detector = BlockingDetector(
                 asyncio.get_running_loop(),
-                exempt_connections=exempt,
+                exempt_connections=_connections(self.server.storage),
                 exempt_functions=[("agentctl/server/devloop.py", {"_load_runtime"})],
             )
             self.detector.activate()
@@ -207,8 +209,11 @@ class DevServer:
     # -- reloading ------------------------------------------------------------------------
 
     async def _watch(self) -> None:
-        async for _ in awatch(self.root, watch_filter=ProjectFilter()):
-            await self.reload()
+        try:
+            async for _ in awatch(self.root, watch_filter=ProjectFilter()):
+                await self.reload()
+        except Exception as exc:  # e.g. the folder was removed: keep serving
+            log.warning("stopped watching %s for changes: %s", self.root, exc)
 
     async def reload(self) -> bool:
         """Rebuild and swap in the project as it is on disk now; False when it is unchanged
@@ -245,10 +250,7 @@ class DevServer:
 
     def _same(self, build: Build) -> bool:
         current = self.build
-        return (
-            build.revision.id == current.revision.id
-            and build.project.env == current.project.env
-        )
+        return build.revision.id == current.revision.id and build.project.env == current.project.env
 
     def _export_env(self, env: Mapping[str, str]) -> None:
         """Put the project's variables in the process environment, where provider packages
@@ -263,6 +265,12 @@ class DevServer:
             if self.environ.get(name) != value:
                 os.environ[name] = value
                 self._exported.add(name)
+
+
+def _connections(storage: object) -> list[sqlite3.Connection]:
+    """The embedded database's connections (server tables, store), which run short
+    queries inline on the loop by design."""
+    return [value for value in vars(storage).values() if isinstance(value, sqlite3.Connection)]
 
 
 class _Uvicorn(uvicorn.Server):
@@ -290,11 +298,12 @@ class _Uvicorn(uvicorn.Server):
 
 
 def configure_logging() -> None:
-    """Warnings of the server and of runs (e.g. a run that failed) go to stderr."""
+    """What the server and runs log (e.g. a run that failed) goes to stderr."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.set_name("agentctl-dev")
     for name, level in (("agentctl", logging.INFO), ("uvicorn", logging.WARNING)):
         logger = logging.getLogger(name)
-        logger.addHandler(handler)
+        if not any(h.get_name() == handler.get_name() for h in logger.handlers):
+            logger.addHandler(handler)
         logger.setLevel(level)
-        logger.propagate = False

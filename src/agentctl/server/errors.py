@@ -11,8 +11,8 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from agentctl import serde
 from agentctl.errors import AgentctlError
-from agentctl.server import serde
 
 log = logging.getLogger("agentctl.server")
 

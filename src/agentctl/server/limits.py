@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from agentctl.server import serde
+from agentctl import serde
 
 MAX_BODY_BYTES = 10 * 1024 * 1024
 

@@ -12,9 +12,9 @@ from typing import Any
 
 from starlette.responses import StreamingResponse
 
+from agentctl import serde
 from agentctl.engine.streams import follow, run_done, wanted
 from agentctl.engine.wire import END_EVENT
-from agentctl.server import serde
 from agentctl.server.app import Server
 from agentctl.server.sse import HEARTBEAT, frame, stream_headers
 from agentctl.storage.base import FINAL_RUN_STATUSES, Run
@@ -137,9 +137,7 @@ def waiting_response(
     )
 
 
-async def wait_for_result(
-    server: Server, run: Run, *, from_events: bool
-) -> AsyncIterator[bytes]:
+async def wait_for_result(server: Server, run: Run, *, from_events: bool) -> AsyncIterator[bytes]:
     """Newlines until `run` ends, then its result: the final values (with `__interrupt__`
     when it paused), or `{"__error__": ...}` when it failed.
 

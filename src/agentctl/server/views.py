@@ -6,13 +6,11 @@ from typing import Any
 
 from starlette.responses import Response
 
-from agentctl.server import serde
+from agentctl import serde
 from agentctl.storage.base import Assistant, Cron, Run, Thread
 
 
-def json_response(
-    data: Any, status: int = 200, headers: dict[str, str] | None = None
-) -> Response:
+def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     return Response(
         serde.dumps(data), status_code=status, media_type="application/json", headers=headers
     )

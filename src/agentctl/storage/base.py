@@ -8,6 +8,7 @@ crons) and the event log that makes streams resumable.
 
 from __future__ import annotations
 
+import builtins
 import time
 import uuid
 from collections.abc import Sequence
@@ -29,7 +30,9 @@ def new_id() -> str:
     """A time-ordered UUID (v7 layout), so ids sort by creation like the reference's."""
     ms = time.time_ns() // 1_000_000
     rand = uuid.uuid4().int & ((1 << 74) - 1)
-    value = (ms << 80) | (0x7 << 76) | ((rand >> 62) << 64) | (0b10 << 62) | (rand & ((1 << 62) - 1))
+    value = (
+        (ms << 80) | (0x7 << 76) | ((rand >> 62) << 64) | (0b10 << 62) | (rand & ((1 << 62) - 1))
+    )
     return str(uuid.UUID(int=value))
 
 
@@ -183,12 +186,15 @@ class RunStore(Protocol):
 
     async def list(
         self, thread_id: str, *, status: RunStatus | None, limit: int, offset: int
-    ) -> list[Run]: ...
+    ) -> builtins.list[Run]: ...
 
-    async def active(self, thread_id: str) -> list[Run]:
+    async def active(self, thread_id: str) -> builtins.list[Run]:
         """The thread's pending and running runs, oldest first."""
 
-    async def all_active(self) -> list[Run]:
+    async def count_by_status(self) -> dict[str, int]:
+        """How many runs are stored in each status."""
+
+    async def all_active(self) -> builtins.list[Run]:
         """Every pending and running run, oldest first."""
 
     async def claim(self, at: datetime) -> Run | None:
@@ -209,7 +215,7 @@ class RunStore(Protocol):
 
     async def delete(self, run_id: str) -> bool: ...
 
-    async def requeue_running(self) -> list[Run]:
+    async def requeue_running(self) -> builtins.list[Run]:
         """After a restart: every `running` run becomes `pending` again; returns them."""
 
     async def next_wakeup(self) -> datetime | None:
@@ -261,12 +267,27 @@ class CronStore(Protocol):
 class Storage(Protocol):
     """Everything one server process persists."""
 
-    checkpointer: Any  # langgraph BaseCheckpointSaver
-    store: Any  # langgraph BaseStore
-    assistants: AssistantStore
-    threads: ThreadStore
-    runs: RunStore
-    events: EventLog
-    crons: CronStore
+    @property
+    def checkpointer(self) -> Any:  # langgraph BaseCheckpointSaver
+        ...
+
+    @property
+    def store(self) -> Any:  # langgraph BaseStore
+        ...
+
+    @property
+    def assistants(self) -> AssistantStore: ...
+
+    @property
+    def threads(self) -> ThreadStore: ...
+
+    @property
+    def runs(self) -> RunStore: ...
+
+    @property
+    def events(self) -> EventLog: ...
+
+    @property
+    def crons(self) -> CronStore: ...
 
     async def close(self) -> None: ...

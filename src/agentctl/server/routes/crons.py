@@ -69,11 +69,11 @@ class CronSearch(CronCount):
     select: list[str] | None = None
 
 
-def _check(body: CronFields, schedule_text: str | None) -> None:
+async def _check(body: CronFields, schedule_text: str | None) -> None:
     try:
         if schedule_text is not None:
             schedule.check_schedule(schedule_text)
-        schedule.parse_timezone(body.timezone)
+        await schedule.load_timezone(body.timezone)
     except ValueError as exc:
         raise ApiError(422, str(exc)) from None
     modes = [body.stream_mode] if isinstance(body.stream_mode, str) else body.stream_mode or []
@@ -85,7 +85,7 @@ def _check(body: CronFields, schedule_text: str | None) -> None:
 
 
 async def _create(server: Server, body: CronCreate, thread_id: str | None) -> Response:
-    _check(body, body.schedule)
+    await _check(body, body.schedule)
     assistant = await lookup.get_assistant(server, body.assistant_id)
     if thread_id is not None:
         lookup.check_uuid("thread id", thread_id)
@@ -172,7 +172,7 @@ async def patch_cron(request: Request, cron_id: str, body: CronPatch) -> Respons
     server = server_of(request)
     cron = await _get(server, cron_id)
     given = body.model_fields_set
-    _check(body, body.schedule)
+    await _check(body, body.schedule)
     if body.schedule is not None:
         cron.schedule = body.schedule
     if "timezone" in given:

@@ -65,13 +65,13 @@ async def start_run(
                 )
             thread = Thread(thread_id=thread_id)
             await server.storage.threads.create(thread)
-        if body.is_resume and not thread.interrupts:
-            if not await server.storage.runs.active(thread_id):
-                raise ApiError(
-                    409,
-                    f"thread {thread_id!r} has no pending interrupt to resume — "
-                    "send input instead of command.resume",
-                )
+        pending = thread.interrupts or await server.storage.runs.active(thread_id)
+        if body.is_resume and not pending:
+            raise ApiError(
+                409,
+                f"thread {thread_id!r} has no pending interrupt to resume — "
+                "send input instead of command.resume",
+            )
         run = body.to_run(thread_id, assistant.assistant_id, stream_mode=stream_mode)
     try:
         return await server.engine.submit(run)
@@ -96,9 +96,7 @@ async def create_run(thread_id: str, body: RunCreate, request: Request) -> Respo
 async def stream_run(thread_id: str, body: RunCreate, request: Request) -> Response:
     server = server_of(request)
     run = await start_run(server, body, thread_id)
-    return run_stream_response(
-        server, run, cancel_on_disconnect=body.on_disconnect == "cancel"
-    )
+    return run_stream_response(server, run, cancel_on_disconnect=body.on_disconnect == "cancel")
 
 
 @router.post("/threads/{thread_id}/runs/wait")
@@ -195,9 +193,7 @@ async def create_stateless_run(body: RunCreate, request: Request) -> Response:
 async def stream_stateless_run(body: RunCreate, request: Request) -> Response:
     server = server_of(request)
     run = await start_run(server, body, None)
-    return run_stream_response(
-        server, run, cancel_on_disconnect=body.on_disconnect == "cancel"
-    )
+    return run_stream_response(server, run, cancel_on_disconnect=body.on_disconnect == "cancel")
 
 
 @router.post("/runs/wait")

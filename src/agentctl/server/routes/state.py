@@ -8,7 +8,8 @@ from fastapi import APIRouter, Query, Request
 from langgraph.errors import InvalidUpdateError
 from starlette.responses import Response
 
-from agentctl.server import lookup, serde, views
+from agentctl import serde
+from agentctl.server import lookup, views
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict
 from agentctl.server.routes.common import Body, Limit

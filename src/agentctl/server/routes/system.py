@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
-from typing import Any
 
 from fastapi import APIRouter, Request
 from prometheus_client import (
@@ -108,16 +108,9 @@ class Metrics:
 
 
 async def run_counts(server: Server) -> dict[str, int]:
-    """Runs stored, by status. Uses the backend's `count_by_status()` when it has one; the
-    embedded SQLite backend is asked directly until the RunStore protocol grows it."""
+    """Runs stored, by status (every status present, 0 when none)."""
     counts: dict[str, int] = dict.fromkeys((*ACTIVE_RUN_STATUSES, *FINAL_RUN_STATUSES), 0)
-    runs: Any = server.storage.runs
-    counter = getattr(runs, "count_by_status", None)
-    if counter is not None:
-        counts.update(await counter())
-    elif getattr(runs, "conn", None) is not None:
-        rows = runs.conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall()
-        counts.update({status: count for status, count in rows})
+    counts.update(await server.storage.runs.count_by_status())
     return counts
 
 
@@ -125,7 +118,9 @@ async def run_counts(server: Server) -> dict[str, int]:
 async def metrics(request: Request) -> Response:
     state = request.app.state
     if getattr(state, "metrics", None) is None:
-        state.metrics = Metrics()
+        state.metrics = await asyncio.to_thread(Metrics)
     collected: Metrics = state.metrics
     await collected.refresh(server_of(request))
-    return Response(generate_latest(collected.registry), media_type=CONTENT_TYPE_LATEST)
+    # The process collector reads /proc: off the event loop.
+    text = await asyncio.to_thread(generate_latest, collected.registry)
+    return Response(text, media_type=CONTENT_TYPE_LATEST)

@@ -6,7 +6,6 @@ and delta channel is applied as the agent itself would see them.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -17,7 +16,8 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.types import StateUpdate
 from starlette.responses import Response
 
-from agentctl.server import lookup, serde, views
+from agentctl import serde
+from agentctl.server import lookup, views
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict, not_found
 from agentctl.server.routes.common import (
@@ -95,10 +95,8 @@ async def stop_runs(server: Server, thread_id: str) -> None:
     active = await server.storage.runs.active(thread_id)
     for run in active:
         await server.engine.cancel(run, "interrupt")
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + STOP_TIMEOUT
-    while any(server.engine.is_executing(r.run_id) for r in active) and loop.time() < deadline:
-        await asyncio.sleep(0.01)
+    for run in active:
+        await server.engine.stopped(run.run_id, STOP_TIMEOUT)
 
 
 async def delete_thread(server: Server, thread_id: str) -> bool:

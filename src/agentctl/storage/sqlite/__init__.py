@@ -30,9 +30,9 @@ class SqliteStorage:
         self.store = LoopSqliteStore(self.store_conn)
         self.store.setup()
         self.assistants = SqliteAssistants(self.conn)
-        self.threads = SqliteThreads(self.conn, self.checkpointer)
-        self.runs = SqliteRuns(self.conn)
         self.events = SqliteEventLog(self.conn)
+        self.threads = SqliteThreads(self.conn, self.checkpointer, self.events)
+        self.runs = SqliteRuns(self.conn)
         self.crons = SqliteCrons(self.conn)
 
     async def close(self) -> None:

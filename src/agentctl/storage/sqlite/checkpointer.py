@@ -16,27 +16,24 @@ from typing import Any
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.sqlite import SqliteStore
 
+from agentctl.storage.sqlite import database
+
 
 class LoopSqliteSaver(SqliteSaver):  # type: ignore[misc]
     @contextmanager
     def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
-        """One explicit transaction per call (the shared connection is in autocommit mode)."""
-        with self.lock:
-            self.setup()
-            cur = self.conn.cursor()
+        """The library's writes join the server's batched transactions (see `database`)."""
+        self.setup()
+        cur = self.conn.cursor()
+        try:
             if transaction:
-                cur.execute("BEGIN")
-            try:
-                yield cur
-            except BaseException:
-                if transaction:
-                    cur.execute("ROLLBACK")
-                raise
+                with database.transaction(self.conn):
+                    yield cur
             else:
-                if transaction:
-                    cur.execute("COMMIT")
-            finally:
-                cur.close()
+                with self.lock:
+                    yield cur
+        finally:
+            cur.close()
 
     async def aget_tuple(self, config: Any) -> Any:
         return self.get_tuple(config)
@@ -66,7 +63,10 @@ class LoopSqliteSaver(SqliteSaver):  # type: ignore[misc]
     async def aget_delta_channel_history(
         self, *, config: Any, channels: Sequence[str]
     ) -> Mapping[str, Any]:
-        return self.get_delta_channel_history(config=config, channels=channels)
+        history: Mapping[str, Any] = self.get_delta_channel_history(
+            config=config, channels=channels
+        )
+        return history
 
     def copy_thread(self, source: str, target: str) -> None:
         """Copy every checkpoint and pending write of thread `source` to `target`."""

@@ -7,6 +7,8 @@ handing work to a thread. A committed transaction survives the process being kil
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -113,8 +115,8 @@ def migrate(conn: sqlite3.Connection) -> None:
         conn.executescript(f"BEGIN;\n{script}\nPRAGMA user_version = {number};\nCOMMIT;")
 
 
-# Serializes transactions on a connection, in case a library calls the checkpointer from a
-# worker thread (the loop itself never interleaves: no transaction spans an await).
+# Serializes use of a connection, in case a library calls the checkpointer from a worker
+# thread (the loop itself never interleaves: no transaction spans an await).
 _locks: dict[int, threading.RLock] = {}
 
 
@@ -123,21 +125,60 @@ def lock_of(conn: sqlite3.Connection) -> threading.RLock:
 
 
 def close(conn: sqlite3.Connection) -> None:
+    with lock_of(conn):
+        if conn.in_transaction:
+            conn.execute("COMMIT")
     _locks.pop(id(conn), None)
     conn.close()
 
 
 @contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """BEGIN; commit on success, roll back on error."""
+def transaction(conn: sqlite3.Connection, *, durable: bool = False) -> Iterator[None]:
+    """Apply the block's writes atomically (a savepoint), rolled back on error.
+
+    Writes made on the event loop in one turn of it share one COMMIT, run at the end of
+    that turn: a commit costs more than most writes. `durable` commits before returning,
+    for writes a client is about to be told about (an accepted run)."""
     with lock_of(conn):
-        conn.execute("BEGIN")
+        if not conn.in_transaction:
+            conn.execute("BEGIN")
+        conn.execute("SAVEPOINT op")
         try:
-            yield conn
+            yield
         except BaseException:
-            conn.execute("ROLLBACK")
+            conn.execute("ROLLBACK TO op")
+            conn.execute("RELEASE op")
             raise
-        conn.execute("COMMIT")
+        conn.execute("RELEASE op")
+        if durable or not _commit_soon(conn):
+            commit(conn)
+
+
+def commit(conn: sqlite3.Connection) -> None:
+    with lock_of(conn):
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+_pending_commits: set[int] = set()
+
+
+def _commit_soon(conn: sqlite3.Connection) -> bool:
+    """Schedule a commit at the end of this turn of the running loop; False off the loop."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    if id(conn) not in _pending_commits:
+        _pending_commits.add(id(conn))
+
+        def run() -> None:
+            _pending_commits.discard(id(conn))
+            with contextlib.suppress(sqlite3.ProgrammingError):  # closed meanwhile
+                commit(conn)
+
+        loop.call_soon(run)
+    return True
 
 
 def dumps(value: Any) -> str:
@@ -159,10 +200,14 @@ def parse_time(text: str | None) -> datetime | None:
 
 def metadata_filter(column: str, metadata: dict[str, Any]) -> tuple[str, list[Any]]:
     """SQL matching rows whose JSON `column` holds every key of `metadata` with that value."""
-    clauses, params = [], []
+    clauses: list[str] = []
+    params: list[Any] = []
     for key, value in metadata.items():
-        clauses.append(f"json_extract({column}, ?) IS ?" if value is None else
-                       f"json_extract({column}, ?) = json_extract(?, '$')")
+        clauses.append(
+            f"json_extract({column}, ?) IS ?"
+            if value is None
+            else f"json_extract({column}, ?) = json_extract(?, '$')"
+        )
         params.append("$." + '"' + key.replace('"', '""') + '"')
         params.append(None if value is None else dumps(value))
     return " AND ".join(clauses) or "1", params

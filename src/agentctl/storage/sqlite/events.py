@@ -10,6 +10,7 @@ import asyncio
 import sqlite3
 import time
 from collections import defaultdict
+
 from agentctl.storage.base import Event, event_position
 from agentctl.storage.sqlite.database import transaction
 

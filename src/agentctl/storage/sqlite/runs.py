@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import sqlite3
 from datetime import datetime
 from typing import Any
@@ -41,7 +42,7 @@ class SqliteRuns:
         self.conn = conn
 
     async def create(self, run: Run) -> None:
-        with transaction(self.conn):
+        with transaction(self.conn, durable=True):
             self.conn.execute(
                 f"INSERT INTO runs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -70,7 +71,7 @@ class SqliteRuns:
 
     async def list(
         self, thread_id: str, *, status: RunStatus | None, limit: int, offset: int
-    ) -> list[Run]:
+    ) -> builtins.list[Run]:
         where, params = "thread_id = ?", [thread_id]
         if status is not None:
             where += " AND status = ?"
@@ -82,7 +83,7 @@ class SqliteRuns:
         ).fetchall()
         return [_run(row) for row in rows]
 
-    async def active(self, thread_id: str) -> list[Run]:
+    async def active(self, thread_id: str) -> builtins.list[Run]:
         rows = self.conn.execute(
             f"SELECT {_COLUMNS} FROM runs WHERE thread_id = ? "
             "AND status IN ('pending', 'running') ORDER BY created_at, run_id",
@@ -90,7 +91,11 @@ class SqliteRuns:
         ).fetchall()
         return [_run(row) for row in rows]
 
-    async def all_active(self) -> list[Run]:
+    async def count_by_status(self) -> dict[str, int]:
+        rows = self.conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall()
+        return {status: count for status, count in rows}
+
+    async def all_active(self) -> builtins.list[Run]:
         rows = self.conn.execute(
             f"SELECT {_COLUMNS} FROM runs WHERE status IN ('pending', 'running') "
             "ORDER BY created_at, run_id"
@@ -138,7 +143,7 @@ class SqliteRuns:
             cursor = self.conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
         return cursor.rowcount == 1
 
-    async def requeue_running(self) -> list[Run]:
+    async def requeue_running(self) -> builtins.list[Run]:
         with transaction(self.conn):
             rows = self.conn.execute(
                 f"SELECT {_COLUMNS} FROM runs WHERE status = 'running'"

@@ -16,6 +16,7 @@ from agentctl.storage.sqlite.database import (
     timestamp,
     transaction,
 )
+from agentctl.storage.sqlite.events import SqliteEventLog
 
 THREAD_SORT = {"thread_id", "status", "created_at", "updated_at", "state_updated_at"}
 
@@ -36,12 +37,15 @@ _COLUMNS = "thread_id, metadata, status, interrupts, created_at, updated_at"
 
 
 class SqliteThreads:
-    def __init__(self, conn: sqlite3.Connection, checkpointer: LoopSqliteSaver) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, checkpointer: LoopSqliteSaver, events: SqliteEventLog
+    ) -> None:
         self.conn = conn
         self.checkpointer = checkpointer
+        self.events = events
 
     async def create(self, thread: Thread) -> bool:
-        with transaction(self.conn):
+        with transaction(self.conn, durable=True):
             cursor = self.conn.execute(
                 f"INSERT OR IGNORE INTO threads ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
                 (
@@ -94,10 +98,12 @@ class SqliteThreads:
         return thread
 
     async def delete(self, thread_id: str) -> bool:
+        self.events.flush()
         with transaction(self.conn):
             cursor = self.conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
             self.conn.execute("DELETE FROM runs WHERE thread_id = ?", (thread_id,))
             self.conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
+        self.events.forget(thread_id)
         await self.checkpointer.adelete_thread(thread_id)
         return cursor.rowcount == 1
 

@@ -1,0 +1,457 @@
+"""`agentctl dev` as a user runs it: a process on a free port, the official langgraph-sdk
+client, files edited while it serves, and blocking calls on its event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langchain_core.messages import AIMessage
+from langgraph.graph import MessagesState, StateGraph
+from langgraph_sdk import get_client
+
+from agentctl.cli.dev import prepare
+from agentctl.runtime import AgentRuntime
+from agentctl.server.blocking import BlockingCallError, detect_blocking
+from agentctl.server.devloop import Build, DevServer, listen_socket
+from agentctl.testing import ScriptedModelServer
+from tests.conftest import WriteFiles
+
+ROOT = Path(__file__).parents[1]
+READY_TIMEOUT = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def answer(result: Any) -> str:
+    assert isinstance(result, dict), result
+    assert "__error__" not in result, result["__error__"]
+    return str(result["messages"][-1]["content"])
+
+
+class DevProcess:
+    """`agentctl dev ARGS` in a subprocess; its output is collected line by line."""
+
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "agentctl", "dev", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=cwd,
+        )
+        self.lines: dict[str, list[str]] = {"out": [], "err": []}
+        self._changed = threading.Condition()
+        assert self.proc.stdout is not None
+        assert self.proc.stderr is not None
+        self._readers = [
+            threading.Thread(target=self._read, args=(stream, name), daemon=True)
+            for name, stream in (("out", self.proc.stdout), ("err", self.proc.stderr))
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def _read(self, stream: Any, name: str) -> None:
+        for line in stream:
+            with self._changed:
+                self.lines[name].append(line.rstrip("\n"))
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    @property
+    def out(self) -> str:
+        return "\n".join(self.lines["out"])
+
+    @property
+    def err(self) -> str:
+        return "\n".join(self.lines["err"])
+
+    def wait_for(
+        self, pattern: str, stream: str = "out", *, after: int = 0, timeout: float = 30.0
+    ) -> re.Match[str]:
+        """The first line of `stream` (from line number `after`) matching `pattern`."""
+        regex = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                for line in self.lines[stream][after:]:
+                    if match := regex.search(line):
+                        return match
+                if self.proc.poll() is not None and not any(r.is_alive() for r in self._readers):
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._changed.wait(min(remaining, 0.5))
+        raise AssertionError(
+            f"no line matching {pattern!r} on std{stream}\n"
+            f"--- stdout\n{self.out}\n--- stderr\n{self.err}"
+        )
+
+    def ready(self) -> str:
+        """Wait until it serves (the whole ready message is out); its URL."""
+        self.wait_for(r"^Watching .* Press Ctrl-C to stop\.$", timeout=READY_TIMEOUT)
+        return self.wait_for(r"^  API   (http://\S+)$").group(1)
+
+    def stop(self, sig: int = signal.SIGINT, timeout: float = 30.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for reader in self._readers:
+            reader.join(5)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+StartDev = Callable[..., DevProcess]
+
+
+@pytest.fixture
+def dev_env(model_server: ScriptedModelServer) -> dict[str, str]:
+    """The environment of the process: the scripted model; no platform key."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PLATFORM_API_KEY", "AGENTCTL_DEBUG")}
+    return {**env, **model_server.env}
+
+
+@pytest.fixture
+def start_dev(dev_env: dict[str, str], tmp_path: Path) -> Iterator[StartDev]:
+    started: list[DevProcess] = []
+
+    def start(*args: str | Path, env: dict[str, str] | None = None) -> DevProcess:
+        process = DevProcess([str(a) for a in args], env or dev_env, tmp_path)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.close()
+
+
+# -- the server ------------------------------------------------------------------------
+
+
+async def test_dev_serves_the_project_and_stops_on_ctrl_c(demo: Path, start_dev: StartDev) -> None:
+    port = free_port()
+    dev = start_dev("--config", demo / "agent.toml", "--port", port)
+    url = dev.ready()
+    assert url == f"http://127.0.0.1:{port}"
+    assert f"  Docs  {url}/docs" in dev.out
+    assert f"  Data  {demo / '.agentctl' / 'data'}" in dev.out
+    assert "Validating… " in dev.err
+    assert "Bundling… " in dev.err
+    assert "PLATFORM_API_KEY" not in dev.err
+    revision = re.search(r'Ready: agent "demo", revision (\w{12})', dev.out)
+    assert revision is not None
+    assert (demo / ".agentctl/build" / revision.group(1) / "revision.tar.gz").is_file()
+
+    async with httpx.AsyncClient(base_url=url) as http:
+        assert (await http.get("/ok")).status_code == 200
+        assert (await http.get("/docs")).status_code == 200
+        # The printed example works as printed.
+        example = dev.wait_for(r"^  Try   curl -s (\S+) -H '([^']+)' -d '(.+)'$")
+        assert example.group(1) == f"{url}/runs/wait"
+        response = await http.post(example.group(1), content=example.group(3),
+                                   headers=[example.group(2).split(": ")])  # fmt: skip
+        assert answer(response.json()) == "scripted reply to: hello"
+
+    # Blocking-call detection is on by default; the demo agent (MCP tools over streamable
+    # HTTP and SSE, a subagent, memory) runs with it.
+    script = "\n".join([
+        '@call add {"a": 2, "b": 3}',
+        '@call task {"subagent_type": "researcher", "description": '
+        + json.dumps('@call lookup {"topic": "x"}\n@say {last_tool_result}') + "}",
+        "@say done: {last_tool_result}",
+    ])  # fmt: skip
+    async with get_client(url=url, api_key=None) as client:
+        result = await client.runs.wait(None, "demo", input=user(script))
+    assert answer(result) == "done: the library says x is well documented"
+
+    assert dev.stop(signal.SIGINT) == 0
+    assert dev.lines["out"][-1] == "stopped"
+    assert "Traceback" not in dev.err
+    assert "blocking call" not in dev.err
+
+
+async def test_threads_and_memory_survive_a_restart(demo: Path, start_dev: StartDev) -> None:
+    dev = start_dev("--config", demo / "agent.toml", "--port", free_port())
+    async with get_client(url=dev.ready(), api_key=None) as client:
+        thread = await client.threads.create(metadata={"kept": True})
+        await client.runs.wait(thread["thread_id"], "demo", input=user("@say first answer"))
+    assert dev.stop(signal.SIGTERM) == 0
+    assert dev.lines["out"][-1] == "stopped"
+    assert (demo / ".agentctl/data").is_dir()
+
+    again = start_dev("--config", demo / "agent.toml", "--port", free_port())
+    async with get_client(url=again.ready(), api_key=None) as client:
+        kept = await client.threads.get(thread["thread_id"])
+        state = await client.threads.get_state(thread["thread_id"])
+    assert kept["metadata"]["kept"] is True
+    assert state["values"]["messages"][-1]["content"] == "first answer"
+    assert again.stop() == 0
+
+
+async def test_edits_reload_the_agent(demo: Path, start_dev: StartDev) -> None:
+    dev = start_dev("--config", demo / "agent.toml", "--port", free_port())
+    url = dev.ready()
+    first = re.search(r"revision (\w{12})", dev.out)
+    assert first is not None
+    async with get_client(url=url, api_key=None) as client:
+        (demo / "AGENTS.md").write_text("You are the edited agent.\n")
+        reloaded = dev.wait_for(r"^reloaded: revision (\w{12})$")
+        assert reloaded.group(1) != first.group(1)
+        prompt = answer(await client.runs.wait(None, "demo", input=user("@say {system}")))
+        assert prompt.startswith("You are the edited agent.")
+
+        # An invalid project is reported; the last good revision keeps serving.
+        seen = len(dev.lines["err"])
+        (demo / "agent.toml").write_text('[agent]\nname = "demo"\nmodel = "nosuch:model"\n')
+        dev.wait_for(r"^error: agent\.toml: \[agent\]\.model: ", "err", after=seen)
+        dev.wait_for(f"still serving revision {reloaded.group(1)}", "err", after=seen)
+        prompt = answer(await client.runs.wait(None, "demo", input=user("@say {system}")))
+        assert prompt.startswith("You are the edited agent.")
+
+        # Fixed, and renamed: the new name is an assistant too.
+        seen = len(dev.lines["out"])
+        (demo / "agent.toml").write_text('[agent]\nname = "renamed"\nmodel = "openai:scripted"\n')
+        dev.wait_for(r"^reloaded: revision \w{12}$", after=seen)
+        result = await client.runs.wait(None, "renamed", input=user("hi"))
+        assert answer(result) == "scripted reply to: hi"
+    assert dev.stop() == 0
+    assert "Traceback" not in dev.err
+
+
+# -- errors at startup -----------------------------------------------------------------
+
+
+def run_dev(*args: str | Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentctl", "dev", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_port_in_use_is_an_error(demo: Path, dev_env: dict[str, str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_dev("--config", demo / "agent.toml", "--port", port, env=dev_env)
+    assert result.returncode == 1
+    assert (
+        f"error: port {port} on 127.0.0.1 is already in use — stop what is using it or "
+        "choose another port with --port"
+    ) in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_an_invalid_project_is_an_error(write_files: WriteFiles, dev_env: dict[str, str]) -> None:
+    root = write_files({"agent.toml": '[agent]\nname = "x"\nmodel = 42\n', "AGENTS.md": "Hi.\n"})
+    result = run_dev("--config", root / "agent.toml", "--port", free_port(), env=dev_env)
+    assert result.returncode == 1
+    assert "error: agent.toml: [agent].model: " in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (root / ".agentctl/data").exists()
+
+
+def test_a_missing_model_key_is_an_error(write_files: WriteFiles, dev_env: dict[str, str]) -> None:
+    root = write_files({"agent.toml": '[agent]\nname = "x"\n', "AGENTS.md": "Hi.\n"})
+    env = {k: v for k, v in dev_env.items() if k != "OPENAI_API_KEY"}
+    result = run_dev("--config", root / "agent.toml", env=env)
+    assert result.returncode == 1
+    assert "error: missing environment variables: OPENAI_API_KEY (for model" in result.stderr
+    assert "PLATFORM_API_KEY" not in result.stderr
+
+
+# -- blocking calls --------------------------------------------------------------------
+
+
+async def test_a_blocking_call_on_the_loop_is_reported() -> None:
+    loop = asyncio.get_running_loop()
+    exempt = sqlite3.connect(":memory:")
+    other = sqlite3.connect(":memory:")
+    with detect_blocking(loop, exempt_connections=[exempt]):
+        with pytest.raises(BlockingCallError) as info:
+            time.sleep(0.001)
+        message = str(info.value)
+        assert message.startswith("blocking call to time.sleep in ")
+        assert "test_dev.py" in message
+        assert "--allow-blocking" in message
+        await asyncio.to_thread(time.sleep, 0.001)  # off the loop: allowed
+        assert exempt.execute("SELECT 1").fetchone() == (1,)  # the server's own database
+        with pytest.raises(BlockingCallError, match=r"sqlite3\.Connection\.execute"):
+            other.execute("SELECT 1")
+    time.sleep(0.001)  # detection is off again
+    exempt.close()
+    other.close()
+
+
+class _Events:
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+
+    def ready(self, dev: DevServer) -> None:
+        self.started.set()
+
+    def reloaded(self, build: Build) -> None:
+        pass
+
+    def reload_failed(self, error: Exception, serving: Build) -> None:
+        raise AssertionError(error)
+
+
+@asynccontextmanager
+async def dev_server(root: Path, *, allow_blocking: bool = False) -> AsyncIterator[DevServer]:
+    """The server of `agentctl dev`, in this event loop, on a free port; it reloads when
+    told to (`dev.reload()`), not on its own."""
+    environ = dict(os.environ)
+
+    def rebuild() -> Build:
+        return prepare(root / "agent.toml", environ, quiet=True)
+
+    build = await asyncio.to_thread(rebuild)
+    sock = listen_socket("127.0.0.1", 0)
+    events = _Events()
+    dev = DevServer(
+        build, rebuild, sock=sock, events=events, allow_blocking=allow_blocking, watch=False,
+        environ=environ,
+    )  # fmt: skip
+    task = asyncio.create_task(dev.run())
+    started = asyncio.create_task(events.started.wait())
+    await asyncio.wait([task, started], return_when=asyncio.FIRST_COMPLETED)
+    try:
+        if task.done():
+            task.result()
+        yield dev
+    finally:
+        started.cancel()
+        dev.stop()
+        await task
+        sock.close()
+
+
+def sleepy_runtime(dev: DevServer) -> AgentRuntime:
+    """An agent whose one async step calls `time.sleep`, as a library doing blocking I/O
+    would."""
+
+    async def step(state: MessagesState) -> dict[str, Any]:
+        time.sleep(0.01)
+        return {"messages": [AIMessage("slept")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("step", step)
+    graph.set_entry_point("step")
+    assert dev.server is not None
+    compiled = graph.compile(checkpointer=dev.server.storage.checkpointer)
+    return AgentRuntime(dev.build.project, "sleepy", compiled)
+
+
+@pytest.mark.usefixtures("_scripted_env")
+async def test_a_run_that_blocks_the_loop_fails_naming_the_call(demo: Path) -> None:
+    async with (
+        dev_server(demo, allow_blocking=False) as dev,
+        get_client(url=dev.url, api_key=None) as client,
+    ):
+        # The demo agent runs with detection on.
+        result = await client.runs.wait(None, "demo", input=user("hi"))
+        assert answer(result) == "scripted reply to: hi"
+        assert dev.server is not None
+        dev.server.deployment.swap(sleepy_runtime(dev))
+        result = await client.runs.wait(None, "demo", input=user("hi"), raise_error=False)
+    assert isinstance(result, dict)
+    error = result["__error__"]
+    assert error["error"] == "BlockingCallError"
+    assert error["message"].startswith("blocking call to time.sleep in ")
+    assert "test_dev.py" in error["message"]
+    assert "agentctl dev --allow-blocking" in error["message"]
+
+
+@pytest.mark.usefixtures("_scripted_env")
+async def test_allow_blocking_lets_the_run_block(demo: Path) -> None:
+    async with (
+        dev_server(demo, allow_blocking=True) as dev,
+        get_client(url=dev.url, api_key=None) as client,
+    ):
+        assert dev.server is not None
+        dev.server.deployment.swap(sleepy_runtime(dev))
+        assert answer(await client.runs.wait(None, "demo", input=user("hi"))) == "slept"
+
+
+@pytest.mark.usefixtures("_scripted_env")
+async def test_a_value_changed_in_dotenv_takes_effect_on_reload(
+    demo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEMO_SETTING", "")
+    monkeypatch.delenv("DEMO_SETTING")  # restored (unset) after the test
+    async with dev_server(demo) as dev:
+        assert "DEMO_SETTING" not in os.environ
+        for value in ("one", "two"):
+            await asyncio.to_thread((demo / ".env").write_text, f"DEMO_SETTING={value}\n")
+            assert await dev.reload()
+            assert os.environ["DEMO_SETTING"] == value
+        assert not await dev.reload()  # nothing changed
+        await asyncio.to_thread((demo / ".env").unlink)
+        assert await dev.reload()
+        assert "DEMO_SETTING" not in os.environ
+
+
+@pytest.fixture
+def _scripted_env(model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in model_server.env.items():
+        monkeypatch.setenv(name, value)
+
+
+# -- make demo -------------------------------------------------------------------------
+
+
+def test_make_demo_runs_the_agent_offline(tmp_path: Path, dev_env: dict[str, str]) -> None:
+    env = {k: v for k, v in dev_env.items() if not k.startswith("OPENAI_")}
+    env.update(DEMO_DIR=str(tmp_path / "demo"), DEMO_ONCE="1", PORT="0")
+    result = subprocess.run(
+        ["bash", str(ROOT / "scripts/demo.sh")],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False,
+    )  # fmt: skip
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert 'Ready: agent "demo"' in output
+    assert "scripted reply to: hello" in output
+    assert "stopped" in output
+    assert "Traceback" not in output
