@@ -212,6 +212,7 @@ async def test_threads_and_memory_survive_a_restart(demo: Path, start_dev: Start
     async with get_client(url=dev.ready(), api_key=None) as client:
         thread = await client.threads.create(metadata={"kept": True})
         await client.runs.wait(thread["thread_id"], "demo", input=user("@say first answer"))
+        await client.store.put_item(["notes"], "n1", {"text": "remember me"})
     assert dev.stop(signal.SIGTERM) == 0
     assert dev.lines["out"][-1] == "stopped"
     assert (demo / ".agentctl/data").is_dir()
@@ -220,6 +221,8 @@ async def test_threads_and_memory_survive_a_restart(demo: Path, start_dev: Start
     async with get_client(url=again.ready(), api_key=None) as client:
         kept = await client.threads.get(thread["thread_id"])
         state = await client.threads.get_state(thread["thread_id"])
+        note = await client.store.get_item(["notes"], "n1")
+    assert note["value"] == {"text": "remember me"}
     assert kept["metadata"]["kept"] is True
     assert state["values"]["messages"][-1]["content"] == "first answer"
     assert again.stop() == 0

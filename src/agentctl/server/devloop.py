@@ -87,7 +87,6 @@ def listen_socket(host: str, port: int) -> socket.socket:
             f"cannot listen on port {port} of {host}: {exc.strerror} — choose another port "
             "with --port or another address with --host"
         ) from None
-    sock.set_inheritable(True)
     return sock
 
 

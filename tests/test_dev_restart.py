@@ -1,0 +1,84 @@
+"""`agentctl dev` killed with SIGKILL in the middle of a run: restarted, it finishes the run
+with `attempt` 2, without repeating the side effect its last checkpoint covers."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from langgraph_sdk import get_client
+
+from agentctl.testing import ScriptedModelServer
+from agentctl.testing.mcp_servers import Ledger, serve
+from tests.test_dev import DevProcess, free_port
+
+SCRIPT = '@call record {"entry": "paid"}\n@sleep 1.5 @say done'
+
+
+@pytest.fixture
+def ledger() -> Iterator[tuple[Ledger, int]]:
+    book = Ledger()
+    with serve(book.server().streamable_http_app()) as port:
+        yield book, port
+
+
+async def test_sigkilled_dev_server_resumes_the_run_with_attempt_2(
+    tmp_path: Path, ledger: tuple[Ledger, int]
+) -> None:
+    book, ledger_port = ledger
+    root = tmp_path / "payer"
+    root.mkdir()
+    (root / "agent.toml").write_text('[agent]\nname = "payer"\nmodel = "openai:scripted"\n')
+    (root / "AGENTS.md").write_text("You pay.\n")
+    (root / "mcp.json").write_text(
+        json.dumps({"mcpServers": {"ledger": {"url": f"http://127.0.0.1:{ledger_port}/mcp"}}})
+    )
+    with ScriptedModelServer(keep_alive=False) as model:
+        env = {**os.environ, **model.env}
+        port = str(free_port())
+        first = DevProcess(["--port", port], env, root)
+        try:
+            url = first.ready()
+            client = get_client(url=url, api_key=None)
+            thread_id = str(uuid.uuid4())
+            run = await client.runs.create(
+                thread_id,
+                "payer",
+                input={"messages": [{"role": "user", "content": SCRIPT}]},
+                if_not_exists="create",
+            )
+            deadline = time.monotonic() + 30
+            while not book.entries and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.3)  # the tool's result is checkpointed; the model is sleeping
+            first.proc.send_signal(signal.SIGKILL)
+            first.proc.wait(10)
+            await client.http.client.aclose()
+        finally:
+            first.close()
+        assert book.entries == ["paid"]
+        second = DevProcess(["--port", port], env, root)
+        try:
+            url = second.ready()
+            client = get_client(url=url, api_key=None)
+            values = await client.runs.join(thread_id, run["run_id"])
+            done = await client.runs.get(thread_id, run["run_id"])
+            parts = [
+                p
+                async for p in client.runs.join_stream(
+                    thread_id, run["run_id"], last_event_id="-"
+                )
+            ]
+            await client.http.client.aclose()
+        finally:
+            second.stop()
+    assert done["status"] == "success"
+    assert values["messages"][-1]["content"] == "done"
+    assert book.entries == ["paid"]
+    assert [p.data["attempt"] for p in parts if p.event == "metadata"] == [1, 2]
