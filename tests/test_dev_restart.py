@@ -71,9 +71,7 @@ async def test_sigkilled_dev_server_resumes_the_run_with_attempt_2(
             done = await client.runs.get(thread_id, run["run_id"])
             parts = [
                 p
-                async for p in client.runs.join_stream(
-                    thread_id, run["run_id"], last_event_id="-"
-                )
+                async for p in client.runs.join_stream(thread_id, run["run_id"], last_event_id="-")
             ]
             await client.http.client.aclose()
         finally:
