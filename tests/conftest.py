@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,7 +10,7 @@ import pytest
 from agentctl.cli import main
 from agentctl.testing import ScriptedModelServer
 from agentctl.testing.demo import write_demo
-from agentctl.testing.mcp_servers import calculator, library, serve
+from agentctl.testing.mcp_servers import Ledger, calculator, library, serve
 
 
 @dataclass
@@ -97,3 +98,26 @@ def demo(tmp_path: Path, calc_port: int, library_port: int) -> Path:
         f"http://127.0.0.1:{calc_port}/mcp",
         f"http://127.0.0.1:{library_port}/sse",
     )
+
+
+@pytest.fixture
+def ledger() -> Iterator[tuple[Ledger, int]]:
+    """An MCP server with a visible side effect, and its port."""
+    book = Ledger()
+    with serve(book.server().streamable_http_app()) as port:
+        yield book, port
+
+
+# The run of the restart tests: a side effect (a ledger entry), then a slow answer.
+PAYING_SCRIPT = '@call record {"entry": "paid"}\n@sleep 1.5 @say done'
+
+
+def ledger_project(root: Path, port: int) -> Path:
+    """The `payer` project: its agent has the ledger as its only MCP server."""
+    root.mkdir()
+    (root / "agent.toml").write_text('[agent]\nname = "payer"\nmodel = "openai:scripted"\n')
+    (root / "AGENTS.md").write_text("You pay.\n")
+    (root / "mcp.json").write_text(
+        json.dumps({"mcpServers": {"ledger": {"url": f"http://127.0.0.1:{port}/mcp"}}})
+    )
+    return root

@@ -3,42 +3,26 @@ with `attempt` 2, without repeating the side effect its last checkpoint covers."
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from langgraph_sdk import get_client
 
 from agentctl.testing import ScriptedModelServer
-from agentctl.testing.mcp_servers import Ledger, serve
+from agentctl.testing.mcp_servers import Ledger
+from tests.conftest import PAYING_SCRIPT as SCRIPT
+from tests.conftest import ledger_project
 from tests.test_dev import DevProcess, free_port
-
-SCRIPT = '@call record {"entry": "paid"}\n@sleep 1.5 @say done'
-
-
-@pytest.fixture
-def ledger() -> Iterator[tuple[Ledger, int]]:
-    book = Ledger()
-    with serve(book.server().streamable_http_app()) as port:
-        yield book, port
 
 
 async def test_sigkilled_dev_server_resumes_the_run_with_attempt_2(
     tmp_path: Path, ledger: tuple[Ledger, int]
 ) -> None:
     book, ledger_port = ledger
-    root = tmp_path / "payer"
-    root.mkdir()
-    (root / "agent.toml").write_text('[agent]\nname = "payer"\nmodel = "openai:scripted"\n')
-    (root / "AGENTS.md").write_text("You pay.\n")
-    (root / "mcp.json").write_text(
-        json.dumps({"mcpServers": {"ledger": {"url": f"http://127.0.0.1:{ledger_port}/mcp"}}})
-    )
+    root = ledger_project(tmp_path / "payer", ledger_port)
     with ScriptedModelServer(keep_alive=False) as model:
         env = {**os.environ, **model.env}
         port = str(free_port())

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,45 +30,16 @@ from agentctl.runtime.namespaces import (
     user_namespace,
 )
 from agentctl.testing import ScriptedModelServer
-from agentctl.testing.demo import write_demo
-from agentctl.testing.mcp_servers import calculator, library, serve
+from agentctl.testing.mcp_servers import calculator, serve
 from tests.conftest import WriteFiles
 
 ODD_IDS = ["alice", "a|b", "first.last@example.com", "org/team/user", "with space", "ünï"]
-
-
-@pytest.fixture(scope="module")
-def model_server() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(keep_alive=False) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def calc_port() -> Iterator[int]:
-    with serve(calculator().streamable_http_app()) as port:
-        yield port
-
-
-@pytest.fixture(scope="module")
-def library_port() -> Iterator[int]:
-    with serve(library().sse_app()) as port:
-        yield port
 
 
 @pytest.fixture(autouse=True)
 def _model_env(model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in model_server.env.items():
         monkeypatch.setenv(name, value)
-
-
-@pytest.fixture
-def demo(tmp_path: Path, calc_port: int, library_port: int) -> Path:
-    """The demo project: a skill, a user template, two subagents and MCP servers."""
-    return write_demo(
-        tmp_path / "demo",
-        f"http://127.0.0.1:{calc_port}/mcp",
-        f"http://127.0.0.1:{library_port}/sse",
-    )
 
 
 class Agent:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import uvicorn
 from langgraph_sdk import get_client
@@ -69,6 +70,25 @@ async def running_server(
 async def agent(demo: Path, tmp_path: Path) -> AsyncIterator[Running]:
     async with running_server(demo, tmp_path / "data") as running:
         yield running
+
+
+@pytest.fixture
+async def http(agent: Running) -> AsyncIterator[httpx.AsyncClient]:
+    """A plain HTTP client on the server, for requests the SDK would never send."""
+    async with httpx.AsyncClient(base_url=agent.url) as client:
+        yield client
+
+
+async def assert_json_error(
+    http: httpx.AsyncClient, method: str, path: str, body: bytes, status: int, detail: str
+) -> None:
+    """`body` sent as JSON gets `status` and a JSON `detail` containing `detail`."""
+    response = await http.request(
+        method, path, content=body, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    assert detail in response.json()["detail"]
 
 
 def user(script: str) -> dict[str, Any]:

@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
 from agentctl.engine import assistant_uuid
-from tests.server.conftest import Running
-
-
-@pytest.fixture
-async def http(agent: Running) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=agent.url) as client:
-        yield client
+from tests.server.conftest import Running, assert_json_error
 
 
 async def test_the_deployment_assistant_exists_under_its_graph_name(agent: Running) -> None:
@@ -208,11 +201,7 @@ async def test_schemas_and_subgraphs(agent: Running) -> None:
 async def test_malformed_requests(
     http: httpx.AsyncClient, method: str, path: str, body: bytes, status: int, detail: str
 ) -> None:
-    response = await http.request(
-        method, path, content=body, headers={"Content-Type": "application/json"}
-    )
-    assert response.status_code == status, response.text
-    assert detail in response.json()["detail"]
+    await assert_json_error(http, method, path, body, status, detail)
     # Unknown fields are ignored, and the server keeps serving.
     ok = await http.post("/assistants", json={"graph_id": "demo", "flavour": "extra"})
     assert ok.status_code == 200

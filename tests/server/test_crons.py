@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,16 +14,10 @@ from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 
 from agentctl.engine import assistant_uuid
 from agentctl.storage.base import Run
-from tests.server.conftest import Running, user
+from tests.server.conftest import Running, assert_json_error, user
 
 EVERY_SECOND = "* * * * * *"  # croniter: a sixth field is the seconds
 NEVER_SOON = "0 0 1 1 *"
-
-
-@pytest.fixture
-async def http(agent: Running) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=agent.url) as client:
-        yield client
 
 
 @pytest.fixture
@@ -289,11 +283,7 @@ async def test_deleting_a_thread_deletes_its_crons(agent: Running) -> None:
 async def test_malformed_requests(
     http: httpx.AsyncClient, method: str, path: str, body: bytes, status: int, detail: str
 ) -> None:
-    response = await http.request(
-        method, path, content=body, headers={"Content-Type": "application/json"}
-    )
-    assert response.status_code == status, response.text
-    assert detail in response.json()["detail"]
+    await assert_json_error(http, method, path, body, status, detail)
     ok = await http.post(
         "/runs/crons", json={"schedule": NEVER_SOON, "assistant_id": "demo", "colour": "red"}
     )

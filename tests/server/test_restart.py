@@ -4,35 +4,13 @@ last checkpoint, with `attempt` 2, without repeating what the checkpoint already
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from agentctl.testing.mcp_servers import Ledger, serve
-from tests.server.conftest import call, running_server, user
-
-
-@pytest.fixture
-def ledger() -> Iterator[tuple[Ledger, int]]:
-    book = Ledger()
-    with serve(book.server().streamable_http_app()) as port:
-        yield book, port
-
-
-def ledger_project(root: Path, port: int) -> Path:
-    root.mkdir()
-    (root / "agent.toml").write_text('[agent]\nname = "payer"\nmodel = "openai:scripted"\n')
-    (root / "AGENTS.md").write_text("You pay.\n")
-    (root / "mcp.json").write_text(
-        json.dumps({"mcpServers": {"ledger": {"url": f"http://127.0.0.1:{port}/mcp"}}})
-    )
-    return root
-
-
-SCRIPT = call("record", entry="paid") + "\n@sleep 1.5 @say done"
+from agentctl.testing.mcp_servers import Ledger
+from tests.conftest import PAYING_SCRIPT as SCRIPT
+from tests.conftest import ledger_project
+from tests.server.conftest import running_server, user
 
 
 async def test_stopped_server_resumes_the_run_on_restart(

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
 import pytest
 from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 
-from tests.server.conftest import Running
-
-
-@pytest.fixture
-async def http(agent: Running) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=agent.url) as client:
-        yield client
+from tests.server.conftest import Running, assert_json_error
 
 
 async def test_put_get_overwrite_delete(agent: Running) -> None:
@@ -135,11 +127,7 @@ async def test_bad_namespaces(agent: Running, http: httpx.AsyncClient) -> None:
 async def test_malformed_requests(
     http: httpx.AsyncClient, method: str, path: str, body: bytes, status: int, detail: str
 ) -> None:
-    response = await http.request(
-        method, path, content=body, headers={"Content-Type": "application/json"}
-    )
-    assert response.status_code == status, response.text
-    assert detail in response.json()["detail"]
+    await assert_json_error(http, method, path, body, status, detail)
     ok = await http.put(
         "/store/items", json={"namespace": ["ok"], "key": "k", "value": {}, "extra": 1}
     )

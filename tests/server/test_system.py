@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import httpx
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from agentctl import __version__
 from agentctl.engine import assistant_uuid
 from tests.server.conftest import Running, user
-
-
-@pytest.fixture
-async def http(agent: Running) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=agent.url) as client:
-        yield client
 
 
 async def test_ok(http: httpx.AsyncClient) -> None:

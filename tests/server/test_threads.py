@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
-from tests.server.conftest import Running, user
-
-
-@pytest.fixture
-async def http(agent: Running) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=agent.url) as client:
-        yield client
+from tests.server.conftest import Running, assert_json_error, user
 
 
 async def ran(agent: Running, text: str = "hi", **metadata: Any) -> str:
@@ -350,10 +343,6 @@ async def test_history(agent: Running, http: httpx.AsyncClient) -> None:
 async def test_malformed_requests(
     http: httpx.AsyncClient, method: str, path: str, body: bytes, status: int, detail: str
 ) -> None:
-    response = await http.request(
-        method, path, content=body, headers={"Content-Type": "application/json"}
-    )
-    assert response.status_code == status, response.text
-    assert detail in response.json()["detail"]
+    await assert_json_error(http, method, path, body, status, detail)
     ok = await http.post("/threads", json={"metadata": {"a": 1}, "unknown_field": True})
     assert ok.status_code == 200
