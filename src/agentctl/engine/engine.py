@@ -17,7 +17,7 @@ from agentctl import serde
 from agentctl.engine import executor
 from agentctl.engine.deployment import Deployment
 from agentctl.engine.wire import END_EVENT
-from agentctl.storage.base import Run, RunStatus, Storage, Thread, now
+from agentctl.storage.base import Run, RunStatus, Storage, now
 
 log = logging.getLogger("agentctl.engine")
 
@@ -218,7 +218,3 @@ class RunEngine:
     async def _append_end(self, run: Run, status: RunStatus) -> None:
         data = serde.dumps({"run_id": run.run_id, "status": status})
         await self.storage.events.append(run.thread_id, run.run_id, END_EVENT, data)
-
-
-def new_thread(thread_id: str, metadata: dict[str, Any] | None = None) -> Thread:
-    return Thread(thread_id=thread_id, metadata=dict(metadata or {}))

@@ -10,10 +10,8 @@ from typing import Any
 
 from langgraph.types import Command
 
-from agentctl import serde
 from agentctl.engine.deployment import Deployment
 from agentctl.engine.wire import (
-    END_EVENT,
     MessageAccumulator,
     event_name,
     langgraph_modes,
@@ -173,7 +171,3 @@ async def _with_events(
             yield event["data"]["chunk"]
             continue
         await publish("events", event)
-
-
-def end_event(run: Run, status: RunStatus) -> tuple[str, bytes]:
-    return END_EVENT, serde.dumps({"run_id": run.run_id, "status": status})
