@@ -503,6 +503,38 @@ async def run_floor(setup: Setup) -> Figures:
     )
 
 
+async def serve_and_measure(
+    label: str,
+    command: list[str],
+    port: int,
+    setup: Setup,
+    *,
+    env: dict[str, str],
+    cwd: Path | None,
+    before: Callable[[LangGraphClient], Awaitable[None]] | None = None,
+) -> Figures:
+    """Start `command` (a server listening on `port`), measure it, stop it; its log's tail
+    is in the error when it fails."""
+    log = setup.tmp / (label.split(" (")[0].replace(" ", "-") + ".log")
+    with child(command, log, env=env, cwd=cwd) as process:
+        url = f"http://127.0.0.1:{port}"
+        await wait_ready(url, process, log)
+        pid = serving_pid(process.pid, port)
+        print(f"{label}: {url}, serving pid {pid} (launched pid {process.pid})")
+        try:
+            return await measure_server(
+                url,
+                pid,
+                runs=setup.runs,
+                latency_runs=setup.latency_runs,
+                concurrency=setup.concurrency,
+                user=setup.user,
+                before=before,
+            )
+        except Exception as exc:
+            raise RuntimeError(f"{exc}\n--- {label} log:\n{tail(log)}") from exc
+
+
 async def run_langgraph_dev(setup: Setup) -> Figures:
     folder = setup.tmp / "langgraph"
     folder.mkdir()
@@ -536,24 +568,9 @@ async def run_langgraph_dev(setup: Setup) -> Figures:
         for namespace, key, value in items:
             await client.store.put_item(list(namespace), key=key, value=value)
 
-    log = setup.tmp / "langgraph-dev.log"
-    with child(command, log, env=env, cwd=folder) as process:
-        url = f"http://127.0.0.1:{port}"
-        await wait_ready(url, process, log)
-        pid = serving_pid(process.pid, port)
-        print(f"langgraph dev: {url}, serving pid {pid} (launched pid {process.pid})")
-        try:
-            return await measure_server(
-                url,
-                pid,
-                runs=setup.runs,
-                latency_runs=setup.latency_runs,
-                concurrency=setup.concurrency,
-                user=setup.user,
-                before=seed,
-            )
-        except Exception as exc:
-            raise RuntimeError(f"{exc}\n--- langgraph dev log:\n{tail(log)}") from exc
+    return await serve_and_measure(
+        "langgraph dev", command, port, setup, env=env, cwd=folder, before=seed
+    )
 
 
 async def run_ours(setup: Setup) -> Figures:
@@ -566,23 +583,9 @@ async def run_ours(setup: Setup) -> Figures:
         data = setup.tmp / "ours-data"
         command = [sys.executable, __file__, "_ours", str(setup.project), str(data), str(port)]
         cwd = None
-    log = setup.tmp / "ours.log"
-    with child(command, log, env=setup.env, cwd=cwd) as process:
-        url = f"http://127.0.0.1:{port}"
-        await wait_ready(url, process, log)
-        pid = serving_pid(process.pid, port)
-        print(f"agentctl ({setup.ours_cmd}): {url}, serving pid {pid}")
-        try:
-            return await measure_server(
-                url,
-                pid,
-                runs=setup.runs,
-                latency_runs=setup.latency_runs,
-                concurrency=setup.concurrency,
-                user=setup.user,
-            )
-        except Exception as exc:
-            raise RuntimeError(f"{exc}\n--- agentctl log:\n{tail(log)}") from exc
+    return await serve_and_measure(
+        f"agentctl ({setup.ours_cmd})", command, port, setup, env=setup.env, cwd=cwd
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,9 +15,7 @@ from agentctl.errors import UserError
 from agentctl.project import load_project
 from agentctl.project.envfile import is_set
 
-
-@click.command()
-@click.option(
+config_option = click.option(
     "--config",
     "config",
     default="agent.toml",
@@ -25,6 +23,10 @@ from agentctl.project.envfile import is_set
     type=click.Path(path_type=Path),
     help="The project's agent.toml.",
 )
+
+
+@click.command()
+@config_option
 @click.option("--dry-run", is_flag=True, help="Validate and bundle only; deploy nothing.")
 def deploy(config: Path, dry_run: bool) -> None:
     """Bundle the project into a new immutable revision and deploy it.

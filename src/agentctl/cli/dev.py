@@ -17,7 +17,7 @@ import click
 from agentctl.bundle.build import check_env, store_revision
 from agentctl.bundle.requirements import install_command, requirements_of
 from agentctl.bundle.revision import build_revision
-from agentctl.cli.deploy import step, warn
+from agentctl.cli.deploy import config_option, step, warn
 from agentctl.errors import AgentctlError, ConfigError
 from agentctl.project import load_project
 
@@ -26,14 +26,7 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.option(
-    "--config",
-    "config",
-    default="agent.toml",
-    show_default=True,
-    type=click.Path(path_type=Path),
-    help="The project's agent.toml.",
-)
+@config_option
 @click.option("--port", default=2024, show_default=True, type=click.IntRange(0, 65535),
               help="Port to listen on (0: any free port).")  # fmt: skip
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")

@@ -17,7 +17,7 @@ from agentctl.engine.streams import follow, run_done, wanted
 from agentctl.engine.wire import END_EVENT
 from agentctl.server.app import Server
 from agentctl.server.sse import HEARTBEAT, frame, stream_headers
-from agentctl.storage.base import FINAL_RUN_STATUSES, Run
+from agentctl.storage.base import FINAL_RUN_STATUSES, Event, Run
 
 KEEPALIVE_SECONDS = 5.0
 
@@ -44,6 +44,18 @@ def run_stream_response(
     )
 
 
+def _follow_run(server: Server, run: Run, last_event_id: str | None) -> AsyncIterator[Event | None]:
+    """The run's events after `last_event_id` (None: from the start), heartbeats as None."""
+    return follow(
+        server.storage,
+        run.thread_id,
+        run_id=run.run_id,
+        last_event_id=last_event_id,
+        stored_only=run.status in FINAL_RUN_STATUSES,
+        heartbeat=KEEPALIVE_SECONDS,
+    )
+
+
 async def _run_frames(
     server: Server,
     run: Run,
@@ -53,14 +65,7 @@ async def _run_frames(
 ) -> AsyncIterator[bytes]:
     ended = False
     try:
-        async for event in follow(
-            server.storage,
-            run.thread_id,
-            run_id=run.run_id,
-            last_event_id=last_event_id,
-            stored_only=run.status in FINAL_RUN_STATUSES,
-            heartbeat=KEEPALIVE_SECONDS,
-        ):
+        async for event in _follow_run(server, run, last_event_id):
             if event is None:
                 yield HEARTBEAT
             elif event.event == END_EVENT:
@@ -146,14 +151,7 @@ async def wait_for_result(server: Server, run: Run, *, from_events: bool) -> Asy
     values: Any = None
     interrupts: list[Any] = []
     error: Any = None
-    async for event in follow(
-        server.storage,
-        run.thread_id,
-        run_id=run.run_id,
-        last_event_id=None,
-        stored_only=run.status in FINAL_RUN_STATUSES,
-        heartbeat=KEEPALIVE_SECONDS,
-    ):
+    async for event in _follow_run(server, run, None):
         if event is None:
             yield b"\n"
         elif event.event == "error":
