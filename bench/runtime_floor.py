@@ -35,10 +35,11 @@ async def measure(graph: Any, runs: int, concurrency: int) -> dict[str, float]:
     for warmup in range(20):
         await one_run(graph, -1 - warmup)
     latencies = [await one_run(graph, i) for i in range(runs)]
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     for i in range(runs):
         await one_run(graph, runs + i)
     sequential = runs / (time.perf_counter() - started)
+    cpu_ms_per_run = (time.process_time() - cpu_started) * 1000 / runs
     gate = asyncio.Semaphore(concurrency)
 
     async def bounded(i: int) -> float:
@@ -53,6 +54,7 @@ async def measure(graph: Any, runs: int, concurrency: int) -> dict[str, float]:
         "p50_ms": statistics.median(latencies) * 1000,
         "p95_ms": quantiles[94] * 1000,
         "sequential_runs_per_s": sequential,
+        "cpu_ms_per_run": cpu_ms_per_run,
         "concurrent_runs_per_s": concurrent,
     }
 
@@ -90,6 +92,7 @@ async def main(runs: int, concurrency: int, checkpointer_kind: str) -> None:
     print(f"  sequential p50 latency    {figures['p50_ms']:.1f} ms")
     print(f"  sequential p95 latency    {figures['p95_ms']:.1f} ms")
     print(f"  sequential throughput     {figures['sequential_runs_per_s']:.1f} runs/s")
+    print(f"  CPU per sequential run    {figures['cpu_ms_per_run']:.1f} ms")
     print(f"  throughput, {concurrency} concurrent  {figures['concurrent_runs_per_s']:.1f} runs/s")
 
 

@@ -142,6 +142,7 @@ class Figures:
     p95_ms: float | None = None
     first_event_ms: float | None = None
     first_values_ms: float | None = None
+    cpu_ms_per_run: float | None = None  # the server's CPU time per sequential run
     runs_per_s: float | None = None
     loaded_p50_ms: float | None = None
     rss_before_mib: float | None = None
@@ -195,17 +196,11 @@ def serve_ours(project: Path, data: Path, port: int) -> None:
 
     from agentctl.server import create_app
     from agentctl.server.embedded import open_embedded_server
+    from agentctl.server.http import uvicorn_config
 
     async def main() -> None:
         server = await open_embedded_server(load_project(project), "bench", data)
-        config = uvicorn.Config(
-            create_app(server),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            access_log=False,
-            lifespan="on",
-        )
+        config = uvicorn_config(create_app(server), host="127.0.0.1", port=port)
         await uvicorn.Server(config).serve()
 
     try:  # what uvicorn's loop="auto" picks, as under `langgraph dev`
@@ -300,6 +295,12 @@ def serving_pid(root: int, port: int) -> int:
                 if os.readlink(fd) in sockets:
                     return pid
     raise RuntimeError(f"no process under pid {root} listens on port {port}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of `pid` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def rss_mib(pid: int) -> float:
@@ -424,7 +425,9 @@ async def measure_server(
         await asyncio.sleep(0.5)
         figures.rss_before_mib = rss_mib(pid)
         progress(f"  {latency_runs} sequential runs")
+        cpu_before = cpu_seconds(pid)
         samples = [await harness.fresh_run(i) for i in range(latency_runs)]
+        figures.cpu_ms_per_run = (cpu_seconds(pid) - cpu_before) * 1000 / latency_runs
         latencies = [s.latency * 1000 for s in samples]
         figures.p50_ms = statistics.median(latencies)
         figures.p95_ms = p95(latencies)
@@ -498,6 +501,7 @@ async def run_floor(setup: Setup) -> Figures:
         p50_ms=floor["p50_ms"],
         p95_ms=floor["p95_ms"],
         runs_per_s=floor["concurrent_runs_per_s"],
+        cpu_ms_per_run=floor["cpu_ms_per_run"],
         system_prompt=str(state["messages"][-1].content),
         notes=[f"sequential throughput {floor['sequential_runs_per_s']:.1f} runs/s"],
     )
@@ -619,6 +623,7 @@ def report(results: dict[str, Figures], setup: Setup) -> None:
         ("sequential p95 (ms)", lambda f: f.p95_ms, 1),
         ("time to first event p50 (ms)", lambda f: f.first_event_ms, 1),
         ("time to first values p50 (ms)", lambda f: f.first_values_ms, 1),
+        ("server CPU per run (ms)", lambda f: f.cpu_ms_per_run, 1),
         (f"throughput @{setup.concurrency} (runs/s)", lambda f: f.runs_per_s, 1),
         (f"latency p50 @{setup.concurrency} (ms)", lambda f: f.loaded_p50_ms, 1),
         ("RSS before (MiB)", lambda f: f.rss_before_mib, 1),

@@ -20,6 +20,7 @@ from langgraph_sdk.client import LangGraphClient
 from agentctl.project import load_project
 from agentctl.server import Server, create_app
 from agentctl.server.embedded import open_embedded_server
+from agentctl.server.http import uvicorn_config
 from agentctl.testing import ScriptedModelServer
 
 # model_server, calc_port, library_port and demo are in tests/conftest.py.
@@ -47,9 +48,7 @@ async def running_server(
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    uv = uvicorn.Server(
-        uvicorn.Config(create_app(server), log_level="warning", lifespan="on", loop="asyncio")
-    )
+    uv = uvicorn.Server(uvicorn_config(create_app(server), log_level="warning", loop="asyncio"))
     task = asyncio.create_task(uv.serve(sockets=[sock]))
     while not uv.started:
         if task.done():

@@ -32,6 +32,7 @@ from agentctl.runtime import AgentRuntime, load_agent
 from agentctl.server.app import Server, create_app
 from agentctl.server.blocking import BlockingDetector
 from agentctl.server.embedded import open_embedded_server
+from agentctl.server.http import uvicorn_config
 
 log = logging.getLogger("agentctl.dev")
 
@@ -157,13 +158,7 @@ class DevServer:
             self.build.project, self.build.revision.id, self.data_dir
         )
         self.server = server
-        config = uvicorn.Config(
-            create_app(server),
-            lifespan="on",
-            log_config=None,
-            access_log=False,
-            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN,
-        )
+        config = uvicorn_config(create_app(server), timeout_graceful_shutdown=GRACEFUL_SHUTDOWN)
         uv = self._uvicorn = _Uvicorn(config, on_started=self._started, on_stopping=self._stopping)
         self.serving = True
         try:

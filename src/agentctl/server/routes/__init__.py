@@ -15,14 +15,15 @@ from agentctl.server.routes import (
     threads,
 )
 
-# Crons come before runs so `/runs/crons/...` is never taken for a run id.
+# Routes are matched in this order: the runs' first, as they are the busiest. No run path
+# takes `crons` for a run id (`/threads/{id}/runs/{run_id}` has no POST).
 ROUTERS: list[APIRouter] = [
-    system.router,
-    assistants.router,
+    runs.router,
     threads.router,
+    streams.router,
     state.router,
+    assistants.router,
     crons.router,
     store.router,
-    runs.router,
-    streams.router,
+    system.router,
 ]

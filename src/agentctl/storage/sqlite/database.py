@@ -136,9 +136,9 @@ def close(conn: sqlite3.Connection) -> None:
 def transaction(conn: sqlite3.Connection, *, durable: bool = False) -> Iterator[None]:
     """Apply the block's writes atomically (a savepoint), rolled back on error.
 
-    Writes made on the event loop in one turn of it share one COMMIT, run at the end of
-    that turn: a commit costs more than most writes. `durable` commits before returning,
-    for writes a client is about to be told about (an accepted run)."""
+    Writes made on the event loop share one COMMIT, run `COMMIT_DELAY` later. `durable`
+    commits before returning, for writes a client is about to be told about (an accepted
+    run). Off the loop, every block commits at once."""
     with lock_of(conn):
         if not conn.in_transaction:
             conn.execute("BEGIN")
@@ -162,9 +162,15 @@ def commit(conn: sqlite3.Connection) -> None:
 
 _pending_commits: set[int] = set()
 
+# How long writes made on the loop may wait for their commit. A commit costs more than most
+# writes (a run makes some twenty of them), so writes of the next few milliseconds share
+# one. A crash loses at most these writes, which a retried run makes again from its last
+# checkpoint; an accepted run is committed at once (`durable`).
+COMMIT_DELAY = 0.01
+
 
 def _commit_soon(conn: sqlite3.Connection) -> bool:
-    """Schedule a commit at the end of this turn of the running loop; False off the loop."""
+    """Schedule a commit `COMMIT_DELAY` from now on the running loop; False off the loop."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -177,7 +183,7 @@ def _commit_soon(conn: sqlite3.Connection) -> bool:
             with contextlib.suppress(sqlite3.ProgrammingError):  # closed meanwhile
                 commit(conn)
 
-        loop.call_soon(run)
+        loop.call_later(COMMIT_DELAY, run)
     return True
 
 
