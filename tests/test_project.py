@@ -7,7 +7,7 @@ from pathlib import Path
 from agentctl.bundle.requirements import requirements_of
 from agentctl.errors import ConfigError
 from agentctl.project import load_project
-from agentctl.project.model import SandboxConfig
+from agentctl.project.model import AuthConfig, SandboxConfig
 from tests.conftest import WriteFiles
 
 SKILL = "---\nname: {name}\ndescription: {description}\n---\n# {name}\n"
@@ -232,3 +232,69 @@ def test_a_linked_skill_folder_inside_the_project_is_followed_once(
         "agent.toml",
         "skills/review/SKILL.md",
     )
+
+
+def _auth_project(write_files: WriteFiles, auth: str) -> Path:
+    return write_files({"agent.toml": f'[agent]\nname = "a"\n[auth]\n{auth}', "AGENTS.md": "Hi\n"})
+
+
+def test_oidc_auth_takes_an_issuer_and_an_audience(write_files: WriteFiles) -> None:
+    root = _auth_project(
+        write_files,
+        'provider = "oidc"\nissuer = "https://login.example.com/realms/demo"\n'
+        'audience = "my-agent"\n',
+    )
+    project = load_project(root, environ={})
+    assert project.auth == AuthConfig(
+        "oidc", issuer="https://login.example.com/realms/demo", audience="my-agent"
+    )
+    assert requirements_of(project).env_names == ("OPENAI_API_KEY",)  # oidc needs no secret
+
+
+def test_oidc_auth_without_issuer_or_audience_names_both(write_files: WriteFiles) -> None:
+    root = _auth_project(write_files, 'provider = "oidc"\n')
+    assert problems(root) == [
+        'agent.toml: [auth].audience: is required — add audience = "my-agent"',
+        'agent.toml: [auth].issuer: is required — add issuer = "https://login.example.com"',
+    ]
+
+
+def test_oidc_issuer_must_be_an_http_url_and_audience_not_empty(write_files: WriteFiles) -> None:
+    root = _auth_project(
+        write_files, 'provider = "oidc"\nissuer = "login.example.com"\naudience = " "\n'
+    )
+    assert problems(root) == [
+        "agent.toml: [auth].audience: must not be empty — set it to the audience (client id) "
+        "your identity provider puts in tokens' aud",
+        "agent.toml: [auth].issuer: must be an http:// or https:// URL without query or "
+        'fragment, not "login.example.com" — write it as issuer = "https://login.example.com"',
+    ]
+
+
+def test_oidc_issuer_with_a_query_or_of_the_wrong_type_is_refused(write_files: WriteFiles) -> None:
+    for issuer, start in (
+        ('"https://login.example.com/?tenant=a"', "must be an http:// or https:// URL"),
+        ('"http://[::1"', "must be an http:// or https:// URL"),
+        ("42", "must be a string, not a number"),
+    ):
+        root = _auth_project(write_files, f'provider = "oidc"\nissuer = {issuer}\naudience = "a"\n')
+        [problem] = problems(root)
+        assert problem.startswith(f"agent.toml: [auth].issuer: {start}")
+
+
+def test_issuer_and_audience_belong_to_oidc_only(write_files: WriteFiles) -> None:
+    root = _auth_project(
+        write_files, 'provider = "idp_b"\nissuer = "https://x.example.com"\naudience = "a"\n'
+    )
+    allowed = 'provider (issuer and audience are for provider = "oidc", not "idp_b")'
+    assert problems(root) == [
+        f"agent.toml: [auth].audience: unknown key — use only these keys here: {allowed}",
+        f"agent.toml: [auth].issuer: unknown key — use only these keys here: {allowed}",
+    ]
+
+
+def test_an_unknown_auth_provider_lists_oidc(write_files: WriteFiles) -> None:
+    root = _auth_project(write_files, 'provider = "github"\n')
+    assert problems(root) == [
+        'agent.toml: [auth].provider: "github" is not allowed — use one of: idp_a, idp_b, oidc'
+    ]

@@ -8,7 +8,9 @@ from failures of the running system::
     │   ├── ConfigError           a project that fails validation (carries every Problem)
     │   ├── MissingEnvError       required environment variables are not set
     │   └── ProjectExistsError    `init` would overwrite files (without --force)
+    ├── AuthError                 status 401: a missing, invalid, expired or forged token
     └── RuntimeFailure            the system failed; not the user's fault
+        └── AuthUnavailable       status 503: the identity provider could not say yes or no
 
 Each class carries the HTTP `status` the server answers with and the CLI `exit_code`.
 The CLI prints `error: <message>` and exits with `exit_code`; never a traceback.
@@ -83,12 +85,29 @@ class ProjectExistsError(UserError):
         )
 
 
+class AuthError(AgentctlError):
+    """The request's token does not prove who the caller is: missing, malformed, expired,
+    revoked or forged. The message says what is wrong and never echoes the token."""
+
+    status = 401
+
+
 class RuntimeFailure(AgentctlError):
     """The system failed in a way the user did not cause."""
 
 
+class AuthUnavailable(RuntimeFailure):
+    """The identity provider did not answer, answered nonsense, or refused the server's own
+    credentials. The token may be fine; a request is refused (never let through) until the
+    provider answers again."""
+
+    status = 503
+
+
 __all__ = [
     "AgentctlError",
+    "AuthError",
+    "AuthUnavailable",
     "ConfigError",
     "MissingEnvError",
     "Problem",

@@ -88,6 +88,7 @@ SANDBOX_PROVIDERS: dict[str, Needs] = {
 AUTH_PROVIDERS: dict[str, Needs] = {
     "idp_a": _needs(None, "", "IDP_A_URL", "IDP_A_PUBLISHABLE_DEFAULT_KEY"),
     "idp_b": _needs(None, "", "IDP_B_SECRET_KEY"),
+    "oidc": _needs(None, ""),  # configured by [auth].issuer and .audience, no secret
 }
 
 PLATFORM_API_KEY = "PLATFORM_API_KEY"

@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 from agentctl.bundle.dependencies import MODEL_PROVIDERS
 from agentctl.errors import ConfigError, Problem
@@ -202,7 +203,68 @@ def _auth(
             )
         )
         return None
-    return AuthConfig(provider=provider)
+    if provider != "oidc":
+        allowed = f'provider (issuer and audience are for provider = "oidc", not "{provider}")'
+        problems += [
+            rule("unknown-key").problem(file, f"[auth].{key}", allowed=allowed)
+            for key in _OIDC_KEYS
+            if key in section
+        ]
+        return AuthConfig(provider=provider)
+    before = len(problems)
+    for key in _OIDC_KEYS:
+        _oidc_value(file, key, section.get(key), _declared_in(data, "auth", key), problems)
+    issuer, audience = section.get("issuer"), section.get("audience")
+    if len(problems) > before or issuer is None or audience is None:
+        return None  # wrong types were reported by the schema check
+    return AuthConfig(provider="oidc", issuer=issuer, audience=audience)
+
+
+_OIDC_KEYS = ("issuer", "audience")
+_OIDC_FIXES = {
+    "issuer": "set it to your identity provider's issuer URL, e.g. https://login.example.com",
+    "audience": "set it to the audience (client id) your identity provider puts in tokens' aud",
+}
+
+
+def _declared_in(data: dict[str, Any], section: str, key: str) -> bool:
+    """Whether `[section].key` is written at all (a value of the wrong type counts)."""
+    table = data.get(section)
+    return isinstance(table, dict) and key in table
+
+
+def _oidc_value(
+    file: str, key: str, value: str | None, declared: bool, problems: list[Problem]
+) -> None:
+    """Check `[auth].issuer` or `[auth].audience` of `provider = "oidc"`."""
+    where = f"[auth].{key}"
+    example = f"{key} = {MAIN_SCHEMA['auth'][key]}"
+    if value is None:
+        if not declared:  # a value of the wrong type is reported already
+            problems.append(rule("required").problem(file, where, example=example))
+    elif not value.strip():
+        problems.append(rule("empty").problem(file, where, fix=_OIDC_FIXES[key]))
+    elif key == "issuer" and not _is_issuer_url(value):
+        problems.append(
+            rule("wrong-type").problem(
+                file,
+                where,
+                expected="an http:// or https:// URL without query or fragment",
+                actual=f'"{value}"',
+                example=example,
+            )
+        )
+
+
+def _is_issuer_url(value: str) -> bool:
+    if value != value.strip() or any(c.isspace() for c in value):
+        return False
+    try:
+        parts = urlsplit(value)
+        host = parts.hostname
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        return False
+    return parts.scheme in ("http", "https") and bool(host) and not ({"?", "#"} & set(value))
 
 
 def approval_gates(file: str, table: Any, problems: list[Problem]) -> dict[str, ApprovalGate]:

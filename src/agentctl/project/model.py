@@ -8,7 +8,7 @@ from typing import Literal
 
 SandboxProvider = Literal["none", "sandbox_a", "sandbox_b", "sandbox_c", "platform_sandbox"]
 SandboxScope = Literal["thread", "assistant"]
-AuthProvider = Literal["idp_a", "idp_b"]
+AuthProvider = Literal["idp_a", "idp_b", "oidc"]
 McpTransport = Literal["http", "sse"]
 
 SANDBOX_PROVIDERS: tuple[SandboxProvider, ...] = (
@@ -19,7 +19,7 @@ SANDBOX_PROVIDERS: tuple[SandboxProvider, ...] = (
     "platform_sandbox",
 )
 SANDBOX_SCOPES: tuple[SandboxScope, ...] = ("thread", "assistant")
-AUTH_PROVIDERS: tuple[AuthProvider, ...] = ("idp_a", "idp_b")
+AUTH_PROVIDERS: tuple[AuthProvider, ...] = ("idp_a", "idp_b", "oidc")
 Decision = Literal["approve", "edit", "reject"]
 DECISIONS: tuple[Decision, ...] = ("approve", "edit", "reject")
 
@@ -38,7 +38,11 @@ class SandboxConfig:
 
 @dataclass(frozen=True)
 class AuthConfig:
+    """`[auth]`. `issuer` and `audience` are set for `provider = "oidc"` only (and required)."""
+
     provider: AuthProvider
+    issuer: str | None = None
+    audience: str | None = None
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,11 @@ MAIN_SCHEMA: Schema = {
         "image": '"python:3"',
         "scope": '"thread"',
     },
-    "auth": {"provider": '"idp_a"'},
+    "auth": {
+        "provider": '"idp_a"',
+        "issuer": '"https://login.example.com"',
+        "audience": '"my-agent"',
+    },
     # Keys are tool names; values are checked by the loader (see `approval_gates`).
     "interrupt_on": {},
 }

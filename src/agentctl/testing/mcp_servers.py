@@ -7,15 +7,11 @@ runs any ASGI app (e.g. `calculator().streamable_http_app()` or `library().sse_a
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
-import uvicorn
 from mcp.server.fastmcp import FastMCP
+
+from agentctl.testing.serving import serve
+
+__all__ = ["Ledger", "calculator", "library", "serve"]
 
 
 def calculator() -> FastMCP:
@@ -38,25 +34,6 @@ def library() -> FastMCP:
         return f"the library says {topic} is well documented"
 
     return server
-
-
-@contextmanager
-def serve(app: Any) -> Iterator[int]:
-    """Serve an ASGI app on 127.0.0.1 and a free port, in a thread; yields the port."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port: int = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.005)
-    try:
-        yield port
-    finally:
-        server.should_exit = True
-        thread.join()
-        sock.close()
 
 
 class Ledger:

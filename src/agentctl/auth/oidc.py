@@ -1,0 +1,175 @@
+"""`[auth] provider = "oidc"`: any OpenID Connect provider (beyond the spec).
+
+``[auth] issuer`` and ``audience`` configure it. The provider's discovery document at
+``{issuer}/.well-known/openid-configuration`` is fetched once and kept for `discovery_ttl`
+seconds; it must name the same issuer, and its ``jwks_uri`` is the key set tokens are verified
+against (see `JwksCache`). Accepted algorithms are the asymmetric ones, narrowed to the
+document's ``id_token_signing_alg_values_supported`` when it lists them. A token must carry
+``exp``, ``iss`` equal to the issuer, ``aud`` containing the audience, and ``sub``: the identity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from agentctl.auth.base import Identity, check_token, host_of, new_client, unavailable
+from agentctl.auth.jwks import DEFAULT_MIN_REFRESH_INTERVAL, DEFAULT_TTL, JwksCache
+from agentctl.auth.tokens import (
+    ASYMMETRIC_ALGORITHMS,
+    DEFAULT_LEEWAY,
+    read_header,
+    subject,
+    verify,
+)
+from agentctl.errors import AuthUnavailable
+
+__all__ = ["DISCOVERY_PATH", "OidcAuthenticator"]
+
+DISCOVERY_PATH = "/.well-known/openid-configuration"
+_FIX = "check [auth].issuer in agent.toml"
+
+
+@dataclass(frozen=True)
+class _Discovered:
+    jwks_uri: str
+    algorithms: tuple[str, ...]
+    fetched_at: float
+
+
+class OidcAuthenticator:
+    """Validates JWT access or ID tokens of an OpenID Connect provider."""
+
+    provider = "oidc"
+
+    def __init__(
+        self,
+        issuer: str,
+        audience: str,
+        *,
+        discovery_ttl: float = 3600.0,
+        jwks_ttl: float = DEFAULT_TTL,
+        min_refresh_interval: float = DEFAULT_MIN_REFRESH_INTERVAL,
+        leeway: float = DEFAULT_LEEWAY,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        """`client` is borrowed, not closed."""
+        if not issuer.startswith(("http://", "https://")):
+            raise ValueError("the OIDC issuer must start with http:// or https://")
+        self.issuer = issuer
+        self.audience = audience
+        self.discovery_url = issuer.rstrip("/") + DISCOVERY_PATH
+        self.discovery_ttl = discovery_ttl
+        self.jwks_ttl = jwks_ttl
+        self.min_refresh_interval = min_refresh_interval
+        self.leeway = leeway
+        self.keys: JwksCache | None = None  # once discovered
+        self._owns_client = client is None
+        self._client = client or new_client()
+        self._lock = asyncio.Lock()
+        self._discovered: _Discovered | None = None
+        self._ended = 0  # discovery fetches that ended, in success or failure
+        self._failure: str | None = None
+
+    async def authenticate(self, token: str) -> Identity:
+        read_header(check_token(token))  # a malformed token is refused before any fetch
+        discovered = await self._discovery()
+        assert self.keys is not None
+        claims = await verify(
+            token,
+            self.keys,
+            algorithms=discovered.algorithms,
+            require=("exp", "iss", "aud", "sub"),
+            issuer=self.issuer,
+            audience=self.audience,
+            leeway=self.leeway,
+        )
+        return Identity(id=subject(claims), provider=self.provider)
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def _discovery(self) -> _Discovered:
+        found = self._discovered
+        if found is not None and time.monotonic() - found.fetched_at < self.discovery_ttl:
+            return found
+        seen = self._ended
+        async with self._lock:
+            if self._ended != seen:  # another caller fetched (or failed) while we waited
+                if self._failure is not None:
+                    raise AuthUnavailable(self._failure)
+                assert self._discovered is not None
+                return self._discovered
+            try:
+                found = await self._fetch()
+            except AuthUnavailable as exc:
+                self._failure = str(exc)
+                self._ended += 1  # callers that waited for this fetch share its outcome
+                raise
+            self._failure = None
+            if self.keys is None or self.keys.url != found.jwks_uri:
+                self.keys = JwksCache(
+                    found.jwks_uri,
+                    self._client,
+                    ttl=self.jwks_ttl,
+                    min_refresh_interval=self.min_refresh_interval,
+                )
+            self._discovered = found
+            self._ended += 1
+            return found
+
+    async def _fetch(self) -> _Discovered:
+        url = self.discovery_url
+        host = host_of(url)
+        try:
+            response = await self._client.get(url)
+        except httpx.HTTPError as exc:
+            raise unavailable(url, exc) from exc
+        status = response.status_code
+        if status != 200:
+            fix = "try again" if status == 429 or status >= 500 else _FIX
+            raise AuthUnavailable(
+                f"the identity provider at {host} answered HTTP {status} for {DISCOVERY_PATH} "
+                f"— {fix}"
+            )
+        try:
+            document: Any = response.json()
+        except ValueError:
+            document = None
+        if not isinstance(document, dict):
+            raise AuthUnavailable(
+                f"the identity provider at {host} sent a discovery document that is not a "
+                f"JSON object — {_FIX}"
+            )
+        named = document.get("issuer")
+        if named != self.issuer:
+            shown = f'"{named[:200]}"' if isinstance(named, str) else "no issuer"
+            raise AuthUnavailable(
+                f"the discovery document at {host} names {shown}, not the configured issuer "
+                "— set [auth].issuer in agent.toml to exactly the provider's issuer"
+            )
+        jwks_uri = document.get("jwks_uri")
+        if not isinstance(jwks_uri, str) or not jwks_uri.startswith(("http://", "https://")):
+            raise AuthUnavailable(
+                f"the discovery document at {host} has no jwks_uri — the provider must publish "
+                "its signing keys"
+            )
+        return _Discovered(jwks_uri, _algorithms(host, document), time.monotonic())
+
+
+def _algorithms(host: str, document: dict[str, Any]) -> tuple[str, ...]:
+    supported = document.get("id_token_signing_alg_values_supported")
+    if not isinstance(supported, list):
+        return ASYMMETRIC_ALGORITHMS
+    algorithms = tuple(a for a in ASYMMETRIC_ALGORITHMS if a in supported)
+    if not algorithms:
+        raise AuthUnavailable(
+            f"the identity provider at {host} signs tokens with none of "
+            f"{', '.join(ASYMMETRIC_ALGORITHMS)} — configure it to use an asymmetric algorithm"
+        )
+    return algorithms

@@ -1,0 +1,82 @@
+"""Serving an ASGI app on a loopback port in a background thread, for tests and offline use.
+
+`serve(app)` is a context manager yielding the port; `LoopbackServer` is a base class for
+objects that serve their own `app()` while entered.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from types import TracebackType
+from typing import Any, Self
+
+import uvicorn
+
+__all__ = ["LoopbackServer", "serve"]
+
+
+@contextmanager
+def serve(app: Any) -> Iterator[int]:
+    """Serve an ASGI app on 127.0.0.1 and a free port, in a thread; yields the port."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port: int = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.005)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join()
+        sock.close()
+
+
+class LoopbackServer(ABC):
+    """Serves `app()` on 127.0.0.1 while entered (or between `start` and `stop`)."""
+
+    def __init__(self) -> None:
+        self.port: int | None = None
+        self._stack: ExitStack | None = None
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``; only while serving."""
+        if self.port is None:
+            raise RuntimeError("not serving: use `with server:` or call start() first")
+        return f"http://127.0.0.1:{self.port}"
+
+    @abstractmethod
+    def app(self) -> Any:
+        """The ASGI app to serve."""
+
+    def start(self) -> Self:
+        if self._stack is None:
+            stack = ExitStack()
+            self.port = stack.enter_context(serve(self.app()))
+            self._stack = stack
+        return self
+
+    def stop(self) -> None:
+        if self._stack is not None:
+            self._stack.close()
+            self._stack = None
+            self.port = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
