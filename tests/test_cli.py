@@ -156,3 +156,24 @@ def test_unknown_command_is_a_usage_error(run_cli: RunCli) -> None:
     result = run_cli("launch")
     assert result.exit_code == 2
     assert "No such command 'launch'" in result.err
+
+
+def test_dry_run_names_the_missing_identity_provider_variables(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    run_cli("init", "demo", cwd=tmp_path)
+    root = tmp_path / "demo"
+    with (root / ".env").open("a") as env:
+        env.write("OPENAI_API_KEY=sk-test-key-123456\nIDP_A_URL=https://auth.example.com\n")
+    scaffolded = (root / "agent.toml").read_text()
+    for provider, missing in (
+        ("idp_a", "IDP_A_PUBLISHABLE_DEFAULT_KEY (for auth idp_a)"),
+        ("idp_b", "IDP_B_SECRET_KEY (for auth idp_b)"),
+    ):
+        (root / "agent.toml").write_text(f'{scaffolded}\n[auth]\nprovider = "{provider}"\n')
+        for args in (("deploy", "--dry-run"), ("deploy",)):
+            result = run_cli(*args, cwd=root)
+            assert result.exit_code == 1
+            assert f"error: missing environment variables: {missing}" in result.err
+            assert "Traceback" not in result.err
+            assert not (root / ".agentctl/build").exists()

@@ -163,3 +163,19 @@ def test_archive_with_a_link_or_garbage_is_refused(tmp_path: Path) -> None:
         extract_revision(raw.getvalue(), tmp_path / "out")
     with pytest.raises(UserError, match="not a revision archive"):
         extract_revision(b"not a tarball", tmp_path / "out")
+
+
+def test_manifest_keeps_the_oidc_issuer_and_audience(write_files: WriteFiles) -> None:
+    root = write_files(
+        {
+            "agent.toml": '[agent]\nname = "demo"\n\n[auth]\nprovider = "oidc"\n'
+            'issuer = "https://login.example.com"\naudience = "agents"\n',
+            "AGENTS.md": "You help.\n",
+        }
+    )
+    manifest = build_revision(load_project(root, environ={})).manifest
+    assert manifest["auth"] == {
+        "provider": "oidc",
+        "issuer": "https://login.example.com",
+        "audience": "agents",
+    }

@@ -98,6 +98,14 @@ def _contents(project: Project) -> dict[str, bytes]:
     return contents
 
 
+def _auth(project: Project) -> dict[str, str] | None:
+    if project.auth is None:
+        return None
+    fields = {"provider": project.auth.provider, "issuer": project.auth.issuer,
+              "audience": project.auth.audience}  # fmt: skip
+    return {key: value for key, value in fields.items() if value is not None}
+
+
 def _manifest(project: Project, contents: dict[str, bytes]) -> dict[str, Any]:
     requirements = requirements_of(project)
     return {
@@ -109,7 +117,7 @@ def _manifest(project: Project, contents: dict[str, bytes]) -> dict[str, Any]:
             "image": project.sandbox.image,
             "scope": project.sandbox.scope,
         },
-        "auth": {"provider": project.auth.provider} if project.auth else None,
+        "auth": _auth(project),
         "interrupt_on": {
             tool: {"allowed_decisions": list(gate.allowed_decisions)}
             for tool, gate in sorted(project.interrupt_on.items())

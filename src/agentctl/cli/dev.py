@@ -88,13 +88,17 @@ def prepare(config: Path, environ: Mapping[str, str], *, quiet: bool) -> Build:
     return Build(project, revision)
 
 
-def example(url: str, assistant: str) -> str:
-    """A one-line request that runs the agent."""
+def example(url: str, assistant: str, *, signed_in: bool = False) -> str:
+    """A one-line request that runs the agent (with `[auth]`, as a signed-in user)."""
     body = {
         "assistant_id": assistant,
         "input": {"messages": [{"role": "user", "content": "hello"}]},
     }
-    return f"curl -s {url}/runs/wait -H 'Content-Type: application/json' -d '{json.dumps(body)}'"
+    token = " -H 'Authorization: Bearer <session token>'" if signed_in else ""
+    return (
+        f"curl -s {url}/runs/wait -H 'Content-Type: application/json'{token} "
+        f"-d '{json.dumps(body)}'"
+    )
 
 
 class _Printer:
@@ -110,8 +114,13 @@ class _Printer:
         )
         click.echo(f"  API   {url}")
         click.echo(f"  Docs  {url}/docs")
-        click.echo(f"  Try   {example(url, name)}")
+        auth = build.project.auth
+        click.echo(f"  Try   {example(url, name, signed_in=auth is not None)}")
         click.echo(f"  Data  {dev.data_dir}")
+        if auth is None:
+            click.echo("  Auth  none: anyone who can reach the address may call (no user memory)")
+        else:
+            click.echo(f"  Auth  {auth.provider}: requests need Authorization: Bearer <token>")
         blocking = (
             "blocking calls on the event loop are allowed"
             if dev.allow_blocking

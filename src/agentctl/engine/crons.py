@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import CroniterError, croniter
 
 from agentctl.engine.engine import RunEngine, ThreadBusyError
-from agentctl.storage.base import Cron, Page, Run, Storage, Thread, new_id, now
+from agentctl.storage.base import OWNER, Cron, Page, Run, Storage, Thread, new_id, now
 
 log = logging.getLogger("agentctl.engine")
 
@@ -187,6 +187,8 @@ class CronScheduler:
                 "assistant_id": cron.assistant_id,
                 "cron_id": cron.cron_id,
             }
+            if cron.user_id:
+                metadata[OWNER] = cron.user_id
             await self.storage.threads.create(Thread(thread_id=thread_id, metadata=metadata))
         else:
             thread_id = cron.thread_id

@@ -1,8 +1,11 @@
 """Where memory lives in the store.
 
     ("memories", A, "shared", "files")        /memories/AGENTS.md, /memories/skills/**
-    ("memories", A, "user", U, "files")       /memories/user/**            (per user U)
     ("memories", A, "subagent", S, "files")   /memories/subagents/S/**     (per subagent S)
+    ("users", U, "memories", A, "files")      /memories/user/**            (per user U)
+
+Everything of user U lives under `user_root(U)` = ("users", U): the server lets a signed-in
+user reach the store there and nowhere else.
 
 A store's search matches namespace *prefixes* (as tuples in memory, as `a.b.c%` strings in
 PostgreSQL, as `a.b.c.*` globs in SQLite), and deepagents' `ls`, `glob` and `grep` search. So
@@ -22,8 +25,8 @@ import re
 
 ROOT = "memories"
 SHARED = "shared"
-USER = "user"
 SUBAGENT = "subagent"
+USERS = "users"
 _KEEP = re.compile(rb"[A-Za-z0-9-]")
 FILES = "files"
 
@@ -53,8 +56,13 @@ def shared_namespace(assistant: str) -> tuple[str, ...]:
     return (ROOT, escape_id(assistant), SHARED, FILES)
 
 
+def user_root(user_id: str) -> tuple[str, str]:
+    """The prefix of every namespace that belongs to user `user_id`."""
+    return (USERS, escape_id(user_id))
+
+
 def user_namespace(assistant: str, user_id: str) -> tuple[str, ...]:
-    return (ROOT, escape_id(assistant), USER, escape_id(user_id), FILES)
+    return (*user_root(user_id), ROOT, escape_id(assistant), FILES)
 
 
 def subagent_namespace(assistant: str, subagent: str) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from agentctl._version import __version__
 from agentctl.engine import Deployment, RunEngine
 from agentctl.engine.crons import CronScheduler
 from agentctl.server import errors
+from agentctl.server.access import AccessPolicy, Authentication
 from agentctl.server.limits import BodyLimit
 from agentctl.storage.base import Assistant, Storage
 
@@ -24,6 +25,8 @@ class Server:
     storage: Storage
     deployment: Deployment
     engine: RunEngine
+    # Who may call, and as whom; the default lets no one in.
+    access: AccessPolicy = field(default_factory=AccessPolicy)
     # Facts shown by `/info` (and later the deployment's settings).
     info: dict[str, Any] = field(default_factory=dict)
     scheduler: CronScheduler = field(init=False)
@@ -40,6 +43,8 @@ class Server:
         await self.scheduler.stop()
         await self.engine.stop()
         await self.storage.close()
+        if self.access.authenticator is not None:
+            await self.access.authenticator.aclose()
 
     async def ensure_default_assistant(self) -> None:
         """The agent itself is an assistant whose id is a uuid5 of its name."""
@@ -81,6 +86,7 @@ def create_app(server: Server) -> FastAPI:
     )
     app.state.server = server
     app.add_middleware(BodyLimit)
+    app.add_middleware(Authentication, policy=lambda: server.access)  # outermost: runs first
     errors.install(app)
     from agentctl.server.routes import ROUTERS
 

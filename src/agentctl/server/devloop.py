@@ -31,7 +31,7 @@ from agentctl.project.model import Project
 from agentctl.runtime import AgentRuntime, load_agent
 from agentctl.server.app import Server, create_app
 from agentctl.server.blocking import BlockingDetector
-from agentctl.server.embedded import open_embedded_server
+from agentctl.server.embedded import dev_access, open_embedded_server
 from agentctl.server.http import uvicorn_config
 
 log = logging.getLogger("agentctl.dev")
@@ -218,6 +218,12 @@ class DevServer:
             build = await asyncio.to_thread(self.rebuild)
             if not self._failed and self._same(build):
                 return False
+            access = server.access
+            if (build.project.auth, build.project.env) != (
+                self.build.project.auth,
+                self.build.project.env,
+            ):
+                access = dev_access(build.project)
             self._export_env(build.project.env)
             runtime = await self._load_runtime(server, build)
         except Exception as exc:  # a reload never stops the server
@@ -225,6 +231,10 @@ class DevServer:
             self.events.reload_failed(exc, self.build)
             return False
         server.deployment.swap(runtime)
+        if access is not server.access:
+            replaced, server.access = server.access, access
+            if replaced.authenticator is not None:
+                await replaced.authenticator.aclose()
         server.info["revision"] = build.revision.id
         await server.ensure_default_assistant()
         self.build = build

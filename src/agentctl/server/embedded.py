@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentctl.auth import authenticator_for
 from agentctl.engine import Deployment, RunEngine
 from agentctl.project.model import Project
 from agentctl.runtime import load_agent
+from agentctl.server.access import AccessPolicy
 from agentctl.server.app import Server
 from agentctl.storage.sqlite import SqliteStorage
 
@@ -23,7 +25,9 @@ async def open_embedded_server(
     run_timeout: float | None = None,
 ) -> Server:
     """Load `project` as revision `revision_id` on the database in `data_dir` (created when
-    missing). Raises a `UserError` when the agent cannot be loaded."""
+    missing), admitting callers as `agentctl dev` does. Raises a `UserError` when the agent
+    cannot be loaded."""
+    access = dev_access(project)
     data_dir.mkdir(parents=True, exist_ok=True)
     storage = SqliteStorage(data_dir / DATABASE_FILE, data_dir / STORE_FILE)
     try:
@@ -39,5 +43,14 @@ async def open_embedded_server(
         storage=storage,
         deployment=deployment,
         engine=engine,
+        access=access,
         info={"storage": "sqlite", "revision": revision_id},
     )
+
+
+def dev_access(project: Project) -> AccessPolicy:
+    """`agentctl dev`'s policy: `[auth]` when the project has it, else anyone on the
+    server's address; the development UI may bypass auth from loopback."""
+    if project.auth is None:
+        return AccessPolicy(anonymous=True, dev_ui=True)
+    return AccessPolicy(authenticator=authenticator_for(project.auth, project.env), dev_ui=True)

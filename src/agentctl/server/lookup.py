@@ -1,10 +1,12 @@
-"""Finding the records a request names, or answering 404."""
+"""Finding the records a request names, or answering 404 — also for records that exist but
+belong to another user, so nothing tells them apart."""
 
 from __future__ import annotations
 
 import uuid
 
 from agentctl.engine.deployment import assistant_uuid
+from agentctl.server.access import Caller
 from agentctl.server.app import Server
 from agentctl.server.errors import ApiError, not_found
 from agentctl.storage.base import Assistant, Run, Thread
@@ -36,15 +38,29 @@ def check_uuid(kind: str, value: str) -> str:
     return value
 
 
-async def get_thread(server: Server, thread_id: str) -> Thread:
+def require_operator(caller: Caller, action: str) -> None:
+    """403 for a signed-in user: `action` (e.g. "change assistants") is the operator's."""
+    if caller.scoped:
+        raise ApiError(403, f"only the deployment's operator can {action}")
+
+
+async def get_thread(server: Server, thread_id: str, caller: Caller) -> Thread:
     thread = await server.storage.threads.get(thread_id)
-    if thread is None:
+    if thread is None or not caller.owns(thread.metadata):
         raise not_found("thread", thread_id)
     return thread
 
 
-async def get_run(server: Server, thread_id: str, run_id: str) -> Run:
+async def get_run(server: Server, thread_id: str, run_id: str, caller: Caller) -> Run:
     run = await server.storage.runs.get(run_id)
-    if run is None or run.thread_id != thread_id:
+    if run is None or run.thread_id != thread_id or not await owns_thread(server, run, caller):
         raise not_found("run", run_id)
     return run
+
+
+async def owns_thread(server: Server, run: Run, caller: Caller) -> bool:
+    """Whether `caller` may see `run`: runs belong to whoever owns their thread."""
+    if not caller.scoped:
+        return True
+    thread = await server.storage.threads.get(run.thread_id)
+    return thread is not None and caller.owns(thread.metadata)

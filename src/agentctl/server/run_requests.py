@@ -87,10 +87,14 @@ class RunCreate(BaseModel):
         thread_id: str,
         assistant_id: str,
         *,
+        user: str | None,
         temporary: bool = False,
         stream_mode: list[str] | None = None,
     ) -> Run:
+        """The run to submit; `user` is the authenticated user it executes as."""
         kwargs = self.model_dump(include=set(RUN_KWARGS), exclude_none=True)
+        if user is not None:
+            kwargs["user_id"] = user
         if self.command is not None:
             kwargs["command"] = self.command.model_dump(exclude_unset=True)
         if stream_mode is not None:

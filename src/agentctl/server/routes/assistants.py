@@ -14,6 +14,7 @@ from pydantic import Field
 from starlette.responses import Response
 
 from agentctl.server import graph_schemas, lookup, views
+from agentctl.server.access import caller_of
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict
 from agentctl.server.routes.common import (
@@ -97,6 +98,7 @@ def check_graph(server: Server, graph_id: str) -> str:
 @router.post("/assistants")
 async def create_assistant(request: Request, body: AssistantCreate) -> Response:
     server = server_of(request)
+    lookup.require_operator(caller_of(request), "create assistants")
     check_graph(server, body.graph_id)
     assistant_id = body.assistant_id or new_id()
     lookup.check_uuid("assistant_id", assistant_id)
@@ -156,6 +158,7 @@ async def get_assistant(request: Request, assistant_id: str) -> Response:
 @router.patch("/assistants/{assistant_id}")
 async def patch_assistant(request: Request, assistant_id: str, body: AssistantPatch) -> Response:
     server = server_of(request)
+    lookup.require_operator(caller_of(request), "change assistants")
     current = await lookup.get_assistant(server, assistant_id)
     if body.graph_id is not None:
         check_graph(server, body.graph_id)
@@ -181,6 +184,7 @@ async def delete_assistant(
     request: Request, assistant_id: str, delete_threads: bool = False
 ) -> Response:
     server = server_of(request)
+    lookup.require_operator(caller_of(request), "delete assistants")
     assistant = await lookup.get_assistant(server, assistant_id)
     if assistant.assistant_id == server.deployment.assistant_id:
         raise conflict(
@@ -255,6 +259,7 @@ async def list_versions(
 @router.post("/assistants/{assistant_id}/latest")
 async def set_latest_version(request: Request, assistant_id: str, body: SetLatest) -> Response:
     server = server_of(request)
+    lookup.require_operator(caller_of(request), "change assistants")
     assistant = await lookup.get_assistant(server, assistant_id)
     updated = await server.storage.assistants.set_latest(assistant.assistant_id, body.version)
     if updated is None:

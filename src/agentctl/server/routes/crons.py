@@ -11,6 +11,7 @@ from starlette.responses import Response
 from agentctl.engine import crons as schedule
 from agentctl.engine.wire import STREAM_MODES
 from agentctl.server import lookup, views
+from agentctl.server.access import Caller, caller_of, without_owner
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, not_found
 from agentctl.server.routes.common import Body, Limit, Offset, SortOrder, page, select_fields
@@ -84,12 +85,14 @@ async def _check(body: CronFields, schedule_text: str | None) -> None:
             )
 
 
-async def _create(server: Server, body: CronCreate, thread_id: str | None) -> Response:
+async def _create(
+    server: Server, caller: Caller, body: CronCreate, thread_id: str | None
+) -> Response:
     await _check(body, body.schedule)
     assistant = await lookup.get_assistant(server, body.assistant_id)
     if thread_id is not None:
         lookup.check_uuid("thread id", thread_id)
-        await lookup.get_thread(server, thread_id)
+        await lookup.get_thread(server, thread_id, caller)
     payload = {k: v for k in PAYLOAD_FIELDS if (v := getattr(body, k, None)) is not None}
     cron = Cron(
         cron_id=new_id(),
@@ -101,8 +104,9 @@ async def _create(server: Server, body: CronCreate, thread_id: str | None) -> Re
         timezone=body.timezone,
         end_time=schedule.as_utc(body.end_time, body.timezone),
         on_run_completed=None if thread_id else body.on_run_completed or "delete",
-        metadata=body.metadata or {},
+        metadata=caller.stamp(body.metadata),
         enabled=body.enabled is not False,
+        user_id=caller.user,
     )
     if cron.enabled:
         schedule.schedule_next(cron, now())
@@ -113,22 +117,23 @@ async def _create(server: Server, body: CronCreate, thread_id: str | None) -> Re
 
 @router.post("/runs/crons")
 async def create_cron(request: Request, body: CronCreate) -> Response:
-    return await _create(server_of(request), body, None)
+    return await _create(server_of(request), caller_of(request), body, None)
 
 
 @router.post("/threads/{thread_id}/runs/crons")
 async def create_thread_cron(request: Request, thread_id: str, body: CronCreate) -> Response:
-    return await _create(server_of(request), body, thread_id)
+    return await _create(server_of(request), caller_of(request), body, thread_id)
 
 
-async def _search(server: Server, body: CronCount, enabled: bool | None, page_: Page
-                  ) -> tuple[list[Cron], int]:  # fmt: skip
+async def _search(
+    server: Server, caller: Caller, body: CronCount, enabled: bool | None, page_: Page
+) -> tuple[list[Cron], int]:
     assistant_id = body.assistant_id and lookup.assistant_key(server, body.assistant_id)
     return await server.storage.crons.search(
         assistant_id=assistant_id or None,
         thread_id=body.thread_id,
         enabled=enabled,
-        metadata=body.metadata or {},
+        metadata=caller.narrow(body.metadata),
         page=page_,
     )
 
@@ -138,6 +143,7 @@ async def search_crons(request: Request, body: CronSearch | None = None) -> Resp
     body = body or CronSearch()
     found, total = await _search(
         server_of(request),
+        caller_of(request),
         body,
         body.enabled,
         page(body.limit, body.offset, body.sort_by, body.sort_order),
@@ -150,27 +156,29 @@ async def search_crons(request: Request, body: CronSearch | None = None) -> Resp
 
 @router.post("/runs/crons/count")
 async def count_crons(request: Request, body: CronCount | None = None) -> Response:
-    _, total = await _search(server_of(request), body or CronCount(), None, Page(limit=1))
+    _, total = await _search(
+        server_of(request), caller_of(request), body or CronCount(), None, Page(limit=1)
+    )
     return views.json_response(total)
 
 
-async def _get(server: Server, cron_id: str) -> Cron:
+async def _get(server: Server, cron_id: str, request: Request) -> Cron:
     lookup.check_uuid("cron id", cron_id)
     cron = await server.storage.crons.get(cron_id)
-    if cron is None:
+    if cron is None or not caller_of(request).owns(cron.metadata):
         raise not_found("cron", cron_id)
     return cron
 
 
 @router.get("/runs/crons/{cron_id}")
 async def get_cron(request: Request, cron_id: str) -> Response:
-    return views.json_response(views.cron_view(await _get(server_of(request), cron_id)))
+    return views.json_response(views.cron_view(await _get(server_of(request), cron_id, request)))
 
 
 @router.patch("/runs/crons/{cron_id}")
 async def patch_cron(request: Request, cron_id: str, body: CronPatch) -> Response:
     server = server_of(request)
-    cron = await _get(server, cron_id)
+    cron = await _get(server, cron_id, request)
     given = body.model_fields_set
     await _check(body, body.schedule)
     if body.schedule is not None:
@@ -184,7 +192,7 @@ async def patch_cron(request: Request, cron_id: str, body: CronPatch) -> Respons
     if body.on_run_completed is not None and cron.thread_id is None:
         cron.on_run_completed = body.on_run_completed
     if body.metadata is not None:
-        cron.metadata = {**cron.metadata, **body.metadata}
+        cron.metadata = {**cron.metadata, **without_owner(body.metadata)}
     payload = dict(cron.payload)
     for name in PAYLOAD_FIELDS:
         if name in given:
@@ -204,7 +212,7 @@ async def patch_cron(request: Request, cron_id: str, body: CronPatch) -> Respons
 @router.delete("/runs/crons/{cron_id}", status_code=204)
 async def delete_cron(request: Request, cron_id: str) -> Response:
     server = server_of(request)
-    await _get(server, cron_id)
+    await _get(server, cron_id, request)
     await server.storage.crons.delete(cron_id)
     return Response(status_code=204)
 

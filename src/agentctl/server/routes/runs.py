@@ -11,8 +11,9 @@ from starlette.responses import Response
 from agentctl.engine.engine import ThreadBusyError
 from agentctl.engine.wire import normalize_modes
 from agentctl.server import lookup
+from agentctl.server.access import Caller, caller_of
 from agentctl.server.app import Server, server_of
-from agentctl.server.errors import ApiError, conflict
+from agentctl.server.errors import ApiError, conflict, not_found
 from agentctl.server.run_requests import CancelMany, RunCreate
 from agentctl.server.run_streams import (
     run_paths,
@@ -34,9 +35,10 @@ router = APIRouter(tags=["runs"])
 
 
 async def start_run(
-    server: Server, body: RunCreate, thread_id: str | None, *, wait: bool = False
+    server: Server, caller: Caller, body: RunCreate, thread_id: str | None, *, wait: bool = False
 ) -> Run:
-    """Check the request against the thread, then hand the run to the engine."""
+    """Check the request against the thread, then hand the run to the engine. The run
+    executes as `caller`'s user (their memory), whatever the request's config says."""
     assistant = await lookup.get_assistant(server, body.assistant_id)
     stream_mode = None
     if wait:  # a waiting client gets the final values
@@ -50,12 +52,14 @@ async def start_run(
             )
         temporary = body.on_completion != "keep"
         thread_id = new_id()
-        await server.storage.threads.create(Thread(thread_id=thread_id))
-        run = body.to_run(thread_id, assistant.assistant_id, temporary=temporary,
-                          stream_mode=stream_mode)  # fmt: skip
+        await server.storage.threads.create(Thread(thread_id, metadata=caller.stamp({})))
+        run = body.to_run(thread_id, assistant.assistant_id, user=caller.user,
+                          temporary=temporary, stream_mode=stream_mode)  # fmt: skip
     else:
         lookup.check_uuid("thread_id", thread_id)
         thread = await server.storage.threads.get(thread_id)
+        if thread is not None and not caller.owns(thread.metadata):
+            raise not_found("thread", thread_id)
         if thread is None:
             if body.if_not_exists != "create":
                 raise ApiError(
@@ -63,8 +67,9 @@ async def start_run(
                     f"thread {thread_id!r} not found — create it first (POST /threads) or "
                     'send "if_not_exists": "create"',
                 )
-            thread = Thread(thread_id=thread_id)
-            await server.storage.threads.create(thread)
+            thread = Thread(thread_id=thread_id, metadata=caller.stamp({}))
+            if not await server.storage.threads.create(thread):
+                raise conflict(f"thread {thread_id!r} was created meanwhile — send the run again")
         pending = thread.interrupts or await server.storage.runs.active(thread_id)
         if body.is_resume and not pending:
             raise ApiError(
@@ -72,7 +77,9 @@ async def start_run(
                 f"thread {thread_id!r} has no pending interrupt to resume — "
                 "send input instead of command.resume",
             )
-        run = body.to_run(thread_id, assistant.assistant_id, stream_mode=stream_mode)
+        run = body.to_run(
+            thread_id, assistant.assistant_id, user=caller.user, stream_mode=stream_mode
+        )
     try:
         return await server.engine.submit(run)
     except ThreadBusyError as exc:
@@ -89,20 +96,20 @@ def _created(run: Run) -> Response:
 
 @router.post("/threads/{thread_id}/runs")
 async def create_run(thread_id: str, body: RunCreate, request: Request) -> Response:
-    return _created(await start_run(server_of(request), body, thread_id))
+    return _created(await start_run(server_of(request), caller_of(request), body, thread_id))
 
 
 @router.post("/threads/{thread_id}/runs/stream")
 async def stream_run(thread_id: str, body: RunCreate, request: Request) -> Response:
     server = server_of(request)
-    run = await start_run(server, body, thread_id)
+    run = await start_run(server, caller_of(request), body, thread_id)
     return run_stream_response(server, run, cancel_on_disconnect=body.on_disconnect == "cancel")
 
 
 @router.post("/threads/{thread_id}/runs/wait")
 async def wait_run(thread_id: str, body: RunCreate, request: Request) -> Response:
     server = server_of(request)
-    run = await start_run(server, body, thread_id, wait=True)
+    run = await start_run(server, caller_of(request), body, thread_id, wait=True)
     return waiting_response(wait_for_result(server, run, from_events=False), run, "join")
 
 
@@ -116,20 +123,21 @@ async def list_runs(
     | None = None,
 ) -> Response:
     server = server_of(request)
-    await lookup.get_thread(server, thread_id)
+    await lookup.get_thread(server, thread_id, caller_of(request))
     runs = await server.storage.runs.list(thread_id, status=status, limit=limit, offset=offset)
     return json_response([run_view(run) for run in runs])
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}")
 async def get_run(thread_id: str, run_id: str, request: Request) -> Response:
-    return json_response(run_view(await lookup.get_run(server_of(request), thread_id, run_id)))
+    run = await lookup.get_run(server_of(request), thread_id, run_id, caller_of(request))
+    return json_response(run_view(run))
 
 
 @router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)
 async def delete_run(thread_id: str, run_id: str, request: Request) -> Response:
     server = server_of(request)
-    run = await lookup.get_run(server, thread_id, run_id)
+    run = await lookup.get_run(server, thread_id, run_id, caller_of(request))
     if run.status in ACTIVE_RUN_STATUSES:
         raise conflict(f"run {run_id} is {run.status} — cancel it before deleting it")
     await server.storage.runs.delete(run_id)
@@ -139,7 +147,7 @@ async def delete_run(thread_id: str, run_id: str, request: Request) -> Response:
 @router.get("/threads/{thread_id}/runs/{run_id}/join")
 async def join_run(thread_id: str, run_id: str, request: Request) -> Response:
     server = server_of(request)
-    run = await lookup.get_run(server, thread_id, run_id)
+    run = await lookup.get_run(server, thread_id, run_id, caller_of(request))
     return waiting_response(wait_for_result(server, run, from_events=False), run, "join")
 
 
@@ -153,7 +161,7 @@ async def join_run_stream(
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> Response:
     server = server_of(request)
-    run = await lookup.get_run(server, thread_id, run_id)
+    run = await lookup.get_run(server, thread_id, run_id, caller_of(request))
     return run_stream_response(
         server,
         run,
@@ -172,7 +180,7 @@ async def cancel_run(
     action: Literal["interrupt", "rollback"] = "interrupt",
 ) -> Response:
     server = server_of(request)
-    run = await lookup.get_run(server, thread_id, run_id)
+    run = await lookup.get_run(server, thread_id, run_id, caller_of(request))
     if run.status in FINAL_RUN_STATUSES:
         raise conflict(f"run {run_id} already ended ({run.status}); there is nothing to cancel")
     await server.engine.cancel(run, action)
@@ -186,20 +194,20 @@ async def cancel_run(
 
 @router.post("/runs")
 async def create_stateless_run(body: RunCreate, request: Request) -> Response:
-    return _created(await start_run(server_of(request), body, None))
+    return _created(await start_run(server_of(request), caller_of(request), body, None))
 
 
 @router.post("/runs/stream")
 async def stream_stateless_run(body: RunCreate, request: Request) -> Response:
     server = server_of(request)
-    run = await start_run(server, body, None)
+    run = await start_run(server, caller_of(request), body, None)
     return run_stream_response(server, run, cancel_on_disconnect=body.on_disconnect == "cancel")
 
 
 @router.post("/runs/wait")
 async def wait_stateless_run(body: RunCreate, request: Request) -> Response:
     server = server_of(request)
-    run = await start_run(server, body, None, wait=True)
+    run = await start_run(server, caller_of(request), body, None, wait=True)
     return waiting_response(wait_for_result(server, run, from_events=run.temporary), run, "join")
 
 
@@ -207,8 +215,8 @@ async def wait_stateless_run(body: RunCreate, request: Request) -> Response:
 async def create_batch(
     request: Request, body: Annotated[list[RunCreate], Body(max_length=100)]
 ) -> Response:
-    server = server_of(request)
-    runs = [await start_run(server, item, None) for item in body]
+    server, caller = server_of(request), caller_of(request)
+    runs = [await start_run(server, caller, item, None) for item in body]
     return json_response([run_view(run) for run in runs])
 
 
@@ -218,18 +226,27 @@ async def cancel_many(
     request: Request,
     action: Literal["interrupt", "rollback"] = "interrupt",
 ) -> Response:
-    server = server_of(request)
+    server, caller = server_of(request), caller_of(request)
     candidates: list[Run] = []
     if body.run_ids:
         for run_id in body.run_ids:
             run = await server.storage.runs.get(run_id)
-            if run is None or (body.thread_id and run.thread_id != body.thread_id):
-                raise ApiError(404, f"run {run_id!r} not found")
+            if (
+                run is None
+                or (body.thread_id and run.thread_id != body.thread_id)
+                or not await lookup.owns_thread(server, run, caller)
+            ):
+                raise not_found("run", run_id)
             candidates.append(run)
     elif body.thread_id:
+        await lookup.get_thread(server, body.thread_id, caller)
         candidates = await server.storage.runs.active(body.thread_id)
     elif body.status:
-        candidates = await server.storage.runs.all_active()
+        candidates = [
+            run
+            for run in await server.storage.runs.all_active()
+            if await lookup.owns_thread(server, run, caller)
+        ]
     else:
         raise ApiError(422, "say which runs to cancel: thread_id, run_ids or status")
     statuses: tuple[str, ...] = ACTIVE_RUN_STATUSES

@@ -10,6 +10,7 @@ from starlette.responses import Response
 
 from agentctl import serde
 from agentctl.server import lookup, views
+from agentctl.server.access import caller_of
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict
 from agentctl.server.routes.common import Body, Limit
@@ -65,9 +66,9 @@ def _config(thread_id: str, checkpoint: CheckpointRef | None, checkpoint_id: str
     )
 
 
-async def _thread(server: Server, thread_id: str) -> None:
+async def _thread(server: Server, thread_id: str, request: Request) -> None:
     lookup.check_uuid("thread id", thread_id)
-    await lookup.get_thread(server, thread_id)
+    await lookup.get_thread(server, thread_id, caller_of(request))
 
 
 async def _state(
@@ -88,7 +89,7 @@ async def get_state(
     select: Annotated[list[str] | None, Query()] = None,
 ) -> Response:
     server = server_of(request)
-    await _thread(server, thread_id)
+    await _thread(server, thread_id, request)
     view = await _state(server, thread_id, thread_config(thread_id), subgraphs)
     return views.json_response(select_state(view, select))
 
@@ -102,7 +103,7 @@ async def get_state_at(
     select: Annotated[list[str] | None, Query()] = None,
 ) -> Response:
     server = server_of(request)
-    await _thread(server, thread_id)
+    await _thread(server, thread_id, request)
     config = thread_config(thread_id, checkpoint_id=checkpoint_id)
     view = await _state(server, thread_id, config, subgraphs)
     return views.json_response(select_state(view, select))
@@ -111,7 +112,7 @@ async def get_state_at(
 @router.post("/threads/{thread_id}/state/checkpoint")
 async def post_state_at(request: Request, thread_id: str, body: StateAtCheckpoint) -> Response:
     server = server_of(request)
-    await _thread(server, thread_id)
+    await _thread(server, thread_id, request)
     view = await _state(server, thread_id, _config(thread_id, body.checkpoint), body.subgraphs)
     return views.json_response(select_state(view, body.select))
 
@@ -119,7 +120,7 @@ async def post_state_at(request: Request, thread_id: str, body: StateAtCheckpoin
 @router.post("/threads/{thread_id}/state")
 async def update_state(request: Request, thread_id: str, body: StateUpdate) -> Response:
     server = server_of(request)
-    await _thread(server, thread_id)
+    await _thread(server, thread_id, request)
     active = await server.storage.runs.active(thread_id)
     if any(run.status == "running" for run in active):
         raise conflict(
@@ -187,7 +188,7 @@ async def get_history(
     before: str | None = None,
 ) -> Response:
     server = server_of(request)
-    await _thread(server, thread_id)
+    await _thread(server, thread_id, request)
     states = await _history(
         server, thread_id, limit=limit, before=before, metadata=None, checkpoint=None
     )
@@ -199,7 +200,7 @@ async def post_history(
     request: Request, thread_id: str, body: HistoryQuery | None = None
 ) -> Response:
     server = server_of(request)
-    await _thread(server, thread_id)
+    await _thread(server, thread_id, request)
     body = body or HistoryQuery()
     states = await _history(
         server,

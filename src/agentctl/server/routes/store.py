@@ -1,5 +1,8 @@
 """The long-term memory store: items under namespaces, shared by the agent and API clients.
 
+A signed-in user reaches only their own namespaces, those under `["users", <their id>]`
+(their agent memory is there too); anything else is 403, and searches are kept inside.
+
 `GET /store/items` takes the namespace as one dotted string (`?namespace=a.b&key=k`), as
 the SDK sends it; the other endpoints take it as a JSON list of labels.
 """
@@ -15,6 +18,7 @@ from pydantic import Field
 from starlette.responses import Response
 
 from agentctl.server import views
+from agentctl.server.access import caller_of
 from agentctl.server.app import server_of
 from agentctl.server.errors import ApiError
 from agentctl.server.routes.common import Body, Limit, Offset
@@ -85,7 +89,7 @@ def item_view(item: Any) -> dict[str, Any]:
 @router.put("/store/items", status_code=204)
 async def put_item(request: Request, body: ItemPut) -> Response:
     store = server_of(request).storage.store
-    namespace = check_namespace(body.namespace)
+    namespace = caller_of(request).namespace(check_namespace(body.namespace))
     try:
         await store.aput(namespace, body.key, body.value, index=body.index, ttl=body.ttl)
     except InvalidNamespaceError as exc:
@@ -101,7 +105,9 @@ async def get_item(
     refresh_ttl: bool | None = None,
 ) -> Response:
     store = server_of(request).storage.store
-    labels = check_namespace(namespace.split(".") if namespace else [])
+    labels = caller_of(request).namespace(
+        check_namespace(namespace.split(".") if namespace else [])
+    )
     try:
         item = await store.aget(labels, key, refresh_ttl=refresh_ttl)
     except InvalidNamespaceError as exc:
@@ -114,7 +120,7 @@ async def get_item(
 @router.delete("/store/items", status_code=204)
 async def delete_item(request: Request, body: ItemDelete) -> Response:
     store = server_of(request).storage.store
-    namespace = check_namespace(body.namespace)
+    namespace = caller_of(request).namespace(check_namespace(body.namespace))
     try:
         await store.adelete(namespace, body.key)
     except InvalidNamespaceError as exc:
@@ -124,9 +130,11 @@ async def delete_item(request: Request, body: ItemDelete) -> Response:
 
 @router.post("/store/items/search")
 async def search_items(request: Request, body: ItemSearch | None = None) -> Response:
-    store = server_of(request).storage.store
+    store, caller = server_of(request).storage.store, caller_of(request)
     body = body or ItemSearch()
-    prefix = check_namespace(body.namespace_prefix, field="namespace_prefix", allow_empty=True)
+    prefix = caller.namespace_prefix(
+        check_namespace(body.namespace_prefix, field="namespace_prefix", allow_empty=True)
+    )
     try:
         items = await store.asearch(
             prefix,
@@ -138,14 +146,17 @@ async def search_items(request: Request, body: ItemSearch | None = None) -> Resp
         )
     except InvalidNamespaceError as exc:
         raise ApiError(422, f"namespace_prefix: {exc}") from None
-    return views.json_response({"items": [item_view(item) for item in items]})
+    mine = [item for item in items if caller.may_use(item.namespace)]
+    return views.json_response({"items": [item_view(item) for item in mine]})
 
 
 @router.post("/store/namespaces")
 async def list_namespaces(request: Request, body: NamespaceList | None = None) -> Response:
-    store = server_of(request).storage.store
+    store, caller = server_of(request).storage.store, caller_of(request)
     body = body or NamespaceList()
-    prefix = check_namespace(body.prefix or [], field="prefix", allow_empty=True)
+    prefix = caller.namespace_prefix(
+        check_namespace(body.prefix or [], field="prefix", allow_empty=True)
+    )
     suffix = check_namespace(body.suffix or [], field="suffix", allow_empty=True)
     namespaces = await store.alist_namespaces(
         prefix=prefix or None,
@@ -154,4 +165,5 @@ async def list_namespaces(request: Request, body: NamespaceList | None = None) -
         limit=body.limit,
         offset=body.offset,
     )
-    return views.json_response({"namespaces": [list(ns) for ns in namespaces]})
+    mine = [list(ns) for ns in namespaces if caller.may_use(ns)]
+    return views.json_response({"namespaces": mine})

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Header, Query, Request
 from starlette.responses import Response
 
 from agentctl.server import lookup
+from agentctl.server.access import caller_of
 from agentctl.server.app import server_of
 from agentctl.server.routes.runs import checked_event_id
 from agentctl.server.run_streams import thread_stream_response
@@ -27,7 +28,7 @@ async def join_thread_stream(
     """Every event of every run on the thread from now on (or after `Last-Event-ID`;
     `-` replays from the start), and `metadata` `{"status": "run_done"}` as each run ends."""
     server = server_of(request)
-    await lookup.get_thread(server, thread_id)
+    await lookup.get_thread(server, thread_id, caller_of(request))
     return thread_stream_response(
         server,
         thread_id,

@@ -19,7 +19,8 @@ from prometheus_client import (
 from starlette.responses import Response
 
 from agentctl._version import __version__
-from agentctl.server import views
+from agentctl.server import lookup, views
+from agentctl.server.access import caller_of
 from agentctl.server.app import Server, server_of
 from agentctl.storage.base import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES, Page, ThreadStatus
 
@@ -116,6 +117,7 @@ async def run_counts(server: Server) -> dict[str, int]:
 
 @router.get("/metrics")
 async def metrics(request: Request) -> Response:
+    lookup.require_operator(caller_of(request), "read the metrics")
     state = request.app.state
     if getattr(state, "metrics", None) is None:
         state.metrics = await asyncio.to_thread(Metrics)

@@ -18,6 +18,7 @@ from starlette.responses import Response
 
 from agentctl import serde
 from agentctl.server import lookup, views
+from agentctl.server.access import Caller, caller_of, without_owner
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict, not_found
 from agentctl.server.routes.common import (
@@ -133,13 +134,17 @@ async def apply_supersteps(server: Server, thread_id: str, supersteps: list[Supe
 
 @router.post("/threads")
 async def create_thread(request: Request, body: ThreadCreate | None = None) -> Response:
-    server = server_of(request)
+    server, caller = server_of(request), caller_of(request)
     body = body or ThreadCreate()
     thread_id = lookup.check_uuid("thread_id", body.thread_id or str(uuid.uuid4()))
-    thread = Thread(thread_id=thread_id, metadata=body.metadata or {})
+    thread = Thread(thread_id=thread_id, metadata=caller.stamp(body.metadata))
     if not await server.storage.threads.create(thread):
-        if body.if_exists == "do_nothing":
-            existing = await lookup.get_thread(server, thread_id)
+        existing = await server.storage.threads.get(thread_id)
+        if (
+            body.if_exists == "do_nothing"
+            and existing is not None
+            and caller.owns(existing.metadata)
+        ):
             return views.json_response(await thread_json(server, existing))
         raise conflict(
             f'thread {thread_id} already exists — use another id or pass if_exists="do_nothing"'
@@ -158,10 +163,10 @@ def _matches(values: Any, wanted: dict[str, Any]) -> bool:
 
 
 async def _search(
-    server: Server, body: ThreadCount, page_: Page, *, with_values: bool
+    server: Server, caller: Caller, body: ThreadCount, page_: Page, *, with_values: bool
 ) -> tuple[list[dict[str, Any]], int]:
     storage = server.storage
-    metadata = body.metadata or {}
+    metadata = caller.narrow(body.metadata)
     if not body.values:
         found, total = await storage.threads.search(
             metadata=metadata, status=body.status, ids=body.ids, page=page_
@@ -192,6 +197,7 @@ async def search_threads(request: Request, body: ThreadSearch | None = None) -> 
     with_values = not body.select or "values" in body.select
     found, total = await _search(
         server,
+        caller_of(request),
         body,
         page(body.limit, body.offset, body.sort_by, body.sort_order),
         with_values=with_values,
@@ -206,17 +212,18 @@ async def search_threads(request: Request, body: ThreadSearch | None = None) -> 
 async def count_threads(request: Request, body: ThreadCount | None = None) -> Response:
     server = server_of(request)
     body = body or ThreadCount()
-    _, total = await _search(server, body, Page(limit=1), with_values=False)
+    _, total = await _search(server, caller_of(request), body, Page(limit=1), with_values=False)
     return views.json_response(total)
 
 
 @router.post("/threads/prune")
 async def prune_threads(request: Request, body: ThreadPrune) -> Response:
-    server = server_of(request)
+    server, caller = server_of(request), caller_of(request)
     pruned = 0
     for thread_id in _unique(body.thread_ids):
         lookup.check_uuid("thread id", thread_id)
-        if await server.storage.threads.get(thread_id) is None:
+        thread = await server.storage.threads.get(thread_id)
+        if thread is None or not caller.owns(thread.metadata):
             continue
         if body.strategy == "delete":
             pruned += await delete_thread(server, thread_id)
@@ -265,7 +272,7 @@ def _unique(ids: Sequence[str]) -> list[str]:
 async def get_thread(request: Request, thread_id: str) -> Response:
     server = server_of(request)
     lookup.check_uuid("thread id", thread_id)
-    thread = await lookup.get_thread(server, thread_id)
+    thread = await lookup.get_thread(server, thread_id, caller_of(request))
     return views.json_response(await thread_json(server, thread))
 
 
@@ -278,8 +285,8 @@ async def patch_thread(
 ) -> Response:
     server = server_of(request)
     lookup.check_uuid("thread id", thread_id)
-    await lookup.get_thread(server, thread_id)
-    thread = await server.storage.threads.update(thread_id, metadata=body.metadata or {})
+    await lookup.get_thread(server, thread_id, caller_of(request))
+    thread = await server.storage.threads.update(thread_id, metadata=without_owner(body.metadata))
     if thread is None:  # deleted in between
         raise not_found("thread", thread_id)
     if prefer and "return=minimal" in prefer:
@@ -291,19 +298,19 @@ async def patch_thread(
 async def delete_thread_route(request: Request, thread_id: str) -> Response:
     server = server_of(request)
     lookup.check_uuid("thread id", thread_id)
-    await lookup.get_thread(server, thread_id)
+    await lookup.get_thread(server, thread_id, caller_of(request))
     await delete_thread(server, thread_id)
     return Response(status_code=204)
 
 
 @router.post("/threads/{thread_id}/copy")
 async def copy_thread(request: Request, thread_id: str) -> Response:
-    server = server_of(request)
+    server, caller = server_of(request), caller_of(request)
     lookup.check_uuid("thread id", thread_id)
-    source = await lookup.get_thread(server, thread_id)
+    source = await lookup.get_thread(server, thread_id, caller)
     copy = Thread(
         thread_id=str(uuid.uuid4()),
-        metadata=dict(source.metadata),
+        metadata={**source.metadata, **caller.stamp({})},
         status="idle" if source.status == "busy" else source.status,
         interrupts=source.interrupts,
         created_at=now(),

@@ -1,0 +1,186 @@
+"""Who is calling, and what they may see.
+
+Every request but the public ones (`PUBLIC_PATHS`) is resolved to a `Caller` before any
+route runs, by `Authentication` under the server's `AccessPolicy`:
+
+- `Authorization: Bearer <token>` with `[auth]`: the provider's user. Such a caller is
+  *scoped*: threads, runs, streams, state, crons and store items are theirs alone.
+- `x-api-key: <deployment key>`: the operator, unscoped, with no user.
+- nothing, where the policy allows anonymous access (`agentctl dev` without `[auth]`):
+  unscoped, with no user, so user memory is skipped.
+- in `agentctl dev` only, the development UI (`x-auth-scheme: langsmith`, from loopback).
+
+Anything else is 401 (no valid credentials) or 503 (the identity provider did not answer).
+Resources carry their creator in `metadata.owner`; a scoped caller's lookups of anything
+not theirs look like 404, and no request can set or change an owner.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from agentctl import serde
+from agentctl.auth import Authenticator
+from agentctl.errors import AuthError, AuthUnavailable
+from agentctl.runtime.namespaces import user_root
+from agentctl.server.errors import ApiError
+from agentctl.storage.base import OWNER
+
+PUBLIC_PATHS = frozenset({"/ok", "/info", "/docs", "/docs/oauth2-redirect", "/openapi.json"})
+DEV_UI_HEADER = (b"x-auth-scheme", b"langsmith")
+_LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The principal of one request. `user` is None for the operator and anonymous callers,
+    who are not scoped; a signed-in user is scoped to what they created."""
+
+    user: str | None = None
+
+    @property
+    def scoped(self) -> bool:
+        return self.user is not None
+
+    def owns(self, metadata: Mapping[str, Any] | None) -> bool:
+        return self.user is None or (metadata or {}).get(OWNER) == self.user
+
+    def stamp(self, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Metadata of a new resource: the client's, with the owner set by the server."""
+        stamped = without_owner(metadata)
+        if self.user is not None:
+            stamped[OWNER] = self.user
+        return stamped
+
+    def narrow(self, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+        """A search filter limited to what the caller may see."""
+        narrowed = dict(metadata or {})
+        if self.user is not None:
+            narrowed[OWNER] = self.user
+        return narrowed
+
+    def may_use(self, namespace: Sequence[str]) -> bool:
+        """Whether the caller may use the store in `namespace`."""
+        return self.user is None or tuple(namespace[:2]) == user_root(self.user)
+
+    def namespace(self, namespace: Sequence[str]) -> tuple[str, ...]:
+        """`namespace`, when the caller may use the store there; else 403."""
+        if not self.may_use(namespace):
+            raise ApiError(403, self._store_denied())
+        return tuple(namespace)
+
+    def namespace_prefix(self, prefix: Sequence[str]) -> tuple[str, ...]:
+        """A search prefix limited to the caller's namespaces: a prefix of their root becomes
+        the root; a prefix outside it is 403."""
+        if self.user is None:
+            return tuple(prefix)
+        if user_root(self.user)[: len(prefix)] == tuple(prefix):
+            return user_root(self.user)
+        return self.namespace(prefix)
+
+    def _store_denied(self) -> str:
+        root = list(user_root(self.user or ""))
+        return (
+            f"this namespace is not yours — a signed-in user's store namespaces start with {root}"
+        )
+
+
+def without_owner(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Client metadata with any `owner` dropped: only the server sets it."""
+    return {k: v for k, v in (metadata or {}).items() if k != OWNER}
+
+
+def caller_of(request: Request) -> Caller:
+    """The caller `Authentication` resolved; none means the middleware did not run, so no
+    one is let in."""
+    caller = request.scope.get("state", {}).get("caller")
+    if not isinstance(caller, Caller):
+        raise ApiError(401, "the request was not authenticated")
+    return caller
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    """How a server admits requests.
+
+    `authenticator`: end users' bearer tokens (`[auth]`). `api_key`: the deployment key the
+    operator sends as `x-api-key`. `anonymous`: requests with neither are let in, unscoped
+    (only without an authenticator). `dev_ui`: the development UI may bypass auth from
+    loopback — `agentctl dev` only; no setting of the production server turns it on."""
+
+    authenticator: Authenticator | None = None
+    api_key: str | None = None
+    anonymous: bool = False
+    dev_ui: bool = False
+
+    def __post_init__(self) -> None:
+        if self.anonymous and self.authenticator is not None:
+            raise ValueError("anonymous access and [auth] exclude each other")
+
+
+class Authentication:
+    """ASGI middleware: resolves the `Caller` of every non-public request, or answers it."""
+
+    def __init__(self, app: ASGIApp, policy: Callable[[], AccessPolicy]) -> None:
+        """`policy` gives the policy in force (a reload may change it)."""
+        self.app = app
+        self.policy = policy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        try:
+            caller = await self._resolve(scope)
+        except AuthError as exc:
+            await _refuse(send, 401, str(exc))
+            return
+        except AuthUnavailable as exc:
+            await _refuse(send, 503, str(exc))
+            return
+        scope.setdefault("state", {})["caller"] = caller
+        await self.app(scope, receive, send)
+
+    async def _resolve(self, scope: Scope) -> Caller:
+        policy = self.policy()
+        headers = dict(scope["headers"])
+        if policy.dev_ui and _from_dev_ui(scope, headers):
+            return Caller()
+        authorization = headers.get(b"authorization", b"").decode("latin-1")
+        scheme, _, token = authorization.partition(" ")
+        if policy.authenticator is not None and authorization:
+            if scheme.lower() != "bearer":
+                raise AuthError("send the session token as Authorization: Bearer <token>")
+            identity = await policy.authenticator.authenticate(token)
+            return Caller(user=identity.id)
+        api_key = headers.get(b"x-api-key")
+        if policy.api_key is not None and api_key is not None:
+            if not hmac.compare_digest(api_key, policy.api_key.encode()):
+                raise AuthError("the x-api-key is not this deployment's key")
+            return Caller()
+        if policy.authenticator is not None:
+            raise AuthError("sign in: send Authorization: Bearer <token>")
+        if policy.anonymous:
+            return Caller()
+        raise AuthError("send the deployment key as x-api-key")
+
+
+def _from_dev_ui(scope: Scope, headers: Mapping[bytes, bytes]) -> bool:
+    client = scope.get("client")
+    loopback = client is not None and client[0] in _LOOPBACK
+    return loopback and headers.get(DEV_UI_HEADER[0]) == DEV_UI_HEADER[1]
+
+
+async def _refuse(send: Send, status: int, detail: str) -> None:
+    body = serde.dumps({"detail": detail})
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    if status == 401:
+        headers.append((b"www-authenticate", b"Bearer"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
