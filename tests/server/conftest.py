@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
 import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from agentctl.server import Server, create_app
 from agentctl.server.embedded import open_embedded_server
 from agentctl.server.http import uvicorn_config
 from agentctl.testing import ScriptedModelServer
+from agentctl.testing.identity import IdpAServer, IdpBServer, OidcIssuer
 
 # model_server, calc_port, library_port and demo are in tests/conftest.py.
 
@@ -30,6 +33,18 @@ from agentctl.testing import ScriptedModelServer
 def _model_env(model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
     for name, value in model_server.env.items():
         monkeypatch.setenv(name, value)
+
+
+@pytest.fixture(autouse=True)
+def _restore_environ() -> Iterator[None]:
+    """`load_agent` exports a project's `.env` to the process (where provider packages read
+    their keys), and the process environment overrides `.env`: restore it after each test so
+    one test's `.env` (e.g. an identity provider's URL) never overrides the next one's."""
+    saved = os.environ.copy()
+    yield
+    for name in os.environ.keys() - saved.keys():
+        del os.environ[name]
+    os.environ.update(saved)
 
 
 @dataclass
@@ -97,3 +112,108 @@ def user(script: str) -> dict[str, Any]:
 
 def call(tool: str, **args: Any) -> str:
     return f"@call {tool} {json.dumps(args)}"
+
+
+# -- signed-in users -----------------------------------------------------------------------
+# Real loopback identity providers, one per module, reset before each test (tests/auth has
+# the same for the authenticators' own tests).
+
+
+@pytest.fixture(scope="module")
+def idp_a_server() -> Iterator[IdpAServer]:
+    with IdpAServer() as server:
+        yield server
+
+
+@pytest.fixture
+def idp_a(idp_a_server: IdpAServer) -> IdpAServer:
+    idp_a_server.outage, idp_a_server.delay, idp_a_server.calls = False, 0.0, 0
+    return idp_a_server
+
+
+@pytest.fixture(scope="module")
+def idp_b_server() -> Iterator[IdpBServer]:
+    with IdpBServer() as server:
+        yield server
+
+
+@pytest.fixture
+def idp_b(idp_b_server: IdpBServer) -> IdpBServer:
+    idp_b_server.outage, idp_b_server.jwks_fetches = False, 0
+    return idp_b_server
+
+
+@pytest.fixture(scope="module")
+def oidc_server() -> Iterator[OidcIssuer]:
+    with OidcIssuer(audience="agentctl-tests", path="/realms/demo") as server:
+        yield server
+
+
+@pytest.fixture
+def oidc(oidc_server: OidcIssuer) -> OidcIssuer:
+    oidc_server.outage, oidc_server.jwks_fetches, oidc_server.discovery_fetches = False, 0, 0
+    oidc_server.signing_algs, oidc_server.key_alg = ["RS256"], None
+    return oidc_server
+
+
+def with_auth(
+    project: Path, dest: Path, auth: Mapping[str, str], env: Mapping[str, str] | None = None
+) -> Path:
+    """A copy of `project` at `dest` with an `[auth]` section holding `auth` (e.g.
+    ``{"provider": "idp_b"}``) and `env` (the provider's variables) added to its `.env`."""
+    shutil.copytree(project, dest)
+    config = dest / "agent.toml"
+    section = "".join(f"{key} = {json.dumps(value)}\n" for key, value in auth.items())
+    config.write_text(config.read_text() + "\n[auth]\n" + section)
+    with (dest / ".env").open("a") as dotenv:
+        dotenv.writelines(f"{name}={value}\n" for name, value in (env or {}).items())
+    return dest
+
+
+def sdk(
+    url: str,
+    *,
+    token: str | None = None,
+    api_key: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> LangGraphClient:
+    """An official SDK client sending `token` as a Bearer token and `api_key` as the
+    deployment key (neither when None); close it with ``client.aclose()``."""
+    sent = dict(headers or {})
+    if token is not None:
+        sent["Authorization"] = f"Bearer {token}"
+    return get_client(url=url, api_key=api_key, headers=sent)
+
+
+ALICE = "alice@example.com"  # an id that needs escaping in store namespaces
+BOB = "bob"
+
+
+@dataclass
+class TwoUsers:
+    """A server of the demo with `[auth] provider = "idp_b"`, and each user's SDK client."""
+
+    running: Running
+    idp: IdpBServer
+    alice: LangGraphClient
+    bob: LangGraphClient
+    exit: AsyncExitStack
+
+    def client(self, **options: Any) -> LangGraphClient:
+        """Another SDK client on the server (options of `sdk`), closed with the others."""
+        client = sdk(self.running.url, **options)
+        self.exit.push_async_callback(client.aclose)
+        return client
+
+
+@pytest.fixture
+async def two_users(demo: Path, tmp_path: Path, idp_b: IdpBServer) -> AsyncIterator[TwoUsers]:
+    project = with_auth(demo, tmp_path / "signed-in", {"provider": "idp_b"}, idp_b.env)
+    async with (
+        running_server(project, tmp_path / "signed-in-data") as running,
+        AsyncExitStack() as stack,
+    ):
+        users = TwoUsers(running, idp_b, running.client, running.client, stack)
+        users.alice = users.client(token=idp_b.mint(ALICE))
+        users.bob = users.client(token=idp_b.mint(BOB))
+        yield users

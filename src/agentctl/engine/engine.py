@@ -98,6 +98,8 @@ class RunEngine:
         `rollback` also deletes the run and the checkpoints it wrote."""
         task = self._tasks.get(run.run_id)
         if task is not None:
+            if run.run_id in self._cancel_actions:
+                return  # already stopping: a second cancel would cut its clean-up short
             self._cancel_actions[run.run_id] = action
             task.cancel("cancelled")
             return

@@ -4,6 +4,7 @@ MCP tools and approval gates, checked when it is loaded rather than at the first
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,11 @@ class AgentRuntime:
     @property
     def name(self) -> str:
         return self.project.name
+
+    @property
+    def description(self) -> str:
+        """One line about the agent: the first paragraph of AGENTS.md that is not a heading."""
+        return summary(self.project.instructions) or f"The {self.project.name} agent."
 
 
 async def load_agent(
@@ -124,6 +130,19 @@ async def load_agent(
     )
     await seed_revision(project, store)
     return AgentRuntime(project, revision_id, graph, frozenset(tool_names))
+
+
+SUMMARY_LIMIT = 500
+
+
+def summary(markdown: str) -> str:
+    """The first paragraph of `markdown` that is not a heading, on one line."""
+    for paragraph in re.split(r"\n\s*\n", markdown):
+        lines = [line.strip() for line in paragraph.splitlines()]
+        text = " ".join(line for line in lines if line and not line.startswith("#"))
+        if text:
+            return text if len(text) <= SUMMARY_LIMIT else text[: SUMMARY_LIMIT - 1] + "…"
+    return ""
 
 
 async def seed_revision(project: Project, store: Any) -> None:

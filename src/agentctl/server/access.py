@@ -32,7 +32,16 @@ from agentctl.runtime.namespaces import user_root
 from agentctl.server.errors import ApiError
 from agentctl.storage.base import OWNER
 
-PUBLIC_PATHS = frozenset({"/ok", "/info", "/docs", "/docs/oauth2-redirect", "/openapi.json"})
+PUBLIC_PATHS = frozenset(
+    {
+        "/ok",
+        "/info",
+        "/docs",
+        "/docs/oauth2-redirect",
+        "/openapi.json",
+        "/.well-known/agent-card.json",  # A2A agent cards are public metadata
+    }
+)
 DEV_UI_HEADER = (b"x-auth-scheme", b"langsmith")
 _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
@@ -58,10 +67,13 @@ class Caller:
             stamped[OWNER] = self.user
         return stamped
 
-    def narrow(self, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
-        """A search filter limited to what the caller may see."""
+    def narrow(self, metadata: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        """A search filter limited to what the caller may see; None when the client's filter
+        asks for another owner's records, so nothing can match."""
         narrowed = dict(metadata or {})
         if self.user is not None:
+            if narrowed.get(OWNER, self.user) != self.user:
+                return None
             narrowed[OWNER] = self.user
         return narrowed
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentctl.engine.wire import STREAM_MODES
+from agentctl.server.access import without_owner
 from agentctl.storage.base import Run, new_id
 
 # A run's own options, stored with it for the worker (everything else is the server's).
@@ -90,6 +91,7 @@ class RunCreate(BaseModel):
         user: str | None,
         temporary: bool = False,
         stream_mode: list[str] | None = None,
+        run_id: str | None = None,
     ) -> Run:
         """The run to submit; `user` is the authenticated user it executes as."""
         kwargs = self.model_dump(include=set(RUN_KWARGS), exclude_none=True)
@@ -100,10 +102,10 @@ class RunCreate(BaseModel):
         if stream_mode is not None:
             kwargs["stream_mode"] = stream_mode
         return Run(
-            run_id=new_id(),
+            run_id=run_id or new_id(),
             thread_id=thread_id,
             assistant_id=assistant_id,
-            metadata=dict(self.metadata or {}),
+            metadata=without_owner(self.metadata),  # only the server names owners
             multitask_strategy=self.multitask_strategy,
             kwargs=kwargs,
             temporary=temporary,

@@ -5,8 +5,10 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from agentctl.server.routes import (
+    a2a,
     assistants,
     crons,
+    mcp,
     runs,
     state,
     store,
@@ -26,4 +28,6 @@ ROUTERS: list[APIRouter] = [
     crons.router,
     store.router,
     system.router,
+    mcp.router,
+    a2a.router,
 ]

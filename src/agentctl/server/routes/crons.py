@@ -94,6 +94,8 @@ async def _create(
         lookup.check_uuid("thread id", thread_id)
         await lookup.get_thread(server, thread_id, caller)
     payload = {k: v for k in PAYLOAD_FIELDS if (v := getattr(body, k, None)) is not None}
+    if "metadata" in payload:  # the runs it fires carry the cron's metadata, owner included
+        payload["metadata"] = caller.stamp(body.metadata)
     cron = Cron(
         cron_id=new_id(),
         assistant_id=assistant.assistant_id,
@@ -129,11 +131,14 @@ async def _search(
     server: Server, caller: Caller, body: CronCount, enabled: bool | None, page_: Page
 ) -> tuple[list[Cron], int]:
     assistant_id = body.assistant_id and lookup.assistant_key(server, body.assistant_id)
+    metadata = caller.narrow(body.metadata)
+    if metadata is None:
+        return [], 0
     return await server.storage.crons.search(
         assistant_id=assistant_id or None,
         thread_id=body.thread_id,
         enabled=enabled,
-        metadata=caller.narrow(body.metadata),
+        metadata=metadata,
         page=page_,
     )
 

@@ -35,10 +35,17 @@ router = APIRouter(tags=["runs"])
 
 
 async def start_run(
-    server: Server, caller: Caller, body: RunCreate, thread_id: str | None, *, wait: bool = False
+    server: Server,
+    caller: Caller,
+    body: RunCreate,
+    thread_id: str | None,
+    *,
+    wait: bool = False,
+    run_id: str | None = None,
 ) -> Run:
     """Check the request against the thread, then hand the run to the engine. The run
-    executes as `caller`'s user (their memory), whatever the request's config says."""
+    executes as `caller`'s user (their memory), whatever the request's config says.
+    `run_id`: the new run's id, when the caller chose it (A2A task ids name their run)."""
     assistant = await lookup.get_assistant(server, body.assistant_id)
     stream_mode = None
     if wait:  # a waiting client gets the final values
@@ -54,7 +61,7 @@ async def start_run(
         thread_id = new_id()
         await server.storage.threads.create(Thread(thread_id, metadata=caller.stamp({})))
         run = body.to_run(thread_id, assistant.assistant_id, user=caller.user,
-                          temporary=temporary, stream_mode=stream_mode)  # fmt: skip
+                          temporary=temporary, stream_mode=stream_mode, run_id=run_id)  # fmt: skip
     else:
         lookup.check_uuid("thread_id", thread_id)
         thread = await server.storage.threads.get(thread_id)
@@ -78,8 +85,9 @@ async def start_run(
                 "send input instead of command.resume",
             )
         run = body.to_run(
-            thread_id, assistant.assistant_id, user=caller.user, stream_mode=stream_mode
-        )
+            thread_id, assistant.assistant_id, user=caller.user, stream_mode=stream_mode,
+            run_id=run_id,
+        )  # fmt: skip
     try:
         return await server.engine.submit(run)
     except ThreadBusyError as exc:

@@ -140,15 +140,11 @@ async def create_thread(request: Request, body: ThreadCreate | None = None) -> R
     thread = Thread(thread_id=thread_id, metadata=caller.stamp(body.metadata))
     if not await server.storage.threads.create(thread):
         existing = await server.storage.threads.get(thread_id)
-        if (
-            body.if_exists == "do_nothing"
-            and existing is not None
-            and caller.owns(existing.metadata)
-        ):
+        mine = existing is not None and caller.owns(existing.metadata)
+        if body.if_exists == "do_nothing" and existing is not None and mine:
             return views.json_response(await thread_json(server, existing))
-        raise conflict(
-            f'thread {thread_id} already exists — use another id or pass if_exists="do_nothing"'
-        )
+        hint = ' or pass if_exists="do_nothing"' if mine else ""
+        raise conflict(f"thread {thread_id} already exists — use another id{hint}")
     if body.supersteps:
         await apply_supersteps(server, thread_id, body.supersteps)
         return views.json_response(await thread_json(server, thread))
@@ -167,6 +163,8 @@ async def _search(
 ) -> tuple[list[dict[str, Any]], int]:
     storage = server.storage
     metadata = caller.narrow(body.metadata)
+    if metadata is None:
+        return [], 0
     if not body.values:
         found, total = await storage.threads.search(
             metadata=metadata, status=body.status, ids=body.ids, page=page_
