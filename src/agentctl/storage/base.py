@@ -19,9 +19,9 @@ from typing import Any, Literal, Protocol
 RunStatus = Literal["pending", "running", "success", "error", "interrupted", "timeout"]
 ThreadStatus = Literal["idle", "busy", "interrupted", "error"]
 ACTIVE_RUN_STATUSES: tuple[RunStatus, ...] = ("pending", "running")
+FINAL_RUN_STATUSES: tuple[RunStatus, ...] = ("success", "error", "interrupted", "timeout")
 # The metadata key naming the user who created a thread or cron (set by the server only).
 OWNER = "owner"
-FINAL_RUN_STATUSES: tuple[RunStatus, ...] = ("success", "error", "interrupted", "timeout")
 
 
 def now() -> datetime:
