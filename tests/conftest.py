@@ -10,6 +10,7 @@ import pytest
 from agentctl.cli import main
 from agentctl.testing import ScriptedModelServer
 from agentctl.testing.demo import write_demo
+from agentctl.testing.identity import IdpAServer, IdpBServer, OidcIssuer
 from agentctl.testing.mcp_servers import Ledger, calculator, library, serve
 
 
@@ -121,3 +122,43 @@ def ledger_project(root: Path, port: int) -> Path:
         json.dumps({"mcpServers": {"ledger": {"url": f"http://127.0.0.1:{port}/mcp"}}})
     )
     return root
+
+
+# -- real loopback identity providers, one per module, reset before each test --------------
+
+
+@pytest.fixture(scope="module")
+def idp_a_server() -> Iterator[IdpAServer]:
+    with IdpAServer() as server:
+        yield server
+
+
+@pytest.fixture
+def idp_a(idp_a_server: IdpAServer) -> IdpAServer:
+    idp_a_server.outage, idp_a_server.delay, idp_a_server.calls = False, 0.0, 0
+    return idp_a_server
+
+
+@pytest.fixture(scope="module")
+def idp_b_server() -> Iterator[IdpBServer]:
+    with IdpBServer() as server:
+        yield server
+
+
+@pytest.fixture
+def idp_b(idp_b_server: IdpBServer) -> IdpBServer:
+    idp_b_server.outage, idp_b_server.jwks_fetches = False, 0
+    return idp_b_server
+
+
+@pytest.fixture(scope="module")
+def oidc_server() -> Iterator[OidcIssuer]:
+    with OidcIssuer(audience="agentctl-tests", path="/realms/demo") as server:
+        yield server
+
+
+@pytest.fixture
+def oidc(oidc_server: OidcIssuer) -> OidcIssuer:
+    oidc_server.outage, oidc_server.jwks_fetches, oidc_server.discovery_fetches = False, 0, 0
+    oidc_server.signing_algs, oidc_server.key_alg = ["RS256"], None
+    return oidc_server

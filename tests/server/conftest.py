@@ -24,7 +24,7 @@ from agentctl.server import Server, create_app
 from agentctl.server.embedded import open_embedded_server
 from agentctl.server.http import uvicorn_config
 from agentctl.testing import ScriptedModelServer
-from agentctl.testing.identity import IdpAServer, IdpBServer, OidcIssuer
+from agentctl.testing.identity import IdpBServer
 
 # model_server, calc_port, library_port and demo are in tests/conftest.py.
 
@@ -114,46 +114,7 @@ def call(tool: str, **args: Any) -> str:
     return f"@call {tool} {json.dumps(args)}"
 
 
-# -- signed-in users -----------------------------------------------------------------------
-# Real loopback identity providers, one per module, reset before each test (tests/auth has
-# the same for the authenticators' own tests).
-
-
-@pytest.fixture(scope="module")
-def idp_a_server() -> Iterator[IdpAServer]:
-    with IdpAServer() as server:
-        yield server
-
-
-@pytest.fixture
-def idp_a(idp_a_server: IdpAServer) -> IdpAServer:
-    idp_a_server.outage, idp_a_server.delay, idp_a_server.calls = False, 0.0, 0
-    return idp_a_server
-
-
-@pytest.fixture(scope="module")
-def idp_b_server() -> Iterator[IdpBServer]:
-    with IdpBServer() as server:
-        yield server
-
-
-@pytest.fixture
-def idp_b(idp_b_server: IdpBServer) -> IdpBServer:
-    idp_b_server.outage, idp_b_server.jwks_fetches = False, 0
-    return idp_b_server
-
-
-@pytest.fixture(scope="module")
-def oidc_server() -> Iterator[OidcIssuer]:
-    with OidcIssuer(audience="agentctl-tests", path="/realms/demo") as server:
-        yield server
-
-
-@pytest.fixture
-def oidc(oidc_server: OidcIssuer) -> OidcIssuer:
-    oidc_server.outage, oidc_server.jwks_fetches, oidc_server.discovery_fetches = False, 0, 0
-    oidc_server.signing_algs, oidc_server.key_alg = ["RS256"], None
-    return oidc_server
+# -- signed-in users (the loopback identity providers are in tests/conftest.py) ------------
 
 
 def with_auth(
