@@ -93,9 +93,10 @@ async def _create(
     if thread_id is not None:
         lookup.check_uuid("thread id", thread_id)
         await lookup.get_thread(server, thread_id, caller)
+    metadata = caller.stamp(body.metadata)
     payload = {k: v for k in PAYLOAD_FIELDS if (v := getattr(body, k, None)) is not None}
     if "metadata" in payload:  # the runs it fires carry the cron's metadata, owner included
-        payload["metadata"] = caller.stamp(body.metadata)
+        payload["metadata"] = metadata
     cron = Cron(
         cron_id=new_id(),
         assistant_id=assistant.assistant_id,
@@ -106,7 +107,7 @@ async def _create(
         timezone=body.timezone,
         end_time=schedule.as_utc(body.end_time, body.timezone),
         on_run_completed=None if thread_id else body.on_run_completed or "delete",
-        metadata=caller.stamp(body.metadata),
+        metadata=metadata,
         enabled=body.enabled is not False,
         user_id=caller.user,
     )
