@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agentctl.cli import main
-from agentctl.testing import ScriptedModelServer
+from agentctl.testing import ScriptedModelServer, services
 from agentctl.testing.demo import write_demo
 from agentctl.testing.identity import IdpAServer, IdpBServer, OidcIssuer
 from agentctl.testing.mcp_servers import Ledger, calculator, library, serve
@@ -162,3 +162,41 @@ def oidc(oidc_server: OidcIssuer) -> OidcIssuer:
     oidc_server.outage, oidc_server.jwks_fetches, oidc_server.discovery_fetches = False, 0, 0
     oidc_server.signing_algs, oidc_server.key_alg = ["RS256"], None
     return oidc_server
+
+
+# -- PostgreSQL and Redis: the ones DATABASE_URL / REDIS_URL name (or the local defaults), else
+# throwaway servers (agentctl.testing.services); each test gets its own database and key prefix.
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url() -> str:
+    return services.postgres_url()
+
+
+@pytest.fixture(scope="session")
+def redis_server_url() -> str:
+    return services.redis_url()
+
+
+@pytest.fixture
+def database_url(postgres_admin_url: str) -> Iterator[str]:
+    """An empty database of its own, dropped after the test."""
+    url = services.fresh_database(postgres_admin_url)
+    yield url
+    services.drop_database(url)
+
+
+@pytest.fixture
+def redis_prefix(redis_server_url: str) -> Iterator[str]:
+    """A Redis key prefix of its own; its keys are deleted after the test."""
+    import redis
+
+    prefix = services.fresh_prefix()
+    yield prefix
+    client = redis.Redis.from_url(redis_server_url)
+    try:
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        if keys:
+            client.delete(*keys)
+    finally:
+        client.close()

@@ -1,7 +1,7 @@
 """What the server keeps, and the protocols every storage backend implements.
 
 Records are plain dataclasses; the server turns them into the LangGraph API's JSON. A backend
-(the embedded SQLite one here; PostgreSQL + Redis later) provides a `Storage`: the checkpointer
+(the embedded SQLite one, or PostgreSQL + Redis) provides a `Storage`: the checkpointer
 and the store the agent graph uses, plus the server's own tables (assistants, threads, runs,
 crons) and the event log that makes streams resumable.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
@@ -199,10 +199,29 @@ class RunStore(Protocol):
     async def all_active(self) -> builtins.list[Run]:
         """Every pending and running run, oldest first."""
 
-    async def claim(self, at: datetime) -> Run | None:
-        """Mark the oldest runnable pending run `running` with `attempt` + 1 and return it.
+    async def claim(self, at: datetime, *, worker: str, lease: float) -> Run | None:
+        """Mark the oldest runnable pending run `running` with `attempt` + 1, held by
+        `worker` for `lease` seconds, and return it. Safe when many processes claim at once.
 
         Runnable: its `not_before` has passed and no other run of its thread is running."""
+
+    async def renew(self, worker: str, lease: float) -> set[str]:
+        """Extend by `lease` seconds the lease of every running run `worker` holds and return
+        their ids. A run the worker executes but that is missing here was taken from it
+        (its lease expired and it was requeued): the worker must stop executing it."""
+
+    async def requeue_orphans(self, worker: str, at: datetime) -> builtins.list[Run]:
+        """Running runs whose worker is gone become `pending` again (no worker, no lease);
+        returns them. Gone: the lease expired before `at` — and, on a backend only one
+        process uses (SQLite), any worker other than `worker`."""
+
+    async def release(self, worker: str) -> builtins.list[Run]:
+        """The running runs `worker` holds become `pending` again, for another process to
+        take at once (a graceful shutdown that could not finish them); returns them."""
+
+    async def cancel_pending(self, run_id: str, *, delete: bool) -> bool:
+        """If the run is still `pending`, delete it (`delete`) or mark it `interrupted`
+        with cancel reason "cancelled"; False when it was not pending any more."""
 
     async def finish(
         self,
@@ -216,9 +235,6 @@ class RunStore(Protocol):
         """Set a status without finishing (e.g. cancel a pending run)."""
 
     async def delete(self, run_id: str) -> bool: ...
-
-    async def requeue_running(self) -> builtins.list[Run]:
-        """After a restart: every `running` run becomes `pending` again; returns them."""
 
     async def next_wakeup(self) -> datetime | None:
         """When the earliest delayed pending run becomes runnable."""
@@ -234,7 +250,10 @@ class EventLog(Protocol):
         (from the beginning when None)."""
 
     def subscribe(self, thread_id: str) -> Subscription:
-        """Live events appended to the thread from this call on."""
+        """Live events appended to the thread, in every process, from this call on."""
+
+    async def delete(self, thread_id: str) -> None:
+        """Forget every event of the thread (it was deleted)."""
 
 
 class Subscription(Protocol):
@@ -265,13 +284,81 @@ class CronStore(Protocol):
     async def due(self, at: datetime) -> list[Cron]:
         """Enabled crons whose `next_run_date` has passed."""
 
+    async def reschedule(self, cron: Cron, *, expected: datetime | None) -> bool:
+        """Store `cron` only if its stored `next_run_date` is still `expected`; False when
+        another process fired (rescheduled) it first, so each date fires once."""
+
+
+@dataclass
+class RevisionRecord:
+    """A deployed revision: `number` counts deployments (1, 2, ...), `revision_id` is the
+    content hash of its archive. Secret values are never part of a record, only names."""
+
+    number: int
+    revision_id: str
+    manifest: dict[str, Any]
+    secret_names: list[str] = field(default_factory=list)
+    created_at: datetime = field(default_factory=now)
+
+
+class RevisionStore(Protocol):
+    async def add(
+        self,
+        revision_id: str,
+        manifest: dict[str, Any],
+        archive: bytes,
+        sealed_secrets: bytes,
+        secret_names: Sequence[str],
+    ) -> RevisionRecord:
+        """Store a new revision under the next number (never reused, even for the same
+        content) and return its record. `sealed_secrets` is already encrypted."""
+
+    async def get(self, number: int) -> RevisionRecord | None: ...
+
+    async def list(self, *, limit: int, offset: int) -> tuple[builtins.list[RevisionRecord], int]:
+        """Newest first, and the total count."""
+
+    async def payload(self, number: int) -> tuple[bytes, bytes] | None:
+        """The revision's archive and sealed secrets."""
+
+    async def activate(self, number: int) -> None:
+        """Make revision `number` the one every replica serves."""
+
+    async def active(self) -> int | None:
+        """The number of the revision to serve (None before the first deploy)."""
+
+
+# A bus message: small JSON-able facts (ids, numbers), never secrets.
+Message = dict[str, Any]
+Handler = Callable[[Message], Awaitable[None]]
+
+
+class Bus(Protocol):
+    """Signals between the processes serving one deployment: in-process for SQLite, Redis
+    pub/sub for PostgreSQL + Redis. Delivery is best effort — a message a process misses
+    (it was restarting) must never lose data, only delay it (e.g. until a lease expires).
+
+    Topics: `wake` (a run may be claimable), `cancel` (`{"run_id", "action"}`: whoever
+    executes the run stops it), `deploy` (`{"number"}`: a new revision is active)."""
+
+    async def publish(self, topic: str, message: Message) -> None:
+        """Deliver `message` to the handlers of `topic` in every process, this one included."""
+
+    def subscribe(self, topic: str, handler: Handler) -> None:
+        """Call `handler` with each message published on `topic` from now on (errors it
+        raises are logged, not propagated)."""
+
 
 class Storage(Protocol):
-    """Everything one server process persists."""
+    """Everything one server process persists, and its line to the other processes."""
+
+    # "sqlite" (one process) or "postgres" (PostgreSQL + Redis, any number of replicas).
+    kind: str
 
     @property
-    def checkpointer(self) -> Any:  # langgraph BaseCheckpointSaver
-        ...
+    def checkpointer(self) -> Any:
+        """A langgraph `BaseCheckpointSaver` that also has `acopy_thread(source, target)`,
+        `aprune_to_latest(thread_id)` and `adelete_for_run(thread_id, run_id)`."""
 
     @property
     def store(self) -> Any:  # langgraph BaseStore
@@ -291,5 +378,11 @@ class Storage(Protocol):
 
     @property
     def crons(self) -> CronStore: ...
+
+    @property
+    def revisions(self) -> RevisionStore: ...
+
+    @property
+    def bus(self) -> Bus: ...
 
     async def close(self) -> None: ...

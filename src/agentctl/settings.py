@@ -1,0 +1,170 @@
+"""The settings registry: every environment variable `agentctl serve` (and `deploy`) reads,
+with its type, default and meaning. `docs/settings.md`, the Dockerfile, compose.yaml and the
+Kubernetes manifests are checked against it by the tests; add a setting here, nowhere else.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Literal
+
+from agentctl.errors import UserError
+
+Scope = Literal["serve", "deploy"]
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str  # the environment variable
+    kind: type  # str, int, float or bool
+    default: Any
+    help: str
+    scope: Scope = "serve"
+    secret: bool = False  # never printed, logged or returned
+    choices: tuple[str, ...] = ()
+
+    @property
+    def field(self) -> str:
+        """The attribute of `Settings` holding it."""
+        return self.name.removeprefix("AGENTCTL_").lower()
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("DATABASE_URL", str, None,
+            "PostgreSQL URL (`postgresql://user:password@host:5432/db`). Unset: the embedded "
+            "SQLite database in `AGENTCTL_DATA_DIR`, for a single replica."),
+    Setting("REDIS_URL", str, None,
+            "Redis URL (`redis://host:6379/0`) for event streams, wake-ups and cancellation "
+            "across replicas. Required with `DATABASE_URL`."),
+    Setting("PLATFORM_API_KEY", str, None,
+            "The deployment key: `agentctl deploy` and operators send it as `x-api-key`. "
+            "Required.", secret=True),
+    Setting("AGENTCTL_HOST", str, "0.0.0.0", "The address to listen on."),
+    Setting("AGENTCTL_PORT", int, 8000, "The port to listen on."),
+    Setting("AGENTCTL_PUBLIC_URL", str, None,
+            "The URL clients reach the deployment at (behind the load balancer); shown by "
+            "`/info` and printed by `agentctl deploy`. Unset: the URL the request came to."),
+    Setting("AGENTCTL_DATA_DIR", str, ".agentctl/serve",
+            "Where a replica unpacks revisions, and the SQLite database when there is no "
+            "`DATABASE_URL`."),
+    Setting("AGENTCTL_WORKERS", int, 16, "Runs one replica executes at once."),
+    Setting("AGENTCTL_RUN_TIMEOUT_SECONDS", float, None,
+            "A run still going after this long ends with status `timeout`. Unset: no limit."),
+    Setting("AGENTCTL_LEASE_SECONDS", float, 30.0,
+            "How long a replica holds a run without renewing it. A replica that dies loses "
+            "its runs after this; another one resumes them from their last checkpoint."),
+    Setting("AGENTCTL_SHUTDOWN_GRACE_SECONDS", float, 30.0,
+            "On SIGTERM, how long in-flight runs may take to finish before the replica hands "
+            "them to another one."),
+    Setting("AGENTCTL_SECRETS_KEY", str, None,
+            "The key encrypting deployed secrets at rest (any string; a long random one). "
+            "Unset: derived from `PLATFORM_API_KEY` — then changing that key makes stored "
+            "secrets unreadable until the project is deployed again.", secret=True),
+    Setting("AGENTCTL_ALLOW_ANONYMOUS", bool, False,
+            "For an agent without `[auth]`: let callers without the deployment key use the "
+            "API. Default: every request needs `x-api-key`."),
+    Setting("AGENTCTL_DB_POOL_SIZE", int, 20, "PostgreSQL connections per replica, at most."),
+    Setting("AGENTCTL_REDIS_PREFIX", str, "agentctl",
+            "Prefix of every Redis key and channel, to share one Redis between deployments."),
+    Setting("AGENTCTL_EVENT_TTL_SECONDS", int, 7 * 24 * 3600,
+            "How long a thread's streamed events stay replayable after its last event."),
+    Setting("AGENTCTL_LOG_FORMAT", str, "json", "`json` (one object per line) or `text`.",
+            choices=("json", "text")),
+    Setting("AGENTCTL_LOG_LEVEL", str, "info", "`debug`, `info`, `warning` or `error`.",
+            choices=("debug", "info", "warning", "error")),
+    Setting("OTEL_EXPORTER_OTLP_ENDPOINT", str, None,
+            "An OTLP/HTTP collector (`http://collector:4318`): runs and requests are traced "
+            "to it. Needs the `otel` extra. Unset: no tracing."),
+    Setting("OTEL_SERVICE_NAME", str, "agentctl", "The service name on exported traces."),
+    Setting("PLATFORM_URL", str, None,
+            "Where `agentctl deploy` sends revisions: the deployment URL.", scope="deploy"),
+)  # fmt: skip
+
+BY_NAME = {setting.name: setting for setting in SETTINGS}
+
+
+class SettingsError(UserError):
+    """An environment variable holds a value of the wrong kind."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The values of every `serve` setting, read once at start."""
+
+    database_url: str | None
+    redis_url: str | None
+    platform_api_key: str | None
+    host: str
+    port: int
+    public_url: str | None
+    data_dir: str
+    workers: int
+    run_timeout_seconds: float | None
+    lease_seconds: float
+    shutdown_grace_seconds: float
+    secrets_key: str | None
+    allow_anonymous: bool
+    db_pool_size: int
+    redis_prefix: str
+    event_ttl_seconds: int
+    log_format: str
+    log_level: str
+    otel_exporter_otlp_endpoint: str | None
+    otel_service_name: str
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Read every setting from `env` (default: the process environment); `overrides`
+        (by field name, e.g. from command-line options) win when not None."""
+        env = os.environ if env is None else env
+        values = {
+            s.field: parse(s, env.get(s.name)) for s in SETTINGS if s.scope == "serve"
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    def describe(self) -> dict[str, Any]:
+        """Every setting by variable name, secrets masked: safe to print or log."""
+        shown: dict[str, Any] = {}
+        for s in SETTINGS:
+            if s.scope == "serve":
+                value = getattr(self, s.field)
+                shown[s.name] = "***" if s.secret and value else value
+        return shown
+
+
+def parse(setting: Setting, raw: str | None) -> Any:
+    if raw is None or raw.strip() == "":
+        return setting.default
+    raw = raw.strip()
+    what = f"environment variable {setting.name}"
+    if setting.kind is bool:
+        if raw.lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.lower() in ("0", "false", "no", "off"):
+            return False
+        raise SettingsError(f"{what}: expected true or false, got {raw!r}")
+    if setting.kind in (int, float):
+        try:
+            number = setting.kind(raw)
+        except ValueError:
+            kind = "a whole number" if setting.kind is int else "a number"
+            raise SettingsError(f"{what}: expected {kind}, got {raw!r}") from None
+        if number <= 0 and setting.name != "AGENTCTL_PORT":
+            raise SettingsError(f"{what}: must be greater than 0, got {raw!r}")
+        return number
+    if setting.choices and raw.lower() not in setting.choices:
+        allowed = ", ".join(setting.choices)
+        raise SettingsError(f"{what}: must be one of {allowed}, got {raw!r}")
+    return raw.lower() if setting.choices else raw
+
+
+def _check_registry() -> None:
+    names = {f.name for f in fields(Settings)}
+    declared = {s.field for s in SETTINGS if s.scope == "serve"}
+    assert names == declared, f"Settings and SETTINGS disagree: {names ^ declared}"
+
+
+_check_registry()
