@@ -121,12 +121,25 @@ def test_real_deploy_requires_the_platform_key(run_cli: RunCli, tmp_path: Path) 
     assert "PLATFORM_API_KEY (for deploy)" in result.err
 
 
-def test_real_deploy_says_no_platform_is_configured(run_cli: RunCli, tmp_path: Path) -> None:
+def test_real_deploy_needs_the_platform_url(run_cli: RunCli, tmp_path: Path) -> None:
     run_cli("init", "demo", cwd=tmp_path)
     env = {"OPENAI_API_KEY": "sk-1", "PLATFORM_API_KEY": "pk-1"}
     result = run_cli("deploy", cwd=tmp_path / "demo", env=env)
     assert result.exit_code == 1
-    assert "error: no platform is configured" in result.err
+    assert "PLATFORM_URL (for deploy: the URL of your agentctl serve)" in result.err
+
+
+def test_real_deploy_says_when_the_platform_is_unreachable(run_cli: RunCli, tmp_path: Path) -> None:
+    run_cli("init", "demo", cwd=tmp_path)
+    env = {
+        "OPENAI_API_KEY": "sk-1",
+        "PLATFORM_API_KEY": "pk-1",
+        "PLATFORM_URL": "http://127.0.0.1:9",
+    }
+    result = run_cli("deploy", cwd=tmp_path / "demo", env=env)
+    assert result.exit_code == 1
+    assert "error: cannot reach the platform at http://127.0.0.1:9" in result.err
+    assert "Traceback" not in result.err
 
 
 def test_help_imports_no_heavy_module() -> None:

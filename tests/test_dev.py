@@ -28,7 +28,8 @@ from langgraph_sdk import get_client
 from agentctl.cli.dev import prepare
 from agentctl.runtime import AgentRuntime
 from agentctl.server.blocking import BlockingCallError, detect_blocking
-from agentctl.server.devloop import Build, DevServer, listen_socket
+from agentctl.server.devloop import Build, DevServer
+from agentctl.server.http import listen_socket
 from agentctl.testing import ScriptedModelServer
 from tests.conftest import WriteFiles
 

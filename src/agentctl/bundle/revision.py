@@ -50,7 +50,7 @@ class Revision:
 def build_revision(project: Project) -> Revision:
     contents = _contents(project)
     manifest = _manifest(project, contents)
-    manifest["id"] = hashlib.sha256(_canonical(manifest)).hexdigest()
+    manifest["id"] = hashlib.sha256(canonical(manifest)).hexdigest()
     contents[MANIFEST_FILE] = json.dumps(manifest, indent=2, sort_keys=True).encode() + b"\n"
     return Revision(id=manifest["id"], manifest=manifest, archive=_archive(contents))
 
@@ -162,7 +162,7 @@ def _server(server: McpServer) -> dict[str, Any]:
     }
 
 
-def _canonical(value: Any) -> bytes:
+def canonical(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 

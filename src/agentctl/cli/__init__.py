@@ -25,6 +25,21 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "deploy",
         "Bundle the project into a revision and deploy it.",
     ),
+    "revisions": (
+        "agentctl.cli.deploy",
+        "revisions",
+        "List the revisions deployed to the platform.",
+    ),
+    "rollback": (
+        "agentctl.cli.deploy",
+        "rollback",
+        "Make an earlier revision active again.",
+    ),
+    "serve": (
+        "agentctl.cli.serve",
+        "serve",
+        "Run the production server that deploys go to.",
+    ),
 }
 
 

@@ -1,7 +1,11 @@
-"""`agentctl deploy [--config PATH] [--dry-run]`."""
+"""`agentctl deploy [--config PATH] [--dry-run]`, and the revisions it made:
+`agentctl revisions` lists them, `agentctl rollback [NUMBER]` activates an earlier one."""
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +15,10 @@ from agentctl.bundle.build import check_env, store_revision
 from agentctl.bundle.dependencies import PLATFORM_API_KEY
 from agentctl.bundle.requirements import install_command, requirements_of
 from agentctl.bundle.revision import ARCHIVE_FILE, Revision, build_revision
-from agentctl.errors import UserError
+from agentctl.errors import MissingEnvError, UserError
+from agentctl.platform.client import PLATFORM_URL, Platform
 from agentctl.project import load_project
-from agentctl.project.envfile import is_set
+from agentctl.project.envfile import is_set, read_env_file
 
 config_option = click.option(
     "--config",
@@ -31,14 +36,20 @@ config_option = click.option(
 def deploy(config: Path, dry_run: bool) -> None:
     """Bundle the project into a new immutable revision and deploy it.
 
-    Every run fully rebuilds the revision. With --dry-run the revision is written to the
-    project's .agentctl/build/ folder and summarized, and nothing is deployed.
+    Every run fully rebuilds the revision, writes it to the project's .agentctl/build/
+    folder, and (without --dry-run) uploads it to the `agentctl serve` deployment at
+    PLATFORM_URL with PLATFORM_API_KEY, together with the values of the variables it uses
+    (sent apart from the archive, stored encrypted). Every replica switches to it within
+    seconds; runs in flight finish on the revision they started on.
     """
+    started = time.monotonic()
     step("Validating", str(config))
     project = load_project(config)
     requirements = requirements_of(project)
     check_env(project, requirements, platform_key=not dry_run)
-    if not is_set(project.env, PLATFORM_API_KEY):
+    if not dry_run and not is_set(project.env, PLATFORM_URL):
+        raise MissingEnvError({PLATFORM_URL: "deploy: the URL of your agentctl serve"})
+    if dry_run and not is_set(project.env, PLATFORM_API_KEY):
         warn(f"{PLATFORM_API_KEY} is not set: a real deploy needs it")
     missing = requirements.missing_packages()
     if missing:
@@ -47,11 +58,100 @@ def deploy(config: Path, dry_run: bool) -> None:
     revision = build_revision(project)
     folder = store_revision(project, revision)
     summarize(revision, folder)
-    if not dry_run:
-        raise UserError(
-            "no platform is configured to deploy to — the revision above was built; "
-            "run `agentctl deploy --dry-run` to only build it"
+    if dry_run:
+        return
+    platform = Platform(project.env[PLATFORM_URL].rstrip("/"), project.env[PLATFORM_API_KEY])
+    secrets = {name: project.env[name] for name in revision.manifest["env"] if name in project.env}
+    sent = ", ".join(sorted(secrets)) or "none"
+    step("Uploading", f"{len(revision.archive) / 1024:.1f} KiB to {platform.url} (secrets: {sent})")
+    deployed = platform.upload(revision.archive, secrets)
+    number = deployed["number"]
+    step("Switching", f"replicas to revision {number}")
+    if not platform.wait_live(number):
+        warn(f"not every replica answered with revision {number} yet; they switch on their own")
+    seconds = time.monotonic() - started
+    click.echo(
+        click.style(f"Deployed revision {number}", fg="green", bold=True)
+        + f" ({revision.short_id}) in {seconds:.1f} s"
+    )
+    click.echo(f"  URL   {platform.url}")
+    header = BEARER if project.auth is not None else API_KEY
+    click.echo(f"  Try   {example_call(platform.url, project.name, header)}")
+
+
+@click.command()
+@config_option
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--json", "as_json", is_flag=True, help="Print the revisions as JSON.")
+def revisions(config: Path, limit: int, as_json: bool) -> None:
+    """List the revisions deployed to PLATFORM_URL, newest first."""
+    listed = platform_of(config).revisions(limit)
+    if as_json:
+        click.echo(json.dumps(listed, indent=2))
+        return
+    if not listed:
+        click.echo("no revision deployed yet — run agentctl deploy")
+        return
+    click.echo(f"  {'#':>4}  {'revision':<12}  {'agent':<20}  {'deployed at':<25}  model")
+    for item in listed:
+        mark = "*" if item["active"] else " "
+        click.echo(
+            f"{mark} {item['number']:>4}  {item['revision_id'][:12]:<12}  "
+            f"{item['agent']:<20}  {item['created_at'][:25]:<25}  {item['model']}"
         )
+    click.echo("(* active)")
+
+
+@click.command()
+@config_option
+@click.argument("number", required=False, type=click.IntRange(1))
+def rollback(config: Path, number: int | None) -> None:
+    """Make an earlier revision active again (default: the one before the active one)."""
+    platform = platform_of(config)
+    if number is None:
+        listed = platform.revisions(1000)
+        active = next((r["number"] for r in listed if r["active"]), None)
+        earlier = [r["number"] for r in listed if active is not None and r["number"] < active]
+        if not earlier:
+            raise UserError("there is no revision before the active one — name one to activate")
+        number = max(earlier)
+    step("Activating", f"revision {number} on {platform.url}")
+    activated = platform.activate(number)
+    if not platform.wait_live(number):
+        warn(f"not every replica answered with revision {number} yet; they switch on their own")
+    click.echo(
+        click.style(f"Revision {number} is active", fg="green", bold=True)
+        + f" ({activated['revision_id'][:12]})"
+    )
+
+
+def platform_of(config: Path) -> Platform:
+    """The platform named by PLATFORM_URL and PLATFORM_API_KEY, from the environment or the
+    project's .env."""
+    root = config.parent if config.suffix == ".toml" else config
+    dotenv, _ = read_env_file(root)
+    env = {**dotenv, **os.environ}
+    unset = [name for name in (PLATFORM_URL, PLATFORM_API_KEY) if not is_set(env, name)]
+    if unset:
+        raise MissingEnvError({name: "reaching the platform" for name in unset})
+    return Platform(env[PLATFORM_URL].rstrip("/"), env[PLATFORM_API_KEY])
+
+
+# The credential an example call sends: a signed-in user's, or the deployment key.
+BEARER = "Authorization: Bearer <session token>"
+API_KEY = "x-api-key: $PLATFORM_API_KEY"
+
+
+def example_call(url: str, assistant: str, header: str | None = None) -> str:
+    """A one-line request that runs the agent, sending `header` when given."""
+    body = {
+        "assistant_id": assistant,
+        "input": {"messages": [{"role": "user", "content": "hello"}]},
+    }
+    sent = f' -H "{header}"' if header == API_KEY else f" -H '{header}'" if header else ""
+    return (
+        f"curl -s {url}/runs/wait -H 'Content-Type: application/json'{sent} -d '{json.dumps(body)}'"
+    )
 
 
 def step(what: str, detail: str) -> None:

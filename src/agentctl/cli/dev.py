@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 from collections.abc import Callable, Iterator, Mapping
@@ -17,7 +16,7 @@ import click
 from agentctl.bundle.build import check_env, store_revision
 from agentctl.bundle.requirements import install_command, requirements_of
 from agentctl.bundle.revision import build_revision
-from agentctl.cli.deploy import config_option, step, warn
+from agentctl.cli.deploy import BEARER, config_option, example_call, step, warn
 from agentctl.errors import AgentctlError, ConfigError
 from agentctl.project import load_project
 
@@ -43,7 +42,8 @@ def dev(config: Path, port: int, host: str, allow_blocking: bool) -> None:
     survive a restart. Unless --allow-blocking is given, a blocking call on the server's
     event loop fails the run that made it, naming the call.
     """
-    from agentctl.server.devloop import DevServer, configure_logging, listen_socket
+    from agentctl.server.devloop import DevServer, configure_logging
+    from agentctl.server.http import listen_socket
 
     environ = dict(os.environ)  # before any .env value is exported
     step("Validating", str(config))
@@ -61,8 +61,8 @@ def dev(config: Path, port: int, host: str, allow_blocking: bool) -> None:
         step("Starting", f'agent "{first.project.name}" on {server.url}')
         configure_logging()
         with (
-            _signals(interrupt=lambda: not server.serving),
-            asyncio.Runner(loop_factory=_loop_factory()) as runner,
+            signals(interrupt=lambda: not server.serving),
+            asyncio.Runner(loop_factory=loop_factory()) as runner,
         ):
             runner.run(server.run())
     finally:
@@ -88,19 +88,6 @@ def prepare(config: Path, environ: Mapping[str, str], *, quiet: bool) -> Build:
     return Build(project, revision)
 
 
-def example(url: str, assistant: str, *, signed_in: bool = False) -> str:
-    """A one-line request that runs the agent (with `[auth]`, as a signed-in user)."""
-    body = {
-        "assistant_id": assistant,
-        "input": {"messages": [{"role": "user", "content": "hello"}]},
-    }
-    token = " -H 'Authorization: Bearer <session token>'" if signed_in else ""
-    return (
-        f"curl -s {url}/runs/wait -H 'Content-Type: application/json'{token} "
-        f"-d '{json.dumps(body)}'"
-    )
-
-
 class _Printer:
     """What the dev server reports, as the user sees it."""
 
@@ -115,7 +102,7 @@ class _Printer:
         click.echo(f"  API   {url}")
         click.echo(f"  Docs  {url}/docs")
         auth = build.project.auth
-        click.echo(f"  Try   {example(url, name, signed_in=auth is not None)}")
+        click.echo(f"  Try   {example_call(url, name, BEARER if auth is not None else None)}")
         click.echo(f"  Data  {dev.data_dir}")
         if auth is None:
             click.echo("  Auth  none: anyone who can reach the address may call (no user memory)")
@@ -149,7 +136,7 @@ class _Printer:
 
 
 @contextmanager
-def _signals(interrupt: Callable[[], bool]) -> Iterator[None]:
+def signals(interrupt: Callable[[], bool]) -> Iterator[None]:
     """Ctrl-C and SIGTERM. While the server serves, uvicorn handles them (a graceful stop)
     and raises them again once it is done: that must not interrupt us. Before, they
     interrupt the start (exit 130)."""
@@ -166,7 +153,7 @@ def _signals(interrupt: Callable[[], bool]) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def _loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     """uvloop where it is installed, as uvicorn would choose."""
     try:
         import uvloop

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from agentctl.errors import RuntimeFailure
 from agentctl.runtime.agent import AgentRuntime
 
 # The namespace the LangGraph API uses to give a graph a stable assistant id.
@@ -14,12 +15,36 @@ def assistant_uuid(graph_id: str) -> str:
     return str(uuid.uuid5(ASSISTANT_NAMESPACE, graph_id))
 
 
-class Deployment:
-    """The current revision. A run keeps the revision it started on; `swap` only changes
-    what new runs get."""
+class NotDeployed(RuntimeFailure):
+    """A production server before its first `agentctl deploy`."""
 
-    def __init__(self, runtime: AgentRuntime) -> None:
-        self.runtime = runtime
+    status = 503
+
+    def __init__(self) -> None:
+        super().__init__(
+            "no revision is deployed on this server yet — run `agentctl deploy` with "
+            "PLATFORM_URL set to this server's URL"
+        )
+
+
+class Deployment:
+    """The current revision (none on a production server before its first deploy). A run
+    keeps the revision it started on; `swap` only changes what new runs get."""
+
+    def __init__(self, runtime: AgentRuntime | None, number: int | None = None) -> None:
+        self._runtime = runtime
+        # The revision's deployment number on a production server (None under `dev`).
+        self.number = number
+
+    @property
+    def ready(self) -> bool:
+        return self._runtime is not None
+
+    @property
+    def runtime(self) -> AgentRuntime:
+        if self._runtime is None:
+            raise NotDeployed()
+        return self._runtime
 
     @property
     def graph_id(self) -> str:
@@ -33,5 +58,5 @@ class Deployment:
     def revision_id(self) -> str:
         return self.runtime.revision_id
 
-    def swap(self, runtime: AgentRuntime) -> None:
-        self.runtime = runtime
+    def swap(self, runtime: AgentRuntime, number: int | None = None) -> None:
+        self._runtime, self.number = runtime, number

@@ -1,8 +1,12 @@
 """The run engine: accepts runs, executes them on bounded workers, cancels them, and
-retries the ones a restart interrupted.
+retries the ones whose process died.
 
-A new run wakes the dispatcher at once (no polling); runs of one thread execute one at a
-time, in order; a run accepted is in the database before the client hears of it.
+A new run wakes the dispatchers of every replica at once (no polling); runs of one thread
+execute one at a time, in order; a run accepted is in the database before the client hears
+of it. A claimed run is leased: its replica renews the lease while it executes the run, and
+a run whose lease expires (its replica died) is requeued and resumed from its last
+checkpoint with `attempt` + 1, by whichever replica claims it. A cancel reaches the run
+wherever it executes, over the storage's bus.
 """
 
 from __future__ import annotations
@@ -10,6 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
+import time
+import uuid
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -17,11 +25,15 @@ from agentctl import serde
 from agentctl.engine import executor
 from agentctl.engine.deployment import Deployment
 from agentctl.engine.wire import END_EVENT
-from agentctl.storage.base import Run, RunStatus, Storage, now
+from agentctl.storage.base import Message, Run, RunStatus, Storage, now
 
 log = logging.getLogger("agentctl.engine")
 
 CancelAction = Literal["interrupt", "rollback"]
+# Why a run's task is cancelled: a client's cancel, or (the run does not end) its lease went
+# to another replica. A task cancelled for none of these is stopped by its replica's shutdown.
+StopReason = Literal["interrupt", "rollback", "lease lost"]
+SHUTDOWN = "shutdown"
 
 
 class ThreadBusyError(Exception):
@@ -36,37 +48,55 @@ class RunEngine:
         *,
         workers: int = 16,
         run_timeout: float | None = None,
+        lease: float = 30.0,
     ) -> None:
         self.storage = storage
         self.deployment = deployment
         self.workers = workers
         self.run_timeout = run_timeout
+        self.lease = lease
+        # This process among the replicas: the holder of its runs' leases.
+        self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._slots = asyncio.Semaphore(workers)
         self._wake = asyncio.Event()
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._cancel_actions: dict[str, CancelAction] = {}
-        self._dispatcher: asyncio.Task[None] | None = None
+        self._cancel_actions: dict[str, StopReason] = {}
+        # Cancels that arrived for a run this process claimed but had not started yet.
+        self._early_cancels: dict[str, tuple[CancelAction, float]] = {}
+        self._background: list[asyncio.Task[None]] = []
 
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Requeue the runs a previous process left running, then start dispatching."""
-        requeued = await self.storage.runs.requeue_running()
-        for run in requeued:
-            log.info("run %s was interrupted by a restart; retrying it", run.run_id)
-        self._dispatcher = asyncio.create_task(self._dispatch(), name="agentctl-dispatcher")
+        """Requeue the runs whose process died, then start dispatching and keeping leases."""
+        self.storage.bus.subscribe("wake", self._on_wake)
+        self.storage.bus.subscribe("cancel", self._on_cancel)
+        await self._requeue_orphans()
+        self._background = [
+            asyncio.create_task(self._dispatch(), name="agentctl-dispatcher"),
+            asyncio.create_task(self._keep_leases(), name="agentctl-leases"),
+        ]
 
-    async def stop(self) -> None:
-        """Stop taking runs and cancel those in flight; they stay `running` in storage and
-        are retried, from their last checkpoint, by the next start."""
-        if self._dispatcher is not None:
-            self._dispatcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._dispatcher
+    async def stop(self, grace: float = 0.0) -> None:
+        """Stop taking runs, give those in flight `grace` seconds to finish, then stop them
+        and hand them back: another replica (or the next start) resumes each from its last
+        checkpoint."""
+        for task in self._background:
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        self._background = []
         tasks = list(self._tasks.values())
+        if tasks and grace > 0:
+            log.info("waiting up to %s s for %d runs to finish", grace, len(tasks))
+            await asyncio.wait(tasks, timeout=grace)
+        tasks = [task for task in tasks if not task.done()]
         for task in tasks:
-            task.cancel("shutdown")
+            task.cancel(SHUTDOWN)
         await asyncio.gather(*tasks, return_exceptions=True)
+        if tasks:
+            released = await self.storage.runs.release(self.worker)
+            log.info("handed %d unfinished runs to the other replicas", len(released))
+            await self.storage.bus.publish("wake", {})
 
     # -- accepting runs ----------------------------------------------------------------
 
@@ -91,46 +121,108 @@ class RunEngine:
             run.not_before = now() + timedelta(seconds=float(run.kwargs["after_seconds"]))
         await self.storage.runs.create(run)
         self._wake.set()
+        await self.storage.bus.publish("wake", {})
         return run
 
     async def cancel(self, run: Run, action: CancelAction = "interrupt") -> None:
-        """Stop `run`: a pending run never starts, a running one is cancelled where it is.
-        `rollback` also deletes the run and the checkpoints it wrote."""
-        task = self._tasks.get(run.run_id)
-        if task is not None:
-            if run.run_id in self._cancel_actions:
-                return  # already stopping: a second cancel would cut its clean-up short
-            self._cancel_actions[run.run_id] = action
-            task.cancel("cancelled")
+        """Stop `run`: a pending run never starts, a running one is cancelled wherever it
+        executes. `rollback` also deletes the run and the checkpoints it wrote."""
+        if self._cancel_here(run.run_id, action):
             return
-        if run.status == "pending":
-            if action == "rollback":
-                await self.storage.runs.delete(run.run_id)
-            else:
-                await self.storage.runs.set_status(run.run_id, "interrupted", "cancelled")
+        if run.status == "pending" and await self.storage.runs.cancel_pending(
+            run.run_id, delete=action == "rollback"
+        ):
             await self._append_end(run, "interrupted")
+            return
+        # Running on another replica (or claimed since it was read): its replica stops it.
+        await self.storage.bus.publish("cancel", {"run_id": run.run_id, "action": action})
+
+    def _cancel_here(self, run_id: str, action: CancelAction) -> bool:
+        """Cancel the run if this process executes it; False if it does not."""
+        task = self._tasks.get(run_id)
+        if task is None:
+            return False
+        if run_id not in self._cancel_actions:  # a second cancel would cut clean-up short
+            self._cancel_actions[run_id] = action
+            task.cancel("cancelled")
+        return True
+
+    async def _on_cancel(self, message: Message) -> None:
+        run_id, action = message["run_id"], message["action"]
+        if not self._cancel_here(run_id, action):
+            self._early_cancels[run_id] = (action, time.monotonic())
+
+    async def _on_wake(self, message: Message) -> None:
+        self._wake.set()
 
     def is_executing(self, run_id: str) -> bool:
         return run_id in self._tasks
 
     async def stopped(self, run_id: str, timeout: float = 10.0) -> None:
-        """Wait (at most `timeout` s) until `run_id` is not executing here."""
+        """Wait (at most `timeout` s) until `run_id` is not executing, here or elsewhere."""
         task = self._tasks.get(run_id)
         if task is not None:
             await asyncio.wait([task], timeout=timeout)
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            run = await self.storage.runs.get(run_id)
+            if run is None or run.status != "running":
+                return
+            await asyncio.sleep(0.05)
 
     # -- executing runs ----------------------------------------------------------------
 
     async def _dispatch(self) -> None:
         while True:
             await self._slots.acquire()
-            run = await self.storage.runs.claim(now())
+            try:
+                run = await self.storage.runs.claim(now(), worker=self.worker, lease=self.lease)
+            except Exception:
+                self._slots.release()
+                log.exception("claiming a run failed; retrying in 1 s")
+                await asyncio.sleep(1.0)
+                continue
             if run is None:
                 self._slots.release()
                 await self._sleep_until_woken()
                 continue
             task = asyncio.create_task(self._run(run), name=f"run-{run.run_id}")
             self._tasks[run.run_id] = task
+            early = self._early_cancels.pop(run.run_id, None)
+            if early is not None:
+                self._cancel_here(run.run_id, early[0])
+
+    async def _keep_leases(self) -> None:
+        """Renew the leases of the runs executing here, stop those another replica took,
+        requeue the runs of dead replicas, and look for work a missed wake-up left behind."""
+        while True:
+            await asyncio.sleep(self.lease / 3)
+            try:
+                executing = list(self._tasks)
+                held = await self.storage.runs.renew(self.worker, self.lease)
+                for run_id in executing:
+                    task = self._tasks.get(run_id)
+                    if run_id not in held and task is not None:
+                        log.warning("run %s: lease lost to another replica; stopping", run_id)
+                        self._cancel_actions.setdefault(run_id, "lease lost")
+                        task.cancel("lease lost")
+                await self._requeue_orphans()
+                horizon = time.monotonic() - 2 * self.lease
+                for run_id, (_, at) in list(self._early_cancels.items()):
+                    if at < horizon:
+                        del self._early_cancels[run_id]
+            except Exception:
+                log.exception("keeping run leases failed; retrying")
+            self._wake.set()
+
+    async def _requeue_orphans(self) -> None:
+        requeued = await self.storage.runs.requeue_orphans(self.worker, now())
+        for run in requeued:
+            log.info("run %s lost its replica; retrying it (attempt %d)", run.run_id,
+                     run.attempt + 1)  # fmt: skip
+        if requeued:
+            await self.storage.bus.publish("wake", {})
 
     async def _sleep_until_woken(self) -> None:
         self._wake.clear()
@@ -145,8 +237,8 @@ class RunEngine:
         try:
             await self._execute(run)
         except asyncio.CancelledError:
-            if self._cancel_actions.get(run.run_id) is None:
-                raise  # shutdown: the run stays `running` and is retried on restart
+            if self._cancel_actions.get(run.run_id) in (None, "lease lost"):
+                raise  # its replica stops, or another took it: it is retried, not ended
         except Exception:
             log.exception("run %s could not be executed", run.run_id)
             failure = {"error": "InternalError", "message": "the server failed to run it"}
@@ -176,9 +268,8 @@ class RunEngine:
             await publish("error", outcome.error)
         except asyncio.CancelledError:
             action = self._cancel_actions.get(run.run_id)
-            if action is None:
-                raise
-            await self._finish_cancelled(run, graph, action)
+            if action == "interrupt" or action == "rollback":
+                await self._finish_cancelled(run, graph, action)
             raise
         await self._finish(run, graph, outcome)
 

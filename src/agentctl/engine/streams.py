@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Collection
 
 from agentctl import serde
 from agentctl.engine.wire import END_EVENT
+from agentctl.observability import metrics
 from agentctl.storage.base import Event, Storage, event_position
 
 REPLAY_ALL = "-"
@@ -45,6 +46,7 @@ async def follow(
     pass without an event. A run follower ends after the run's end marker; with
     `stored_only` (a run known to be over) it ends after what is stored."""
     subscription = storage.events.subscribe(thread_id)
+    subscriber = metrics.stream_opened()
     try:
         after = None if last_event_id in (None, REPLAY_ALL) else last_event_id
         position = event_position(after) if after else (-1, -1)
@@ -73,6 +75,7 @@ async def follow(
                 return
     finally:
         subscription.close()
+        metrics.stream_closed(subscriber)
 
 
 def run_done(event: Event) -> bytes:

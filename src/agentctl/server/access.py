@@ -49,9 +49,11 @@ _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 @dataclass(frozen=True)
 class Caller:
     """The principal of one request. `user` is None for the operator and anonymous callers,
-    who are not scoped; a signed-in user is scoped to what they created."""
+    who are not scoped; a signed-in user is scoped to what they created. `operator`: the
+    caller proved the deployment key (only they may deploy)."""
 
     user: str | None = None
+    operator: bool = False
 
     @property
     def scoped(self) -> bool:
@@ -175,7 +177,7 @@ class Authentication:
         if policy.api_key is not None and api_key is not None:
             if not hmac.compare_digest(api_key, policy.api_key.encode()):
                 raise AuthError("the x-api-key is not this deployment's key")
-            return Caller()
+            return Caller(operator=True)
         if policy.authenticator is not None:
             raise AuthError("sign in: send Authorization: Bearer <token>")
         if policy.anonymous:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,6 +13,9 @@ from fastapi import FastAPI, Request
 from agentctl._version import __version__
 from agentctl.engine import Deployment, RunEngine
 from agentctl.engine.crons import CronScheduler
+from agentctl.observability.metrics import HttpMetrics, Metrics
+from agentctl.observability.tracing import HttpTracing
+from agentctl.runtime.agent import AgentRuntime
 from agentctl.server import errors
 from agentctl.server.access import AccessPolicy, Authentication
 from agentctl.server.limits import BodyLimit
@@ -27,8 +31,16 @@ class Server:
     engine: RunEngine
     # Who may call, and as whom; the default lets no one in.
     access: AccessPolicy = field(default_factory=AccessPolicy)
-    # Facts shown by `/info` (and later the deployment's settings).
+    # Facts shown by `/info`.
     info: dict[str, Any] = field(default_factory=dict)
+    # Revisions pushed by `agentctl deploy` (a `platform.Deployments`; `serve` only).
+    platform: Any = None
+    # On stop, how long runs in flight may take to finish before they are handed over,
+    # counted from `stopping_since` (when the HTTP server began to stop) when set.
+    shutdown_grace: float = 0.0
+    stopping_since: float | None = None
+    # Called once the server stopped (e.g. to close what the storage was built on).
+    on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     scheduler: CronScheduler = field(init=False)
 
     def __post_init__(self) -> None:
@@ -36,19 +48,40 @@ class Server:
 
     async def start(self) -> None:
         await self.ensure_default_assistant()
+        if self.platform is not None:
+            await self.platform.start()
         await self.engine.start()
         await self.scheduler.start()
 
     async def stop(self) -> None:
         await self.scheduler.stop()
-        await self.engine.stop()
+        grace = self.shutdown_grace
+        if self.stopping_since is not None:
+            grace = max(0.0, grace - (time.monotonic() - self.stopping_since))
+        await self.engine.stop(grace)
         await self.storage.close()
+        for close in self.on_close:
+            await close()
         if self.access.authenticator is not None:
             await self.access.authenticator.aclose()
+
+    async def switch(
+        self, runtime: AgentRuntime, access: AccessPolicy, number: int | None = None
+    ) -> None:
+        """Serve `runtime` to new runs (runs in flight finish on theirs) under `access`."""
+        self.deployment.swap(runtime, number)
+        if access is not self.access:
+            replaced, self.access = self.access, access
+            if replaced.authenticator is not None:
+                await replaced.authenticator.aclose()
+        self.info["revision"] = runtime.revision_id
+        await self.ensure_default_assistant()
 
     async def ensure_default_assistant(self) -> None:
         """The agent itself is an assistant whose id is a uuid5 of its name."""
         deployment = self.deployment
+        if not deployment.ready:
+            return
         existing = await self.storage.assistants.get(deployment.assistant_id)
         if existing is None:
             await self.storage.assistants.put(
@@ -86,7 +119,11 @@ def create_app(server: Server) -> FastAPI:
     )
     app.state.server = server
     app.add_middleware(BodyLimit)
-    app.add_middleware(Authentication, policy=lambda: server.access)  # outermost: runs first
+    app.add_middleware(Authentication, policy=lambda: server.access)
+    # Outermost, so 401s and 413s are counted and traced too; see docs/server.md.
+    app.state.metrics = metrics = Metrics()  # this app's registry, served by /metrics
+    app.add_middleware(HttpMetrics, metrics=metrics)
+    app.add_middleware(HttpTracing)  # a pass-through unless tracing is configured
     errors.install(app)
     from agentctl.server.routes import ROUTERS
 

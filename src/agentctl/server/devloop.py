@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import logging
 import os
 import socket
@@ -19,30 +18,29 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-import uvicorn
 from watchfiles import DefaultFilter, awatch
 
 from agentctl.bundle.build import STATE_DIR
 from agentctl.bundle.revision import Revision
-from agentctl.errors import RuntimeFailure, UserError
+from agentctl.errors import RuntimeFailure
 from agentctl.project.model import Project
 from agentctl.runtime import AgentRuntime, load_agent
 from agentctl.server.app import Server, create_app
 from agentctl.server.blocking import BlockingDetector
 from agentctl.server.embedded import dev_access, open_embedded_server
-from agentctl.server.http import uvicorn_config
+from agentctl.server.http import (
+    NotifyingUvicorn,
+    base_url,
+    uvicorn_config,
+)
 
 log = logging.getLogger("agentctl.dev")
 
 DATA_DIR = f"{STATE_DIR}/data"
 # Seconds open connections (e.g. a stream) get to finish when the server stops.
 GRACEFUL_SHUTDOWN = 3
-
-
-class PortInUseError(UserError):
-    """Something else listens on the address `agentctl dev` was asked to use."""
 
 
 @dataclass(frozen=True)
@@ -59,42 +57,6 @@ class DevEvents(Protocol):
     def ready(self, dev: DevServer) -> None: ...
     def reloaded(self, build: Build) -> None: ...
     def reload_failed(self, error: Exception, serving: Build) -> None: ...
-
-
-def listen_socket(host: str, port: int) -> socket.socket:
-    """A socket bound to `host:port`, ready to serve; the error names the port when taken."""
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(
-            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )[0]
-    except socket.gaierror as exc:
-        raise UserError(
-            f"cannot listen on {host}: {exc.strerror} — use an address of this machine "
-            "with --host, e.g. 127.0.0.1"
-        ) from None
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(2048)
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            raise PortInUseError(
-                f"port {port} on {host} is already in use — stop what is using it or choose "
-                "another port with --port"
-            ) from None
-        raise UserError(
-            f"cannot listen on port {port} of {host}: {exc.strerror} — choose another port "
-            "with --port or another address with --host"
-        ) from None
-    return sock
-
-
-def base_url(host: str, port: int) -> str:
-    """The URL a client on this machine uses; a wildcard address is reached on loopback."""
-    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 class ProjectFilter(DefaultFilter):
@@ -136,7 +98,7 @@ class DevServer:
         self._exported: set[str] = set()
         self._failed = False
         self._watcher: asyncio.Task[None] | None = None
-        self._uvicorn: _Uvicorn | None = None
+        self._uvicorn: NotifyingUvicorn | None = None
 
     @property
     def root(self) -> Path:
@@ -159,7 +121,9 @@ class DevServer:
         )
         self.server = server
         config = uvicorn_config(create_app(server), timeout_graceful_shutdown=GRACEFUL_SHUTDOWN)
-        uv = self._uvicorn = _Uvicorn(config, on_started=self._started, on_stopping=self._stopping)
+        uv = self._uvicorn = NotifyingUvicorn(
+            config, on_started=self._started, on_stopping=self._stopping
+        )
         self.serving = True
         try:
             await uv.serve(sockets=[self.sock])
@@ -230,13 +194,7 @@ class DevServer:
             self._failed = True
             self.events.reload_failed(exc, self.build)
             return False
-        server.deployment.swap(runtime)
-        if access is not server.access:
-            replaced, server.access = server.access, access
-            if replaced.authenticator is not None:
-                await replaced.authenticator.aclose()
-        server.info["revision"] = build.revision.id
-        await server.ensure_default_assistant()
+        await server.switch(runtime, access)
         self.build = build
         self._failed = False
         self.events.reloaded(build)
@@ -275,30 +233,6 @@ def _connections(storage: object) -> list[sqlite3.Connection]:
     """The embedded database's connections (server tables, store), which run short
     queries inline on the loop by design."""
     return [value for value in vars(storage).values() if isinstance(value, sqlite3.Connection)]
-
-
-class _Uvicorn(uvicorn.Server):
-    """uvicorn, telling us when it has started and before it stops."""
-
-    def __init__(
-        self,
-        config: uvicorn.Config,
-        *,
-        on_started: Callable[[], None],
-        on_stopping: Callable[[], Any],
-    ) -> None:
-        super().__init__(config)
-        self._on_started = on_started
-        self._on_stopping = on_stopping
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        if self.started and not self.should_exit:
-            self._on_started()
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        await self._on_stopping()
-        await super().shutdown(sockets)
 
 
 def configure_logging() -> None:

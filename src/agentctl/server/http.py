@@ -9,11 +9,16 @@ of the loop go out together here, in one call, at the end of that turn.
 from __future__ import annotations
 
 import asyncio
+import errno
+import socket
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from agentctl.errors import UserError
 
 
 class _GatheredWrites:
@@ -60,3 +65,67 @@ def uvicorn_config(app: ASGIApp, **options: Any) -> uvicorn.Config:
         **options,
     }
     return uvicorn.Config(app, **settings)
+
+
+class PortInUseError(UserError):
+    """Something else listens on the address `agentctl dev` was asked to use."""
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to `host:port`, ready to serve; the error names the port when taken."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise UserError(
+            f"cannot listen on {host}: {exc.strerror} — use an address of this machine "
+            "with --host, e.g. 127.0.0.1"
+        ) from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUseError(
+                f"port {port} on {host} is already in use — stop what is using it or choose "
+                "another port with --port"
+            ) from None
+        raise UserError(
+            f"cannot listen on port {port} of {host}: {exc.strerror} — choose another port "
+            "with --port or another address with --host"
+        ) from None
+    return sock
+
+
+def base_url(host: str, port: int) -> str:
+    """The URL a client on this machine uses; a wildcard address is reached on loopback."""
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+class NotifyingUvicorn(uvicorn.Server):
+    """uvicorn, telling us when it has started and before it stops."""
+
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        *,
+        on_started: Callable[[], None],
+        on_stopping: Callable[[], Any],
+    ) -> None:
+        super().__init__(config)
+        self._on_started = on_started
+        self._on_stopping = on_stopping
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started and not self.should_exit:
+            self._on_started()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        await self._on_stopping()
+        await super().shutdown(sockets)

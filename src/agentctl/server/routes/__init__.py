@@ -9,6 +9,7 @@ from agentctl.server.routes import (
     assistants,
     crons,
     mcp,
+    platform,
     runs,
     state,
     store,
@@ -30,4 +31,5 @@ ROUTERS: list[APIRouter] = [
     system.router,
     mcp.router,
     a2a.router,
+    platform.router,
 ]

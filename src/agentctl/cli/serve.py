@@ -1,0 +1,89 @@
+"""`agentctl serve [--host HOST] [--port PORT]`: the production server."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+
+import click
+
+from agentctl.cli.deploy import API_KEY, BEARER, example_call
+from agentctl.cli.dev import loop_factory, signals
+from agentctl.settings import Settings
+
+log = logging.getLogger("agentctl.serve")
+
+
+@click.command()
+@click.option("--host", default=None, help="Address to listen on [AGENTCTL_HOST, 0.0.0.0].")
+@click.option("--port", default=None, type=click.IntRange(0, 65535),
+              help="Port to listen on, 0 for any free one [AGENTCTL_PORT, 8000].")  # fmt: skip
+def serve(host: str | None, port: int | None) -> None:
+    """Run the production server: the LangGraph API, MCP and A2A for the revision last
+    deployed with `agentctl deploy`, which it also accepts.
+
+    Settings come from environment variables (docs/settings.md): DATABASE_URL and REDIS_URL
+    for any number of replicas on PostgreSQL + Redis (without them, one replica on SQLite in
+    AGENTCTL_DATA_DIR), PLATFORM_API_KEY (required), AGENTCTL_WORKERS and more. On SIGTERM
+    runs in flight get AGENTCTL_SHUTDOWN_GRACE_SECONDS to finish; the rest are handed to
+    another replica.
+    """
+    from agentctl.observability.logs import configure_logging
+    from agentctl.observability.tracing import configure_tracing, shutdown_tracing
+    from agentctl.server.http import listen_socket
+
+    settings = Settings.from_env(host=host, port=port)
+    configure_logging(settings.log_format, settings.log_level)
+    configure_tracing(settings.otel_exporter_otlp_endpoint, settings.otel_service_name)
+    sock = listen_socket(settings.host, settings.port)
+    try:
+        with signals(interrupt=lambda: True), asyncio.Runner(loop_factory=loop_factory()) as r:
+            r.run(run(settings, sock))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+        shutdown_tracing()
+
+
+async def run(settings: Settings, sock: socket.socket) -> None:
+    from agentctl.errors import RuntimeFailure
+    from agentctl.server.app import create_app
+    from agentctl.server.http import NotifyingUvicorn, base_url, uvicorn_config
+    from agentctl.server.production import open_production_server
+
+    server = await open_production_server(settings)
+    host, port = sock.getsockname()[:2]
+    url = base_url(host, port)
+
+    def started() -> None:
+        deployment = server.deployment
+        if deployment.ready:
+            what = f"revision {deployment.number} ({deployment.revision_id[:12]}) of agent "
+            what += f'"{deployment.graph_id}"'
+            log.info("listening on %s: %s, on %s", url, what, server.storage.kind)
+            header = BEARER if deployment.runtime.project.auth is not None else API_KEY
+            public = settings.public_url or url
+            log.info("try: %s", example_call(public, deployment.graph_id, header))
+        else:
+            log.info("listening on %s, on %s: no revision deployed yet — run "
+                     "PLATFORM_URL=%s agentctl deploy", url, server.storage.kind,
+                     settings.public_url or url)  # fmt: skip
+
+    async def stopping() -> None:
+        log.info("stopping: runs in flight get %s s to finish", settings.shutdown_grace_seconds)
+        server.stopping_since = time.monotonic()
+
+    config = uvicorn_config(
+        create_app(server), timeout_graceful_shutdown=settings.shutdown_grace_seconds
+    )
+    uv = NotifyingUvicorn(config, on_started=started, on_stopping=stopping)
+    try:
+        await uv.serve(sockets=[sock])
+    except SystemExit:  # uvicorn's way of saying the application did not start
+        raise RuntimeFailure("the server could not start — see the messages above") from None
+    finally:
+        if not uv.started:
+            await server.stop()

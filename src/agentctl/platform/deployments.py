@@ -1,0 +1,217 @@
+"""The server side of `agentctl deploy`: a revision is checked, loaded, stored with its
+secrets sealed, and activated; every replica then loads it and switches new runs to it.
+
+A revision is data (config, prompts, skills, MCP definitions), so a deploy takes seconds:
+no image is built. Runs in flight finish on the revision they started on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentctl.bundle.requirements import install_command, requirements_of
+from agentctl.bundle.revision import MANIFEST_FILE, canonical, extract_revision, read_archive
+from agentctl.errors import UserError
+from agentctl.platform.secrets import SecretBox
+from agentctl.project import load_project
+from agentctl.project.model import Project
+from agentctl.runtime import load_agent
+from agentctl.runtime.agent import AgentRuntime
+from agentctl.server.access import AccessPolicy
+from agentctl.server.app import Server
+from agentctl.storage.base import Message, RevisionRecord, Storage
+
+log = logging.getLogger("agentctl.platform")
+
+
+class RevisionRefused(UserError):
+    """An uploaded revision this server cannot serve; the message says what to do."""
+
+    status = 422
+
+
+@dataclass(frozen=True)
+class Loaded:
+    record: RevisionRecord
+    runtime: AgentRuntime
+
+
+class Deployments:
+    """Revisions of one deployment, as seen by one replica of `server`.
+
+    `access_for(project)` gives the access policy a revision asks for."""
+
+    def __init__(
+        self,
+        server: Server,
+        box: SecretBox,
+        data_dir: Path,
+        *,
+        access_for: Callable[[Project], AccessPolicy],
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.server = server
+        self.storage: Storage = server.storage
+        self.box = box
+        self.folder = data_dir / "revisions"
+        self._access_for = access_for
+        self._environ = os.environ if environ is None else environ
+        self.current: int | None = None
+        self._lock = asyncio.Lock()  # one revision is loaded at a time
+
+    async def start(self) -> None:
+        """Follow activations made by any replica."""
+        self.storage.bus.subscribe("deploy", self._on_deploy)
+
+    async def restore(self) -> None:
+        """Serve the active revision, if there is one (at start)."""
+        number = await self.storage.revisions.active()
+        if number is not None:
+            await self._use(await self._load(number))
+
+    # -- deploying ---------------------------------------------------------------------
+
+    async def upload(self, archive: bytes, secrets: Mapping[str, str]) -> RevisionRecord:
+        """Check and load the revision in `archive`, store it and make it active.
+
+        Raises `RevisionRefused` (or the loader's `UserError`) naming what is wrong: a
+        damaged archive, a package this server lacks, a missing variable, a broken agent."""
+        manifest = verify_archive(archive)
+        unknown = sorted(set(secrets) - set(manifest["env"]))
+        if unknown:
+            raise RevisionRefused(
+                f"secrets {', '.join(unknown)} are not variables the revision uses "
+                f"({', '.join(manifest['env']) or 'none'}) — send only those"
+            )
+        async with self._lock:
+            folder = await asyncio.to_thread(self._unpack, manifest["id"], archive)
+            project = self._project(folder, secrets)
+            requirements = requirements_of(project)
+            missing = requirements.missing_packages()
+            if missing:
+                raise RevisionRefused(
+                    "this server lacks packages the revision needs — install them on every "
+                    f"replica (or use an image with them): {install_command(missing)}"
+                )
+            unset = [need.name for need in requirements.missing_env(project.env)]
+            if unset:
+                raise RevisionRefused(
+                    f"the revision needs {', '.join(unset)}, which neither the deploy nor the "
+                    "server's environment sets — add them to the project's .env"
+                )
+            runtime = await self._runtime(project, manifest["id"], secrets)
+            record = await self.storage.revisions.add(
+                manifest["id"], manifest, archive, self.box.seal(secrets), sorted(secrets)
+            )
+            await self._activate(Loaded(record, runtime))
+        log.info("revision %d (%s) deployed", record.number, record.revision_id[:12])
+        return record
+
+    async def activate(self, number: int) -> RevisionRecord:
+        """Make a stored revision active again (a rollback, or forward)."""
+        async with self._lock:
+            loaded = await self._load(number)
+            await self._activate(loaded)
+        log.info("revision %d activated", number)
+        return loaded.record
+
+    async def _activate(self, loaded: Loaded) -> None:
+        await self.storage.revisions.activate(loaded.record.number)
+        await self._use(loaded)
+        await self.storage.bus.publish("deploy", {"number": loaded.record.number})
+
+    async def _use(self, loaded: Loaded) -> None:
+        project = loaded.runtime.project
+        await self.server.switch(loaded.runtime, self._access_for(project), loaded.record.number)
+        self.current = loaded.record.number
+
+    async def _on_deploy(self, message: Message) -> None:
+        number = int(message["number"])
+        async with self._lock:
+            if number == self.current or await self.storage.revisions.active() != number:
+                return  # already here, or superseded meanwhile
+            loaded = await self._load(number)
+            await self._use(loaded)
+        log.info("switched to revision %d", number)
+
+    # -- loading -----------------------------------------------------------------------
+
+    async def _load(self, number: int) -> Loaded:
+        record = await self.storage.revisions.get(number)
+        payload = await self.storage.revisions.payload(number)
+        if record is None or payload is None:
+            raise RevisionRefused(f"there is no revision {number}")
+        archive, sealed = payload
+        secrets = self.box.open(sealed)
+        folder = await asyncio.to_thread(self._unpack, record.revision_id, archive)
+        project = self._project(folder, secrets)
+        return Loaded(record, await self._runtime(project, record.revision_id, secrets))
+
+    def _project(self, folder: Path, secrets: Mapping[str, str]) -> Project:
+        return load_project(folder, environ={**self._environ, **secrets})
+
+    async def _runtime(
+        self, project: Project, revision_id: str, secrets: Mapping[str, str]
+    ) -> AgentRuntime:
+        # Provider packages read keys from the process environment: a revision's own values
+        # replace the previous revision's (a model object keeps the key it was built with).
+        os.environ.update(secrets)
+        return await load_agent(
+            project,
+            revision_id,
+            store=self.storage.store,
+            checkpointer=self.storage.checkpointer,
+            env=project.env,
+        )
+
+    def _unpack(self, revision_id: str, archive: bytes) -> Path:
+        """The revision's files in `data_dir/revisions/<id>/`, unpacked once."""
+        target = self.folder / revision_id
+        if target.is_dir():
+            return target
+        self.folder.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".unpacking-", dir=self.folder))
+        try:
+            extract_revision(archive, staging)
+            staging.rename(target)
+        except OSError:
+            if not target.is_dir():  # not just another replica's process unpacking it too
+                raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return target
+
+
+def verify_archive(archive: bytes) -> dict[str, Any]:
+    """The manifest of a revision archive whose content matches its id; else refused."""
+    files = read_archive(archive)
+    raw = files.get(MANIFEST_FILE)
+    if raw is None:
+        raise RevisionRefused(f"the archive has no {MANIFEST_FILE}: build it with agentctl deploy")
+    try:
+        manifest: dict[str, Any] = json.loads(raw)
+        claimed = manifest.pop("id")
+        listed = {entry["path"]: entry["sha256"] for entry in manifest["files"]}
+    except (ValueError, KeyError, TypeError):
+        raise RevisionRefused(f"the archive's {MANIFEST_FILE} is not a revision manifest") from None
+    if hashlib.sha256(canonical(manifest)).hexdigest() != claimed:
+        raise RevisionRefused("the manifest does not match the revision id: the archive is damaged")
+    actual = {
+        path: hashlib.sha256(data).hexdigest()
+        for path, data in files.items()
+        if path != MANIFEST_FILE
+    }
+    if actual != listed:
+        raise RevisionRefused("the archive's files do not match its manifest: it is damaged")
+    manifest["id"] = claimed
+    return manifest

@@ -1,0 +1,70 @@
+"""The production server `agentctl serve` runs: storage from the settings (PostgreSQL + Redis
+for any number of replicas, or the embedded SQLite for one), revisions pushed by
+`agentctl deploy`, and callers admitted by the deployment key or the revision's `[auth]`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentctl.auth import authenticator_for
+from agentctl.engine import Deployment, RunEngine
+from agentctl.platform.deployments import Deployments
+from agentctl.platform.secrets import SecretBox
+from agentctl.project.model import Project
+from agentctl.server.access import AccessPolicy
+from agentctl.server.app import Server
+from agentctl.settings import Settings, SettingsError
+from agentctl.storage.open import open_storage
+
+
+def serve_access(project: Project | None, settings: Settings) -> AccessPolicy:
+    """The deployment key always admits the operator; end users sign in with the revision's
+    `[auth]`, or, without it, are let in only when `AGENTCTL_ALLOW_ANONYMOUS` says so.
+    The development UI bypass of `agentctl dev` never applies here."""
+    key = settings.platform_api_key
+    if project is None or project.auth is None:
+        return AccessPolicy(api_key=key, anonymous=settings.allow_anonymous)
+    return AccessPolicy(authenticator=authenticator_for(project.auth, project.env), api_key=key)
+
+
+async def open_production_server(settings: Settings) -> Server:
+    """Open the storage, load the active revision (if any) and return the server, ready to
+    start. Raises a `UserError` for settings or a stored revision this replica cannot use."""
+    if not settings.platform_api_key:
+        raise SettingsError(
+            "PLATFORM_API_KEY is not set — the server needs the deployment key that "
+            "`agentctl deploy` and operators send; set it to a long random string"
+        )
+    storage, close_storage = await open_storage(settings)
+    try:
+        deployment = Deployment(None)
+        engine = RunEngine(
+            storage,
+            deployment,
+            workers=settings.workers,
+            run_timeout=settings.run_timeout_seconds,
+            lease=settings.lease_seconds,
+        )
+        server = Server(
+            storage=storage,
+            deployment=deployment,
+            engine=engine,
+            access=serve_access(None, settings),
+            info={"storage": storage.kind, "public_url": settings.public_url},
+            shutdown_grace=settings.shutdown_grace_seconds,
+            on_close=[close_storage],
+        )
+        box = SecretBox(settings.secrets_key or settings.platform_api_key)
+        deployments = Deployments(
+            server,
+            box,
+            Path(settings.data_dir),
+            access_for=lambda project: serve_access(project, settings),
+        )
+        server.platform = deployments
+        await deployments.restore()
+    except BaseException:
+        await storage.close()
+        await close_storage()
+        raise
+    return server
