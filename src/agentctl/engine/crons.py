@@ -5,7 +5,8 @@ computes the next date with croniter in the cron's timezone.
 A cron on a thread runs on that thread; a stateless cron runs on a new thread each time,
 deleted after the run unless `on_run_completed` is "keep". A cron is disabled once its
 next date would pass its `end_time`. A firing missed while the server was down happens
-once when it comes back, not once per missed date.
+once when it comes back, not once per missed date; with many replicas, each date fires on
+exactly one (the one whose reschedule of the cron wins).
 """
 
 from __future__ import annotations
@@ -158,11 +159,13 @@ class CronScheduler:
             if cron is None or not cron.enabled or cron.next_run_date is None:
                 continue
             await load_timezone(cron.timezone)
+            expected = cron.next_run_date
             if cron.end_time is not None and at > cron.end_time:
                 cron.enabled, cron.next_run_date = False, None
-                await self.storage.crons.update(cron)
+                await self.storage.crons.reschedule(cron, expected=expected)
                 continue
-            await self.storage.crons.update(schedule_next(cron, at))
+            if not await self.storage.crons.reschedule(schedule_next(cron, at), expected=expected):
+                continue  # another replica fired this date
             try:
                 run = await self.fire(cron)
             except Exception:

@@ -25,6 +25,7 @@ from agentctl import serde
 from agentctl.engine import executor
 from agentctl.engine.deployment import Deployment
 from agentctl.engine.wire import END_EVENT
+from agentctl.observability import bind_run, run_finished, run_span, run_started
 from agentctl.storage.base import Message, Run, RunStatus, Storage, now
 
 log = logging.getLogger("agentctl.engine")
@@ -234,22 +235,29 @@ class RunEngine:
             await asyncio.wait_for(self._wake.wait(), timeout)
 
     async def _run(self, run: Run) -> None:
-        try:
-            await self._execute(run)
-        except asyncio.CancelledError:
-            if self._cancel_actions.get(run.run_id) in (None, "lease lost"):
-                raise  # its replica stops, or another took it: it is retried, not ended
-        except Exception:
-            log.exception("run %s could not be executed", run.run_id)
-            failure = {"error": "InternalError", "message": "the server failed to run it"}
-            await self._finish(run, None, executor.Outcome("error", failure))
-        finally:
-            self._tasks.pop(run.run_id, None)
-            self._cancel_actions.pop(run.run_id, None)
-            self._slots.release()
-            self._wake.set()
+        started, status = time.monotonic(), "requeued"  # unless it ends here
+        run_started(run)
+        with bind_run(run.run_id, run.thread_id, run.assistant_id, attempt=run.attempt):
+            try:
+                status = await self._execute(run)
+            except asyncio.CancelledError:
+                if self._cancel_actions.get(run.run_id) in (None, "lease lost"):
+                    raise  # its replica stops, or another took it: it is retried, not ended
+                status = "interrupted"
+            except Exception:
+                log.exception("run %s could not be executed", run.run_id)
+                failure = {"error": "InternalError", "message": "the server failed to run it"}
+                await self._finish(run, None, executor.Outcome("error", failure))
+                status = "error"
+            finally:
+                self._tasks.pop(run.run_id, None)
+                self._cancel_actions.pop(run.run_id, None)
+                self._slots.release()
+                self._wake.set()
+                run_finished(run, status, time.monotonic() - started)
 
-    async def _execute(self, run: Run) -> None:
+    async def _execute(self, run: Run) -> RunStatus:
+        """Execute the run to its end and record how it ended; returns its status."""
         graph = self.deployment.runtime.graph  # the run keeps this revision to the end
         assistant = await self.storage.assistants.get(run.assistant_id)
         config = executor.run_config(run, assistant, self.deployment)
@@ -259,19 +267,23 @@ class RunEngine:
         async def publish(event: str, data: Any) -> None:
             await self.storage.events.append(run.thread_id, run.run_id, event, serde.dumps(data))
 
-        try:
-            async with asyncio.timeout(self.run_timeout):
-                outcome = await executor.execute(run, graph, config, publish, resume=resume)
-        except TimeoutError:
-            message = f"the run exceeded {self.run_timeout} s"
-            outcome = executor.Outcome("timeout", {"error": "TimeoutError", "message": message})
-            await publish("error", outcome.error)
-        except asyncio.CancelledError:
-            action = self._cancel_actions.get(run.run_id)
-            if action == "interrupt" or action == "rollback":
-                await self._finish_cancelled(run, graph, action)
-            raise
+        with run_span(run) as trace:
+            try:
+                async with asyncio.timeout(self.run_timeout):
+                    outcome = await executor.execute(run, graph, config, publish, resume=resume)
+            except TimeoutError:
+                message = f"the run exceeded {self.run_timeout} s"
+                failure = {"error": "TimeoutError", "message": message}
+                outcome = executor.Outcome("timeout", failure)
+                await publish("error", outcome.error)
+            except asyncio.CancelledError:
+                action = self._cancel_actions.get(run.run_id)
+                if action == "interrupt" or action == "rollback":
+                    await self._finish_cancelled(run, graph, action)
+                raise
+            trace.outcome(outcome.status, outcome.error)
         await self._finish(run, graph, outcome)
+        return outcome.status
 
     async def _finish(self, run: Run, graph: Any, outcome: executor.Outcome) -> None:
         await self.storage.runs.finish(run.run_id, outcome.status, error=outcome.error)

@@ -258,7 +258,7 @@ async def keep_latest(server: Server, thread_id: str) -> bool:
         }
         root = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
         await checkpointer.aput(root, checkpoint, metadata, {})
-    checkpointer.prune_to_latest(thread_id)
+    await checkpointer.aprune_to_latest(thread_id)
     return True
 
 
@@ -314,5 +314,5 @@ async def copy_thread(request: Request, thread_id: str) -> Response:
         created_at=now(),
     )
     await server.storage.threads.create(copy)
-    server.storage.checkpointer.copy_thread(source.thread_id, copy.thread_id)
+    await server.storage.checkpointer.acopy_thread(source.thread_id, copy.thread_id)
     return views.json_response(await thread_json(server, copy))

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentctl.storage.bus import LocalBus
 from agentctl.storage.sqlite.assistants import SqliteAssistants
 from agentctl.storage.sqlite.checkpointer import LoopSqliteSaver, LoopSqliteStore
 from agentctl.storage.sqlite.crons import SqliteCrons
 from agentctl.storage.sqlite.database import close, connect, lock_of
 from agentctl.storage.sqlite.events import SqliteEventLog
+from agentctl.storage.sqlite.revisions import SqliteRevisions
 from agentctl.storage.sqlite.runs import SqliteRuns
 from agentctl.storage.sqlite.threads import SqliteThreads
 
@@ -18,7 +20,10 @@ __all__ = ["SqliteStorage"]
 
 class SqliteStorage:
     """Every table of one server process: the server's in the SQLite file at `path`, the
-    store's in the one at `store_path`."""
+    store's in the one at `store_path`. Its bus reaches this process only: one process at a
+    time serves an embedded database."""
+
+    kind = "sqlite"
 
     def __init__(self, path: Path, store_path: Path) -> None:
         self.path = path
@@ -34,8 +39,11 @@ class SqliteStorage:
         self.threads = SqliteThreads(self.conn, self.checkpointer, self.events)
         self.runs = SqliteRuns(self.conn)
         self.crons = SqliteCrons(self.conn)
+        self.revisions = SqliteRevisions(self.conn)
+        self.bus = LocalBus()
 
     async def close(self) -> None:
+        await self.bus.close()
         self.events.flush()
         close(self.conn)
         close(self.store_conn)

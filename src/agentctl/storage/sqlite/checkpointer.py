@@ -68,7 +68,7 @@ class LoopSqliteSaver(SqliteSaver):  # type: ignore[misc]
         )
         return history
 
-    def copy_thread(self, source: str, target: str) -> None:
+    async def acopy_thread(self, source: str, target: str) -> None:
         """Copy every checkpoint and pending write of thread `source` to `target`."""
         with self.cursor() as cur:
             for table in ("checkpoints", "writes"):
@@ -94,7 +94,7 @@ class LoopSqliteSaver(SqliteSaver):  # type: ignore[misc]
                     [(thread_id, checkpoint_id) for checkpoint_id in doomed],
                 )
 
-    def prune_to_latest(self, thread_id: str) -> None:
+    async def aprune_to_latest(self, thread_id: str) -> None:
         """Keep only the newest checkpoint of each namespace of the thread."""
         with self.cursor() as cur:
             cur.execute(

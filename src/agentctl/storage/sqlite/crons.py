@@ -126,3 +126,13 @@ class SqliteCrons:
             (timestamp(at),),
         ).fetchall()
         return [_cron(row) for row in rows]
+
+    async def reschedule(self, cron: Cron, *, expected: datetime | None) -> bool:
+        columns = _COLUMNS.split(", ")
+        with transaction(self.conn):
+            cursor = self.conn.execute(
+                f"UPDATE crons SET ({', '.join(columns[1:])}) = ({', '.join('?' * 13)}) "
+                "WHERE cron_id = ? AND next_run_date IS ?",
+                (*_values(cron)[1:], cron.cron_id, timestamp(expected)),
+            )
+        return cursor.rowcount == 1

@@ -93,6 +93,25 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX crons_due ON crons (enabled, next_run_date);
     """,
+    # 2: run leases (the worker holding a running run, until when) and deployed revisions.
+    """
+    ALTER TABLE runs ADD COLUMN worker TEXT;
+    ALTER TABLE runs ADD COLUMN lease_expires_at TEXT;
+    CREATE INDEX runs_by_worker ON runs (worker, status);
+    CREATE TABLE revisions (
+        number INTEGER PRIMARY KEY AUTOINCREMENT,
+        revision_id TEXT NOT NULL,
+        manifest TEXT NOT NULL,
+        archive BLOB NOT NULL,
+        sealed_secrets BLOB NOT NULL,
+        secret_names TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE active_revision (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        number INTEGER NOT NULL
+    );
+    """,
 ]
 
 

@@ -106,6 +106,8 @@ class SqliteEventLog:
             if not subscribers:
                 del self._subscribers[subscription.thread_id]
 
-    def forget(self, thread_id: str) -> None:
-        """Drop the cached position of a thread whose events were deleted."""
+    async def delete(self, thread_id: str) -> None:
+        self.flush()
+        with transaction(self.conn):
+            self.conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
         self._last.pop(thread_id, None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import builtins
 import sqlite3
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from agentctl.storage.base import Run, RunStatus, now
@@ -102,7 +102,8 @@ class SqliteRuns:
         ).fetchall()
         return [_run(row) for row in rows]
 
-    async def claim(self, at: datetime) -> Run | None:
+    async def claim(self, at: datetime, *, worker: str, lease: float) -> Run | None:
+        # One process uses the file, and no statement here awaits: the block is atomic.
         with transaction(self.conn):
             row = self.conn.execute(
                 f"SELECT {_COLUMNS} FROM runs r WHERE status = 'pending' "
@@ -116,10 +117,61 @@ class SqliteRuns:
             run = _run(row)
             run.status, run.attempt, run.updated_at = "running", run.attempt + 1, now()
             self.conn.execute(
-                "UPDATE runs SET status = 'running', attempt = ?, updated_at = ? WHERE run_id = ?",
-                (run.attempt, timestamp(run.updated_at), run.run_id),
+                "UPDATE runs SET status = 'running', attempt = ?, worker = ?, "
+                "lease_expires_at = ?, updated_at = ? WHERE run_id = ?",
+                (
+                    run.attempt,
+                    worker,
+                    timestamp(run.updated_at + timedelta(seconds=lease)),
+                    timestamp(run.updated_at),
+                    run.run_id,
+                ),
             )
         return run
+
+    async def renew(self, worker: str, lease: float) -> set[str]:
+        with transaction(self.conn):
+            rows = self.conn.execute(
+                "UPDATE runs SET lease_expires_at = ? WHERE status = 'running' AND worker = ? "
+                "RETURNING run_id",
+                (timestamp(now() + timedelta(seconds=lease)), worker),
+            ).fetchall()
+        return {run_id for (run_id,) in rows}
+
+    async def requeue_orphans(self, worker: str, at: datetime) -> builtins.list[Run]:
+        # Only this process uses the file: a run held by another worker id was left by a
+        # previous process, whatever its lease says.
+        return self._requeue(
+            "(worker IS NULL OR worker != ? OR lease_expires_at IS NULL OR lease_expires_at < ?)",
+            (worker, timestamp(at)),
+        )
+
+    async def release(self, worker: str) -> builtins.list[Run]:
+        return self._requeue("worker = ?", (worker,))
+
+    def _requeue(self, where: str, params: tuple[Any, ...]) -> builtins.list[Run]:
+        """Running runs matching `where` become pending, with no worker and no lease."""
+        with transaction(self.conn):
+            rows = self.conn.execute(
+                "UPDATE runs SET status = 'pending', worker = NULL, lease_expires_at = NULL, "
+                f"updated_at = ? WHERE status = 'running' AND {where} RETURNING {_COLUMNS}",
+                (timestamp(now()), *params),
+            ).fetchall()
+        return sorted((_run(row) for row in rows), key=lambda run: (run.created_at, run.run_id))
+
+    async def cancel_pending(self, run_id: str, *, delete: bool) -> bool:
+        with transaction(self.conn):
+            if delete:
+                cursor = self.conn.execute(
+                    "DELETE FROM runs WHERE run_id = ? AND status = 'pending'", (run_id,)
+                )
+            else:
+                cursor = self.conn.execute(
+                    "UPDATE runs SET status = 'interrupted', cancel_reason = 'cancelled', "
+                    "updated_at = ? WHERE run_id = ? AND status = 'pending'",
+                    (timestamp(now()), run_id),
+                )
+        return cursor.rowcount == 1
 
     async def finish(
         self, run_id: str, status: RunStatus, *, error: dict[str, Any] | None = None
@@ -142,14 +194,6 @@ class SqliteRuns:
         with transaction(self.conn):
             cursor = self.conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
         return cursor.rowcount == 1
-
-    async def requeue_running(self) -> builtins.list[Run]:
-        with transaction(self.conn):
-            rows = self.conn.execute(
-                f"SELECT {_COLUMNS} FROM runs WHERE status = 'running'"
-            ).fetchall()
-            self.conn.execute("UPDATE runs SET status = 'pending' WHERE status = 'running'")
-        return [_run(row) for row in rows]
 
     async def next_wakeup(self) -> datetime | None:
         (at,) = self.conn.execute(

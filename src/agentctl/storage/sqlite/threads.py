@@ -6,7 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from agentctl.storage.base import Page, Thread, ThreadStatus, now
+from agentctl.storage.base import EventLog, Page, Thread, ThreadStatus, now
 from agentctl.storage.sqlite.checkpointer import LoopSqliteSaver
 from agentctl.storage.sqlite.database import (
     dumps,
@@ -16,7 +16,6 @@ from agentctl.storage.sqlite.database import (
     timestamp,
     transaction,
 )
-from agentctl.storage.sqlite.events import SqliteEventLog
 
 THREAD_SORT = {"thread_id", "status", "created_at", "updated_at", "state_updated_at"}
 
@@ -38,7 +37,7 @@ _COLUMNS = "thread_id, metadata, status, interrupts, created_at, updated_at"
 
 class SqliteThreads:
     def __init__(
-        self, conn: sqlite3.Connection, checkpointer: LoopSqliteSaver, events: SqliteEventLog
+        self, conn: sqlite3.Connection, checkpointer: LoopSqliteSaver, events: EventLog
     ) -> None:
         self.conn = conn
         self.checkpointer = checkpointer
@@ -98,12 +97,10 @@ class SqliteThreads:
         return thread
 
     async def delete(self, thread_id: str) -> bool:
-        self.events.flush()
         with transaction(self.conn):
             cursor = self.conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
             self.conn.execute("DELETE FROM runs WHERE thread_id = ?", (thread_id,))
-            self.conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
-        self.events.forget(thread_id)
+        await self.events.delete(thread_id)
         await self.checkpointer.adelete_thread(thread_id)
         return cursor.rowcount == 1
 

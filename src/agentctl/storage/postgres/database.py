@@ -1,0 +1,218 @@
+"""The PostgreSQL database: a connection pool, the server's versioned migrations, and the
+helpers every table module shares.
+
+Every replica applies pending migrations when it starts. They run under a session advisory
+lock, so replicas starting together apply each one exactly once; a replica that finds the
+lock taken polls for it rather than waiting inside a statement, because a waiting statement
+holds a snapshot that the libraries' `CREATE INDEX CONCURRENTLY` would wait for in turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, cast
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+import psycopg
+from psycopg import AsyncConnection
+from psycopg.rows import DictRow, dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+
+from agentctl.errors import RuntimeFailure
+
+Pool = AsyncConnectionPool[AsyncConnection[DictRow]]
+
+# Advisory lock keys (any bigint no other code of ours uses).
+MIGRATION_LOCK = 0x6167_6E74_6D69_6701
+CLAIM_LOCK = 0x6167_6E74_636C_6D01
+
+MIGRATIONS: list[str] = [
+    # 1: the server's own tables (the checkpointer, the store and the event log keep theirs).
+    """
+    CREATE TABLE assistant_versions (
+        assistant_id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        graph_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        description TEXT,
+        config JSONB NOT NULL,
+        context JSONB NOT NULL,
+        metadata JSONB NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (assistant_id, version)
+    );
+    CREATE TABLE assistants (
+        assistant_id TEXT PRIMARY KEY,
+        version INTEGER NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL
+    );
+    CREATE TABLE threads (
+        thread_id TEXT PRIMARY KEY,
+        metadata JSONB NOT NULL,
+        status TEXT NOT NULL,
+        interrupts JSONB NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL
+    );
+    CREATE INDEX threads_metadata ON threads USING gin (metadata jsonb_path_ops);
+    CREATE INDEX threads_created ON threads (created_at);
+    CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        thread_id TEXT NOT NULL,
+        assistant_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        metadata JSONB NOT NULL,
+        multitask_strategy TEXT NOT NULL,
+        kwargs JSONB NOT NULL,
+        attempt INTEGER NOT NULL,
+        temporary BOOLEAN NOT NULL,
+        not_before TIMESTAMPTZ,
+        error JSONB,
+        cancel_reason TEXT,
+        worker TEXT,
+        lease_expires_at TIMESTAMPTZ,
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL
+    );
+    CREATE INDEX runs_by_thread ON runs (thread_id, created_at);
+    CREATE INDEX runs_pending ON runs (created_at, run_id) WHERE status = 'pending';
+    CREATE INDEX runs_running ON runs (worker) WHERE status = 'running';
+    CREATE TABLE crons (
+        cron_id TEXT PRIMARY KEY,
+        assistant_id TEXT NOT NULL,
+        thread_id TEXT,
+        schedule TEXT NOT NULL,
+        timezone TEXT,
+        payload JSONB NOT NULL,
+        next_run_date TIMESTAMPTZ,
+        end_time TIMESTAMPTZ,
+        on_run_completed TEXT,
+        metadata JSONB NOT NULL,
+        enabled BOOLEAN NOT NULL,
+        user_id TEXT,
+        created_at TIMESTAMPTZ NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL
+    );
+    CREATE INDEX crons_due ON crons (next_run_date) WHERE enabled;
+    CREATE TABLE revisions (
+        number BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        revision_id TEXT NOT NULL,
+        manifest JSONB NOT NULL,
+        archive BYTEA NOT NULL,
+        sealed_secrets BYTEA NOT NULL,
+        secret_names JSONB NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL
+    );
+    CREATE TABLE active_revision (
+        id BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (id),
+        number BIGINT NOT NULL REFERENCES revisions (number)
+    );
+    """,
+]
+
+
+async def open_pool(database_url: str, *, size: int) -> Pool:
+    """A pool of at most `size` connections, configured as the langgraph libraries expect
+    (autocommit, dict rows, no prepared statements); open when returned. Raises
+    `RuntimeFailure` saying why when the database cannot be reached."""
+    try:  # one connection first: its error says why (the pool's would only time out)
+        await (await AsyncConnection.connect(database_url, connect_timeout=10)).close()
+    except psycopg.Error as exc:
+        raise RuntimeFailure(
+            f"cannot connect to PostgreSQL at {_redacted(database_url)}: {exc} — check "
+            "the database URL and that the server is running"
+        ) from exc
+    pool = AsyncConnectionPool(
+        database_url,
+        min_size=1,
+        max_size=size,
+        open=False,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+    )
+    await pool.open(wait=True)
+    return cast(Pool, pool)
+
+
+def _redacted(url: str) -> str:
+    """`url` without its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+async def migrate(pool: Pool, *more: Callable[[], Awaitable[None]]) -> None:
+    """Apply the pending MIGRATIONS, then run each of `more` (the libraries' own setups),
+    with no other replica doing the same meanwhile."""
+    async with pool.connection() as conn:
+        while not (await fetch_value(conn, "SELECT pg_try_advisory_lock(%s)", MIGRATION_LOCK)):
+            await asyncio.sleep(0.05)
+        try:
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS agentctl_migrations (version INTEGER PRIMARY KEY, "
+                "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+            cursor = await conn.execute("SELECT version FROM agentctl_migrations")
+            applied = {row["version"] for row in await cursor.fetchall()}
+            for version, script in enumerate(MIGRATIONS, start=1):
+                if version in applied:
+                    continue
+                async with conn.transaction():
+                    await conn.execute(script, prepare=False)
+                    await conn.execute(
+                        "INSERT INTO agentctl_migrations (version) VALUES (%s)", (version,)
+                    )
+            for setup in more:
+                await setup()
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+
+async def fetch_value(conn: AsyncConnection[DictRow], query: str, *params: Any) -> Any:
+    """The first column of the first row `query` returns (None when no row)."""
+    cursor = await conn.execute(query, params)
+    row = await cursor.fetchone()
+    return None if row is None else next(iter(row.values()))
+
+
+def jsonb(value: Any) -> Jsonb:
+    """A JSONB parameter, serialized as the SQLite backend does (orjson)."""
+    return Jsonb(value, dumps=_dumps)
+
+
+def _dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """A timestamp as the UTC datetime the SQLite backend returns."""
+    return None if value is None else value.astimezone(UTC)
+
+
+def metadata_filter(column: str, metadata: dict[str, Any]) -> tuple[str, list[Any]]:
+    """SQL matching rows whose JSONB `column` holds every key of `metadata` with that value
+    (a None value: the key is missing or null), as `sqlite.database.metadata_filter`."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    for key, value in metadata.items():
+        if value is None:
+            clauses.append(f"COALESCE({column} -> %s, 'null'::jsonb) = 'null'::jsonb")
+            params.append(key)
+        else:
+            # Containment can use a GIN index; equality keeps the exact meaning.
+            clauses.append(f"({column} @> %s AND {column} -> %s = %s)")
+            params.extend([jsonb({key: value}), key, jsonb(value)])
+    return " AND ".join(clauses) or "TRUE", params
+
+
+def order_by(column: str, order: str, text_columns: Sequence[str]) -> str:
+    """An ORDER BY term sorting as SQLite does: text bytewise, NULL before any value."""
+    direction = "ASC NULLS FIRST" if order == "asc" else "DESC NULLS LAST"
+    collate = ' COLLATE "C"' if column.rpartition(".")[2] in text_columns else ""
+    return f"{column}{collate} {direction}"

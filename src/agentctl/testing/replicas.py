@@ -1,0 +1,83 @@
+"""`agentctl serve` replicas as real processes on loopback, for tests and benchmarks: each
+on a free port, its log kept, stoppable with SIGTERM or killed with SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_LISTENING = re.compile(r"listening on (http://[\w.\[\]:]+)")
+
+
+@dataclass
+class Replica:
+    process: subprocess.Popen[str]
+    url: str = ""
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL: the replica dies mid-whatever, as a crashed machine would."""
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(30)
+
+    def terminate(self, timeout: float = 60) -> int:
+        """SIGTERM, then wait for the graceful stop; returns the exit code."""
+        if self.alive:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout)
+
+    def output(self) -> str:
+        return "\n".join(self.log)
+
+
+def start_replica(env: Mapping[str, str], data_dir: Path, *, timeout: float = 90) -> Replica:
+    """Start `agentctl serve` with `env` added to this process's environment and wait until
+    it listens. Raises RuntimeError with its log when it exits or does not come up."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    full_env = {
+        **os.environ,
+        "AGENTCTL_LOG_FORMAT": "json",
+        **env,
+        "AGENTCTL_DATA_DIR": str(data_dir),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agentctl", "serve", "--host", "127.0.0.1", "--port", "0"],
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    replica = Replica(process)
+    listening = threading.Event()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            replica.log.append(line.rstrip("\n"))
+            if not replica.url and (found := _LISTENING.search(line)):
+                replica.url = found.group(1)
+                listening.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    deadline = time.monotonic() + timeout
+    while not listening.wait(0.05):
+        if process.poll() is not None or time.monotonic() > deadline:
+            if process.poll() is None:
+                process.kill()
+            process.wait(10)
+            time.sleep(0.1)  # the reader takes the last lines
+            raise RuntimeError(f"agentctl serve did not start:\n{replica.output()}")
+    return replica

@@ -1,0 +1,661 @@
+"""One conformance suite for every storage backend: what the server relies on, asserted the
+same way on the embedded SQLite storage and on PostgreSQL (+ the injected event log and bus).
+
+Where the backends differ on purpose (SQLite is used by one process, PostgreSQL by many),
+the test says so with `storage.kind`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Annotated, Any, TypedDict, cast
+
+import pytest
+from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
+from langgraph.graph import END, START, StateGraph
+
+from agentctl.errors import RuntimeFailure
+from agentctl.storage.base import Assistant, Cron, EventLog, Page, Run, Storage, Thread, new_id, now
+from agentctl.storage.bus import LocalBus
+from agentctl.storage.postgres import PostgresStorage
+
+from .conftest import OpenPostgres
+
+LEASE = 60.0
+
+
+def is_utc(value: datetime | None) -> bool:
+    return value is not None and value.utcoffset() == timedelta(0)
+
+
+async def add_thread(storage: Storage, **metadata: Any) -> Thread:
+    thread = Thread(new_id(), metadata=metadata)
+    assert await storage.threads.create(thread)
+    return thread
+
+
+async def add_run(storage: Storage, thread_id: str, **fields: Any) -> Run:
+    run = Run(new_id(), thread_id, "agent", **fields)
+    await storage.runs.create(run)
+    return run
+
+
+async def claim_id(storage: Storage, worker: str = "w") -> str | None:
+    run = await storage.runs.claim(now(), worker=worker, lease=LEASE)
+    return None if run is None else run.run_id
+
+
+async def status_of(storage: Storage, run_id: str) -> str | None:
+    run = await storage.runs.get(run_id)
+    return None if run is None else run.status
+
+
+def ids(items: list[Run] | list[Thread]) -> list[str]:
+    return [item.run_id if isinstance(item, Run) else item.thread_id for item in items]
+
+
+# -- assistants --------------------------------------------------------------------------
+
+
+async def test_assistant_versions(storage: Storage) -> None:
+    aid = new_id()
+    await storage.assistants.put(Assistant(aid, "agent", "first", metadata={"tag": "a"}))
+    await storage.assistants.put(
+        Assistant(aid, "agent", "second", config={"k": 1}, metadata={"tag": "b"}, version=2)
+    )
+    latest = await storage.assistants.get(aid)
+    assert latest is not None
+    assert (latest.name, latest.version, latest.config) == ("second", 2, {"k": 1})
+    assert is_utc(latest.created_at)
+    assert is_utc(latest.updated_at)
+    assert await storage.assistants.latest_version(aid) == 2
+    assert await storage.assistants.latest_version(new_id()) == 0
+
+    versions = await storage.assistants.versions(aid, metadata={}, limit=10, offset=0)
+    assert [v.version for v in versions] == [2, 1]
+    tagged = await storage.assistants.versions(aid, metadata={"tag": "a"}, limit=10, offset=0)
+    assert [v.name for v in tagged] == ["first"]
+    assert [v.version for v in await storage.assistants.versions(
+        aid, metadata={}, limit=1, offset=1)] == [1]  # fmt: skip
+
+    restored = await storage.assistants.set_latest(aid, 1)
+    assert restored is not None
+    assert (restored.name, restored.version) == ("first", 1)
+    assert getattr(await storage.assistants.get(aid), "version", None) == 1
+    assert await storage.assistants.set_latest(aid, 7) is None
+    assert await storage.assistants.set_latest(new_id(), 1) is None
+
+    assert await storage.assistants.delete(aid)
+    assert await storage.assistants.get(aid) is None
+    assert await storage.assistants.versions(aid, metadata={}, limit=10, offset=0) == []
+    assert not await storage.assistants.delete(aid)
+
+
+async def test_assistant_search(storage: Storage) -> None:
+    specs: list[tuple[str, str, dict[str, Any]]] = [
+        ("alpha", "g1", {"team": "x"}), ("Beta_1", "g1", {"team": "y"}),
+        ("gamma", "g2", {"team": "x", "n": 1}), ("beta 100%", "g2", {}),
+    ]  # fmt: skip
+    for name, graph, metadata in specs:
+        await storage.assistants.put(Assistant(new_id(), graph, name, metadata=metadata))
+
+    async def names(**kw: Any) -> tuple[list[str], int]:
+        kw = {"graph_id": None, "name": None, "metadata": {}, "page": Page(), **kw}
+        found, total = await storage.assistants.search(**kw)
+        return [a.name for a in found], total
+
+    assert await names(page=Page(sort_by="name", sort_order="asc")) == (
+        ["Beta_1", "alpha", "beta 100%", "gamma"], 4)  # fmt: skip
+    assert await names(graph_id="g1", page=Page(sort_order="asc")) == (["alpha", "Beta_1"], 2)
+    assert (await names(name="BETA"))[1] == 2  # case-insensitive substring
+    assert await names(name="100%") == (["beta 100%"], 1)  # % is literal
+    assert await names(name="a_1") == (["Beta_1"], 1)  # _ is literal
+    assert await names(metadata={"team": "x"}, page=Page(sort_order="asc")) == (
+        ["alpha", "gamma"], 2)  # fmt: skip
+    assert await names(metadata={"team": "x", "n": 1}) == (["gamma"], 1)
+    assert await names(metadata={"team": None}) == (["beta 100%"], 1)
+    page = Page(limit=2, offset=1, sort_by="created_at", sort_order="asc")
+    assert await names(page=page) == (["Beta_1", "gamma"], 4)
+
+
+# -- threads -----------------------------------------------------------------------------
+
+
+async def test_thread_crud(storage: Storage) -> None:
+    thread = Thread(new_id(), metadata={"owner": "ann", "a": {"b": 1}})
+    assert await storage.threads.create(thread)
+    assert not await storage.threads.create(Thread(thread.thread_id, metadata={"x": 1}))
+    stored = await storage.threads.get(thread.thread_id)
+    assert stored == thread
+    assert is_utc(stored.created_at)
+
+    updated = await storage.threads.update(
+        thread.thread_id,
+        metadata={"a": 2, "c": None},
+        status="interrupted",
+        interrupts={"task": [{"value": "ok?", "id": "i1"}]},
+    )
+    assert updated is not None
+    assert updated.metadata == {"owner": "ann", "a": 2, "c": None}
+    assert updated.status == "interrupted"
+    assert updated.interrupts == {"task": [{"value": "ok?", "id": "i1"}]}
+    assert updated.updated_at > thread.updated_at
+    assert await storage.threads.get(thread.thread_id) == updated
+    # Only the fields given change.
+    again = await storage.threads.update(thread.thread_id, status="idle")
+    assert again is not None
+    assert (again.metadata, again.interrupts) == (updated.metadata, updated.interrupts)
+    assert await storage.threads.update(new_id(), status="busy") is None
+
+
+async def test_thread_search(storage: Storage) -> None:
+    a = await add_thread(storage, owner="ann", kind="chat", tags=["x"])
+    b = await add_thread(storage, owner="bob", kind="chat", flag=None)
+    c = await add_thread(storage, owner="ann")
+    await storage.threads.update(c.thread_id, status="busy")
+
+    async def found(**kw: Any) -> tuple[list[str], int]:
+        kw = {"metadata": {}, "status": None, "ids": None, "page": Page(), **kw}
+        threads, total = await storage.threads.search(**kw)
+        return ids(threads), total
+
+    assert await found() == ([c.thread_id, b.thread_id, a.thread_id], 3)  # newest first
+    assert await found(metadata={"owner": "ann"}, page=Page(sort_order="asc")) == (
+        [a.thread_id, c.thread_id], 2)  # fmt: skip
+    assert await found(metadata={"owner": "ann", "kind": "chat"}) == ([a.thread_id], 1)
+    assert await found(metadata={"tags": ["x"]}) == ([a.thread_id], 1)
+    assert await found(metadata={"tags": "x"}) == ([], 0)
+    # None: the key is missing or null.
+    assert await found(metadata={"flag": None}, page=Page(sort_order="asc")) == (
+        [a.thread_id, b.thread_id, c.thread_id], 3)  # fmt: skip
+    assert await found(metadata={"kind": None}) == ([c.thread_id], 1)
+    assert await found(status="busy") == ([c.thread_id], 1)
+    assert await found(ids=[a.thread_id, c.thread_id, new_id()]) == (
+        [c.thread_id, a.thread_id], 2)  # fmt: skip
+    assert await found(ids=[]) == ([], 0)
+    assert await found(page=Page(limit=1, offset=1)) == ([b.thread_id], 3)
+    by_update = await found(page=Page(sort_by="updated_at", sort_order="desc", limit=1))
+    assert by_update == ([c.thread_id], 3)
+
+
+async def test_thread_delete_cascades(storage: Storage) -> None:
+    doomed, kept = await add_thread(storage), await add_thread(storage)
+    graph = counter_graph(storage.checkpointer)
+    for thread in (doomed, kept):
+        await add_run(storage, thread.thread_id)
+        await storage.events.append(thread.thread_id, "r", "values", b"{}")
+        await graph.ainvoke({"log": ["x"]}, config(thread.thread_id))
+    run = await add_run(storage, doomed.thread_id)
+
+    assert await storage.threads.delete(doomed.thread_id)
+    assert await storage.threads.get(doomed.thread_id) is None
+    assert await storage.runs.get(run.run_id) is None
+    assert await storage.runs.list(doomed.thread_id, status=None, limit=10, offset=0) == []
+    assert await storage.events.read(doomed.thread_id, after=None) == []
+    assert await storage.checkpointer.aget_tuple(config(doomed.thread_id)) is None
+    assert not await storage.threads.delete(doomed.thread_id)
+
+    assert await storage.threads.get(kept.thread_id) is not None
+    assert len(await storage.runs.list(kept.thread_id, status=None, limit=10, offset=0)) == 1
+    assert len(await storage.events.read(kept.thread_id, after=None)) == 1
+    assert (await graph.aget_state(config(kept.thread_id))).values["log"] == ["x", "n=1"]
+
+
+# -- runs --------------------------------------------------------------------------------
+
+
+async def test_run_records(storage: Storage) -> None:
+    thread = await add_thread(storage)
+    first = await add_run(
+        storage, thread.thread_id, kwargs={"input": {"q": "é"}}, metadata={"m": 1}, temporary=True
+    )
+    second = await add_run(storage, thread.thread_id, multitask_strategy="reject")
+    third = await add_run(storage, thread.thread_id)
+    assert await storage.runs.get(first.run_id) == first
+    assert await storage.runs.get(new_id()) is None
+
+    await storage.runs.finish(first.run_id, "error", error={"error": "Boom", "message": "x"})
+    await storage.runs.set_status(second.run_id, "interrupted", "cancelled")
+    await storage.runs.set_status(second.run_id, "interrupted")  # keeps the reason
+    done = await storage.runs.get(first.run_id)
+    assert done is not None
+    assert done.status == "error"
+    assert done.error == {"error": "Boom", "message": "x"}
+    assert done.updated_at >= first.updated_at
+    assert is_utc(done.updated_at)
+    stopped = await storage.runs.get(second.run_id)
+    assert stopped is not None
+    assert stopped.cancel_reason == "cancelled"
+
+    listed = await storage.runs.list(thread.thread_id, status=None, limit=10, offset=0)
+    assert ids(listed) == [third.run_id, second.run_id, first.run_id]
+    assert ids(await storage.runs.list(thread.thread_id, status="error", limit=10, offset=0)) == [
+        first.run_id
+    ]
+    assert ids(await storage.runs.list(thread.thread_id, status=None, limit=1, offset=1)) == [
+        second.run_id
+    ]
+    assert ids(await storage.runs.active(thread.thread_id)) == [third.run_id]
+    other = await add_run(storage, (await add_thread(storage)).thread_id)
+    assert ids(await storage.runs.all_active()) == [third.run_id, other.run_id]
+    assert await storage.runs.count_by_status() == {"error": 1, "interrupted": 1, "pending": 2}
+
+    assert await storage.runs.delete(third.run_id)
+    assert not await storage.runs.delete(third.run_id)
+    assert await storage.runs.active(thread.thread_id) == []
+
+
+async def test_claim_order_delay_and_one_run_per_thread(storage: Storage) -> None:
+    t1, t2, t3 = [await add_thread(storage) for _ in range(3)]
+    r1 = await add_run(storage, t1.thread_id)
+    r2 = await add_run(storage, t1.thread_id)
+    later = now() + timedelta(hours=1)
+    r3 = await add_run(storage, t2.thread_id, not_before=later)
+    r4 = await add_run(storage, t3.thread_id)
+    assert await storage.runs.next_wakeup() == later
+
+    claimed = await storage.runs.claim(now(), worker="w", lease=LEASE)
+    assert claimed is not None
+    assert claimed.run_id == r1.run_id
+    assert (claimed.status, claimed.attempt) == ("running", 1)
+    assert await storage.runs.get(r1.run_id) == claimed
+    # r2 waits for r1 (same thread), r3 for its time: r4 is next.
+    assert await claim_id(storage) == r4.run_id
+    assert await claim_id(storage) is None
+    delayed = await storage.runs.claim(later, worker="w", lease=LEASE)
+    assert delayed is not None
+    assert delayed.run_id == r3.run_id
+    assert await storage.runs.next_wakeup() is None
+
+    await storage.runs.finish(r1.run_id, "success")
+    assert await claim_id(storage) == r2.run_id
+
+
+async def test_leases(storage: Storage) -> None:
+    thread = await add_thread(storage)
+    run = await add_run(storage, thread.thread_id)
+    await storage.runs.claim(now(), worker="old", lease=LEASE)
+    assert await storage.runs.renew("old", LEASE) == {run.run_id}
+    assert await storage.runs.renew("new", LEASE) == set()
+    assert await storage.runs.requeue_orphans("old", now()) == []  # its own live run
+
+    requeued = await storage.runs.requeue_orphans("new", now())
+    if storage.kind == "postgres":
+        # Another replica's live lease is respected; once expired, the run is requeued.
+        assert requeued == []
+        assert await storage.runs.renew("old", LEASE) == {run.run_id}
+        requeued = await storage.runs.requeue_orphans("new", now() + timedelta(seconds=2 * LEASE))
+    # On SQLite one process serves the file: another worker's run was left by a dead one.
+    assert ids(requeued) == [run.run_id]
+    assert (requeued[0].status, requeued[0].attempt) == ("pending", 1)
+    assert await status_of(storage, run.run_id) == "pending"
+    assert await storage.runs.renew("old", LEASE) == set()  # the old worker must stop
+
+    again = await storage.runs.claim(now(), worker="new", lease=LEASE)
+    assert again is not None
+    assert (again.run_id, again.attempt) == (run.run_id, 2)
+    assert await storage.runs.renew("new", LEASE) == {run.run_id}
+
+
+async def test_expired_lease_is_requeued(storage: Storage) -> None:
+    run = await add_run(storage, (await add_thread(storage)).thread_id)
+    await storage.runs.claim(now(), worker="w", lease=0.05)
+    await asyncio.sleep(0.1)
+    assert ids(await storage.runs.requeue_orphans("w", now())) == [run.run_id]
+
+
+async def test_release(storage: Storage) -> None:
+    runs = [await add_run(storage, (await add_thread(storage)).thread_id) for _ in range(3)]
+    for worker in ("a", "a", "b"):
+        await storage.runs.claim(now(), worker=worker, lease=LEASE)
+    released = await storage.runs.release("a")
+    assert ids(released) == ids(runs[:2])
+    assert all(run.status == "pending" and run.attempt == 1 for run in released)
+    assert await storage.runs.renew("a", LEASE) == set()
+    assert await storage.runs.renew("b", LEASE) == {runs[2].run_id}
+    assert await storage.runs.release("a") == []
+    claimed = await storage.runs.claim(now(), worker="c", lease=LEASE)
+    assert claimed is not None
+    assert (claimed.run_id, claimed.attempt) == (runs[0].run_id, 2)
+
+
+async def test_cancel_pending(storage: Storage) -> None:
+    thread = await add_thread(storage)
+    kept, dropped, running = [await add_run(storage, thread.thread_id) for _ in range(3)]
+    assert await storage.runs.cancel_pending(kept.run_id, delete=False)
+    cancelled = await storage.runs.get(kept.run_id)
+    assert cancelled is not None
+    assert (cancelled.status, cancelled.cancel_reason) == ("interrupted", "cancelled")
+    assert not await storage.runs.cancel_pending(kept.run_id, delete=False)
+
+    assert await storage.runs.cancel_pending(dropped.run_id, delete=True)
+    assert await storage.runs.get(dropped.run_id) is None
+    assert not await storage.runs.cancel_pending(dropped.run_id, delete=True)
+
+    assert await claim_id(storage) == running.run_id
+    assert not await storage.runs.cancel_pending(running.run_id, delete=True)
+    assert not await storage.runs.cancel_pending(running.run_id, delete=False)
+    assert await status_of(storage, running.run_id) == "running"
+
+
+async def test_cancel_pending_races_claim(storage: Storage) -> None:
+    for i in range(12):
+        run = await add_run(storage, (await add_thread(storage)).thread_id)
+        claimed, cancelled = await asyncio.gather(
+            storage.runs.claim(now(), worker="w", lease=LEASE),
+            storage.runs.cancel_pending(run.run_id, delete=i % 2 == 0),
+        )
+        assert (claimed is not None) != cancelled, "exactly one of claim and cancel wins"
+        stored = await storage.runs.get(run.run_id)
+        if claimed is not None:
+            assert stored is not None
+            assert stored.status == "running"
+        else:
+            assert stored is None or stored.status == "interrupted"
+        await storage.runs.finish(run.run_id, "success")
+
+
+async def test_concurrent_claims_across_replicas(
+    database_url: str, open_postgres: OpenPostgres
+) -> None:
+    """Three replicas starting together on a fresh database (migrations race too), then
+    claiming 30 runs of 10 threads at once: each run is taken once, and a thread never has
+    two runs executing."""
+    replicas = await asyncio.gather(*(open_postgres(database_url) for _ in range(3)))
+    threads = [await add_thread(replicas[0]) for _ in range(10)]
+    # Thread by thread: the oldest runs all belong to one thread, the hardest case.
+    runs = [await add_run(replicas[0], t.thread_id) for t in threads for _ in range(3)]
+    executing: set[str] = set()
+    taken: list[tuple[str, str, int]] = []
+
+    async def worker(storage: Storage, name: str) -> None:
+        idle = 0
+        while idle < 5:
+            run = await storage.runs.claim(now(), worker=name, lease=LEASE)
+            if run is None:
+                idle += 1
+                await asyncio.sleep(0.01)
+                continue
+            idle = 0
+            assert run.thread_id not in executing, "two runs of one thread executing"
+            executing.add(run.thread_id)
+            taken.append((run.run_id, name, run.attempt))
+            await asyncio.sleep(0.005)
+            executing.discard(run.thread_id)  # before the run is finished
+            await storage.runs.finish(run.run_id, "success")
+
+    await asyncio.gather(
+        *(worker(r, f"r{i}w{j}") for i, r in enumerate(replicas) for j in range(3))
+    )
+    assert sorted(run_id for run_id, _, _ in taken) == sorted(r.run_id for r in runs)
+    assert {attempt for _, _, attempt in taken} == {1}
+    assert len({name[:2] for _, name, _ in taken}) > 1, "every replica took part"
+    assert await replicas[1].runs.count_by_status() == {"success": 30}
+
+
+# -- event log and bus -------------------------------------------------------------------
+
+
+async def test_event_log_delete(storage: Storage) -> None:
+    thread, other = new_id(), new_id()
+    first = await storage.events.append(thread, "r", "values", b'{"a":1}')
+    await storage.events.append(other, "r", "values", b"{}")
+    assert await storage.events.read(thread, after=None) == [first]
+    await storage.events.delete(thread)
+    assert await storage.events.read(thread, after=None) == []
+    assert len(await storage.events.read(other, after=None)) == 1
+    fresh = await storage.events.append(thread, "r2", "end", b"{}")
+    assert await storage.events.read(thread, after=None) == [fresh]
+
+
+async def test_bus_reaches_subscribers(storage: Storage) -> None:
+    got: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    async def handler(message: dict[str, Any]) -> None:
+        await got.put(message)
+
+    storage.bus.subscribe("wake", handler)
+    await asyncio.sleep(0.05)  # a subscription across processes takes a moment
+    await storage.bus.publish("wake", {"n": 1})
+    assert await asyncio.wait_for(got.get(), 5) == {"n": 1}
+
+
+# -- crons -------------------------------------------------------------------------------
+
+
+def a_cron(**fields: Any) -> Cron:
+    defaults: dict[str, Any] = {
+        "cron_id": new_id(),
+        "assistant_id": "agent",
+        "thread_id": None,
+        "schedule": "*/5 * * * *",
+        "payload": {"input": {"q": 1}},
+        "next_run_date": now() + timedelta(minutes=5),
+    }
+    return Cron(**{**defaults, **fields})
+
+
+async def test_cron_records(storage: Storage) -> None:
+    thread = new_id()
+    past = now() - timedelta(minutes=1)
+    a = a_cron(metadata={"owner": "ann"}, next_run_date=past, end_time=now(), timezone="UTC")
+    b = a_cron(thread_id=thread, next_run_date=past - timedelta(minutes=1), user_id="u")
+    c = a_cron(assistant_id="other", enabled=False, next_run_date=past + timedelta(seconds=1))
+    d = a_cron(next_run_date=None, on_run_completed="keep")
+    for cron in (a, b, c, d):
+        await storage.crons.create(cron)
+    stored = await storage.crons.get(a.cron_id)
+    assert stored == a
+    assert is_utc(stored.next_run_date)
+    assert await storage.crons.get(new_id()) is None
+
+    async def found(**kw: Any) -> tuple[list[str], int]:
+        kw = {"assistant_id": None, "thread_id": None, "enabled": None, "metadata": {},
+              "page": Page(sort_order="asc"), **kw}  # fmt: skip
+        crons, total = await storage.crons.search(**kw)
+        return [cron.cron_id for cron in crons], total
+
+    assert await found() == ([a.cron_id, b.cron_id, c.cron_id, d.cron_id], 4)
+    assert await found(assistant_id="other") == ([c.cron_id], 1)
+    assert await found(thread_id=thread) == ([b.cron_id], 1)
+    assert await found(enabled=False) == ([c.cron_id], 1)
+    assert await found(metadata={"owner": "ann"}) == ([a.cron_id], 1)
+    assert await found(page=Page(limit=2, offset=1, sort_by="next_run_date", sort_order="asc")) == (
+        [b.cron_id, a.cron_id], 4)  # fmt: skip  # NULL dates sort first ascending
+    assert [cron.cron_id for cron in await storage.crons.due(now())] == [b.cron_id, a.cron_id]
+
+    a.enabled, a.payload = False, {"input": {"q": 2}}
+    await storage.crons.update(a)
+    assert await storage.crons.get(a.cron_id) == a
+    assert await storage.crons.due(now()) == [b]
+    assert await storage.crons.delete(b.cron_id)
+    assert not await storage.crons.delete(b.cron_id)
+    assert await storage.crons.due(now()) == []
+
+
+async def test_cron_reschedule_fires_each_date_once(storage: Storage) -> None:
+    due = now() - timedelta(seconds=1)
+    cron = a_cron(next_run_date=due)
+    await storage.crons.create(cron)
+
+    fired = {i: replace(cron, next_run_date=due + timedelta(minutes=i)) for i in (1, 2, 3, 9)}
+
+    results = await asyncio.gather(*(
+        storage.crons.reschedule(fired[i], expected=due) for i in (1, 2, 3)))  # fmt: skip
+    assert sorted(results) == [False, False, True]
+    winner = 1 + results.index(True)
+    assert await storage.crons.get(cron.cron_id) == fired[winner]
+    assert not await storage.crons.reschedule(fired[9], expected=due)
+    assert await storage.crons.reschedule(fired[9], expected=due + timedelta(minutes=winner))
+
+    unscheduled = a_cron(next_run_date=None)
+    await storage.crons.create(unscheduled)
+    unscheduled.next_run_date = due
+    assert not await storage.crons.reschedule(unscheduled, expected=now())
+    assert await storage.crons.reschedule(unscheduled, expected=None)
+    assert not await storage.crons.reschedule(a_cron(), expected=None)  # no such cron
+
+
+# -- revisions ---------------------------------------------------------------------------
+
+
+async def test_revisions(storage: Storage) -> None:
+    assert await storage.revisions.active() is None
+    assert await storage.revisions.list(limit=10, offset=0) == ([], 0)
+    archive, sealed = bytes(range(256)) * 4, b"\x00sealed\xff"
+    manifest = {"name": "demo", "files": ["agent.toml"]}
+    records = [
+        await storage.revisions.add("sha256:abc", manifest, archive, sealed, ["KEY", "TOKEN"])
+        for _ in range(3)
+    ]
+    assert [r.number for r in records] == [1, 2, 3]  # the same content deploys anew
+    first = records[0]
+    assert (first.revision_id, first.manifest, first.secret_names) == (
+        "sha256:abc", manifest, ["KEY", "TOKEN"])  # fmt: skip
+    assert is_utc(first.created_at)
+    assert await storage.revisions.get(2) == records[1]
+    assert await storage.revisions.get(4) is None
+
+    newest, total = await storage.revisions.list(limit=2, offset=0)
+    assert ([r.number for r in newest], total) == ([3, 2], 3)
+    oldest, _ = await storage.revisions.list(limit=2, offset=2)
+    assert oldest == [first]
+    assert await storage.revisions.payload(1) == (archive, sealed)
+    assert await storage.revisions.payload(4) is None
+
+    await storage.revisions.activate(2)
+    assert await storage.revisions.active() == 2
+    await storage.revisions.activate(3)
+    assert await storage.revisions.active() == 3
+    with pytest.raises(LookupError, match="revision 9 does not exist"):
+        await storage.revisions.activate(9)
+    assert await storage.revisions.active() == 3
+    fourth = await storage.revisions.add("sha256:def", {}, b"", b"", [])
+    assert (fourth.number, fourth.secret_names) == (4, [])
+
+
+# -- the checkpointer and the store ------------------------------------------------------
+
+
+class Counter(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def counter_graph(checkpointer: Any) -> Any:
+    """Two steps per invocation: the list channel is stored as a blob, not inline."""
+
+    def count(state: Counter) -> dict[str, Any]:
+        return {"log": [f"n={len(state['log'])}"]}
+
+    builder = StateGraph(Counter)
+    builder.add_node("count", count)
+    builder.add_edge(START, "count")
+    builder.add_edge("count", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+def config(thread_id: str, run_id: str | None = None) -> dict[str, Any]:
+    configurable = {"thread_id": thread_id}
+    if run_id is not None:
+        configurable["run_id"] = run_id
+    return {"configurable": configurable}
+
+
+async def history(graph: Any, thread_id: str) -> list[Any]:
+    return [snapshot async for snapshot in graph.aget_state_history(config(thread_id))]
+
+
+async def test_checkpointer_extras(storage: Storage) -> None:
+    saver, graph = storage.checkpointer, counter_graph(storage.checkpointer)
+    source, copy = new_id(), new_id()
+    await graph.ainvoke({"log": ["a"]}, config(source, "run-1"))
+    after_first = (await graph.aget_state(config(source))).values
+    await graph.ainvoke({"log": ["b"]}, config(source, "run-2"))
+    values = (await graph.aget_state(config(source))).values
+    assert values["log"] == ["a", "n=1", "b", "n=3"]
+    steps = len(await history(graph, source))
+
+    await saver.acopy_thread(source, copy)
+    assert (await graph.aget_state(config(copy))).values == values
+    assert len(await history(graph, copy)) == steps
+
+    # Rolling back run-2 leaves the thread as run-1 left it; the copy keeps everything.
+    await saver.adelete_for_run(source, "run-2")
+    assert (await graph.aget_state(config(source))).values == after_first
+    assert len(await history(graph, source)) < steps
+    assert (await graph.aget_state(config(copy))).values == values
+
+    await saver.aprune_to_latest(copy)
+    assert [s.values for s in await history(graph, copy)] == [values]
+    await graph.ainvoke({"log": ["c"]}, config(copy))  # the pruned thread goes on
+    assert (await graph.aget_state(config(copy))).values["log"][-2:] == ["c", "n=5"]
+    assert (await graph.aget_state(config(source))).values == after_first
+
+
+def extend(state: list[str] | None, writes: Sequence[list[str]]) -> list[str]:
+    return [*(state or []), *(item for write in writes for item in write)]
+
+
+class DeltaCounter(TypedDict):
+    log: Annotated[list[str], DeltaChannel(extend)]
+
+
+async def test_delta_snapshot_then_prune_keeps_the_state(storage: Storage) -> None:
+    """What POST /threads/prune (keep_latest) does: a `DeltaChannel` stores only writes, so
+    the latest checkpoint first gets a snapshot of it (at its current version), then every
+    other checkpoint goes."""
+    builder = StateGraph(DeltaCounter)
+    builder.add_node("count", lambda state: {"log": [f"n={len(state['log'])}"]})
+    builder.add_edge(START, "count")
+    builder.add_edge("count", END)
+    saver, thread = storage.checkpointer, new_id()
+    graph = builder.compile(checkpointer=saver)
+    for word in ("a", "b", "c"):
+        await graph.ainvoke({"log": [word]}, config(thread))
+    values = (await graph.aget_state(config(thread))).values
+    assert values["log"] == ["a", "n=1", "b", "n=3", "c", "n=5"]
+
+    latest = await saver.aget_tuple(config(thread))
+    checkpoint = dict(latest.checkpoint)
+    checkpoint["channel_values"] = {
+        **checkpoint["channel_values"],
+        "log": _DeltaSnapshot(values["log"]),
+    }
+    metadata = {**latest.metadata, "counters_since_delta_snapshot": {}}
+    await saver.aput({"configurable": {"thread_id": thread, "checkpoint_ns": ""}},
+                     checkpoint, metadata, {})  # fmt: skip
+    await saver.aprune_to_latest(thread)
+    assert [s.values for s in await history(graph, thread)] == [values]
+    await graph.ainvoke({"log": ["d"]}, config(thread))
+    assert (await graph.aget_state(config(thread))).values["log"][-2:] == ["d", "n=7"]
+
+
+async def test_store_namespaces(storage: Storage) -> None:
+    store = storage.store
+    await store.aput(("users", "ann", "memories"), "a", {"text": "likes tea"})
+    await store.aput(("users", "ann", "memories"), "b", {"text": "lives in Oslo"})
+    await store.aput(("users", "anna", "memories"), "c", {"text": "another user"})
+    item = await store.aget(("users", "ann", "memories"), "a")
+    assert item is not None
+    assert item.value == {"text": "likes tea"}
+    found = await store.asearch(("users", "ann"))
+    assert sorted(i.key for i in found) == ["a", "b"]  # by namespace element, not by text
+    assert len(await store.asearch(("users",), limit=10)) == 3
+    await store.adelete(("users", "ann", "memories"), "a")
+    assert await store.aget(("users", "ann", "memories"), "a") is None
+    namespaces = await store.alist_namespaces(prefix=("users",))
+    assert sorted(namespaces) == [("users", "ann", "memories"), ("users", "anna", "memories")]
+
+
+async def test_unreachable_database_is_reported_without_its_password() -> None:
+    url = "postgresql://ann:s3cret@127.0.0.1:1/agentctl"
+    with pytest.raises(
+        RuntimeFailure, match=r"cannot connect to PostgreSQL at .*ann:\*\*\*@"
+    ) as info:
+        await PostgresStorage.open(url, events=cast(EventLog, None), bus=LocalBus())
+    assert "s3cret" not in str(info.value)
