@@ -9,6 +9,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from agentctl.errors import UserError
 
@@ -43,6 +44,9 @@ SETTINGS: tuple[Setting, ...] = (
             "Required.", secret=True),
     Setting("AGENTCTL_HOST", str, "0.0.0.0", "The address to listen on."),
     Setting("AGENTCTL_PORT", int, 8000, "The port to listen on."),
+    Setting("AGENTCTL_FORWARDED_ALLOW_IPS", str, "127.0.0.1",
+            "Comma-separated addresses of the proxies (load balancer, ingress) whose "
+            "`X-Forwarded-For`/`-Proto` headers are trusted; `*` trusts any."),
     Setting("AGENTCTL_PUBLIC_URL", str, None,
             "The URL clients reach the deployment at (behind the load balancer); shown by "
             "`/info` and printed by `agentctl deploy`. Unset: the URL the request came to."),
@@ -98,6 +102,7 @@ class Settings:
     platform_api_key: str | None
     host: str
     port: int
+    forwarded_allow_ips: str
     public_url: str | None
     data_dir: str
     workers: int
@@ -119,9 +124,7 @@ class Settings:
         """Read every setting from `env` (default: the process environment); `overrides`
         (by field name, e.g. from command-line options) win when not None."""
         env = os.environ if env is None else env
-        values = {
-            s.field: parse(s, env.get(s.name)) for s in SETTINGS if s.scope == "serve"
-        }
+        values = {s.field: parse(s, env.get(s.name)) for s in SETTINGS if s.scope == "serve"}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
@@ -131,8 +134,19 @@ class Settings:
         for s in SETTINGS:
             if s.scope == "serve":
                 value = getattr(self, s.field)
-                shown[s.name] = "***" if s.secret and value else value
+                shown[s.name] = "***" if s.secret and value else _without_password(value)
         return shown
+
+
+def _without_password(value: Any) -> Any:
+    """A URL with its password masked (`postgresql://user:***@host/db`); anything else as is."""
+    if not isinstance(value, str) or "://" not in value:
+        return value
+    parts = urlsplit(value)
+    if not parts.password:
+        return value
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def parse(setting: Setting, raw: str | None) -> Any:

@@ -77,7 +77,10 @@ async def run(settings: Settings, sock: socket.socket) -> None:
         server.stopping_since = time.monotonic()
 
     config = uvicorn_config(
-        create_app(server), timeout_graceful_shutdown=settings.shutdown_grace_seconds
+        create_app(server),
+        timeout_graceful_shutdown=settings.shutdown_grace_seconds,
+        proxy_headers=True,
+        forwarded_allow_ips=settings.forwarded_allow_ips,
     )
     uv = NotifyingUvicorn(config, on_started=started, on_stopping=stopping)
     try:

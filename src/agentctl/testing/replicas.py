@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-_LISTENING = re.compile(r"listening on (http://[\w.\[\]:]+)")
+_LISTENING = re.compile(r"listening on (http://[\w.\-\[\]:]+:\d+)")
 
 
 @dataclass
@@ -22,6 +22,7 @@ class Replica:
     process: subprocess.Popen[str]
     url: str = ""
     log: list[str] = field(default_factory=list)
+    reader: threading.Thread | None = None
 
     @property
     def alive(self) -> bool:
@@ -31,12 +32,22 @@ class Replica:
         """SIGKILL: the replica dies mid-whatever, as a crashed machine would."""
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(30)
+        self._close()
 
     def terminate(self, timeout: float = 60) -> int:
         """SIGTERM, then wait for the graceful stop; returns the exit code."""
         if self.alive:
             self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout)
+        code = self.process.wait(timeout)
+        self._close()
+        return code
+
+    def _close(self) -> None:
+        """Read the log to its end and close the pipe."""
+        if self.reader is not None:
+            self.reader.join(10)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
     def output(self) -> str:
         return "\n".join(self.log)
@@ -71,13 +82,11 @@ def start_replica(env: Mapping[str, str], data_dir: Path, *, timeout: float = 90
                 replica.url = found.group(1)
                 listening.set()
 
-    threading.Thread(target=read, daemon=True).start()
+    replica.reader = threading.Thread(target=read, daemon=True)
+    replica.reader.start()
     deadline = time.monotonic() + timeout
     while not listening.wait(0.05):
         if process.poll() is not None or time.monotonic() > deadline:
-            if process.poll() is None:
-                process.kill()
-            process.wait(10)
-            time.sleep(0.1)  # the reader takes the last lines
+            replica.kill()
             raise RuntimeError(f"agentctl serve did not start:\n{replica.output()}")
     return replica

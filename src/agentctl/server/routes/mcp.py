@@ -32,6 +32,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from agentctl import serde
 from agentctl._version import __version__
+from agentctl.engine.deployment import NotDeployed
 from agentctl.server.access import Caller, caller_of
 from agentctl.server.app import Server
 from agentctl.server.errors import ApiError
@@ -75,9 +76,8 @@ def tool_definition(server: Server) -> types.Tool:
 
 def protocol_server(server: Server) -> ProtocolServer[Any, Request]:
     """The MCP server of the agent `server` serves."""
-    protocol: ProtocolServer[Any, Request] = ProtocolServer(
-        server.deployment.graph_id, version=__version__
-    )
+    # Named after the agent on each request (a deploy or reload may rename it).
+    protocol: ProtocolServer[Any, Request] = ProtocolServer("agentctl", version=__version__)
 
     async def list_tools(req: types.ListToolsRequest) -> types.ServerResult:
         return types.ServerResult(types.ListToolsResult(tools=[tool_definition(server)]))
@@ -219,6 +219,9 @@ class McpEndpoint:
         if refusal is not None:
             status, error = refusal
             await _send_json(send, status, error)
+            return
+        if not self.server.deployment.ready:
+            await _send_json(send, 503, {"detail": str(NotDeployed())})
             return
         self.protocol.name = self.server.deployment.graph_id  # a reload may rename the agent
         replayed = False

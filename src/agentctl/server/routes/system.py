@@ -19,6 +19,7 @@ from prometheus_client import (
 from starlette.responses import Response
 
 from agentctl._version import __version__
+from agentctl.observability.metrics import Metrics
 from agentctl.server import lookup, views
 from agentctl.server.access import caller_of
 from agentctl.server.app import Server, server_of
@@ -37,7 +38,11 @@ def _version(package: str) -> str | None:
 
 
 @router.get("/ok")
-async def ok() -> Response:
+async def ok(request: Request) -> Response:
+    """Liveness and readiness: 503 once the server is stopping (draining its runs), so a
+    load balancer sends new requests elsewhere."""
+    if server_of(request).stopping_since is not None:
+        return views.json_response({"ok": False, "stopping": True}, status=503)
     return views.json_response({"ok": True})
 
 
@@ -45,27 +50,27 @@ async def ok() -> Response:
 async def info(request: Request) -> Response:
     server = server_of(request)
     deployment = server.deployment
+    ready = deployment.ready
     return views.json_response(
         {
             **server.info,
             "version": __version__,
             "langgraph_py_version": _version("langgraph"),
-            "graph": deployment.graph_id,
-            "assistant_id": deployment.assistant_id,
-            "revision": deployment.revision_id,
+            "graph": deployment.graph_id if ready else None,
+            "assistant_id": deployment.assistant_id if ready else None,
+            "revision": deployment.revision_id if ready else None,
+            "revision_number": deployment.number,
             "flags": {"assistants": True, "crons": True, "store": True, "langsmith": False},
         }
     )
 
 
-class Metrics:
-    """The gauges of one application, in its own registry (never the global one)."""
+class StoredGauges:
+    """Gauges of what storage holds, refreshed at each scrape, in the app's registry (never
+    the global one) beside the run, stream and HTTP metrics of `observability.metrics`."""
 
-    def __init__(self) -> None:
-        self.registry = CollectorRegistry()
-        process_collector.ProcessCollector(registry=self.registry)
-        platform_collector.PlatformCollector(registry=self.registry)
-        gc_collector.GCCollector(registry=self.registry)
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
         self.info = Info("agentctl", "The agent server and the revision it serves",
                          registry=self.registry)  # fmt: skip
         self.runs = Gauge("agentctl_runs", "Runs stored, by status", ["status"],
@@ -79,7 +84,7 @@ class Metrics:
         self.workers = Gauge("agentctl_workers", "Runs this process executes at once at most",
                              registry=self.registry)  # fmt: skip
 
-    async def refresh(self, server: Server) -> None:
+    async def refresh(self, server: Server, observed: Metrics) -> None:
         storage = server.storage
         self.info.info(
             {
@@ -88,8 +93,10 @@ class Metrics:
                 "revision": server.deployment.revision_id,
             }
         )
-        for status, count in (await run_counts(server)).items():
+        counts = await run_counts(server)
+        for status, count in counts.items():
             self.runs.labels(status=status).set(count)
+        observed.run_queue_depth.set(counts["pending"])
         for status in THREAD_STATUSES:
             _, total = await storage.threads.search(
                 metadata={}, status=status, ids=None, page=Page(limit=1)
@@ -115,14 +122,22 @@ async def run_counts(server: Server) -> dict[str, int]:
     return counts
 
 
+def _add_runtime_collectors(registry: CollectorRegistry) -> None:
+    process_collector.ProcessCollector(registry=registry)
+    platform_collector.PlatformCollector(registry=registry)
+    gc_collector.GCCollector(registry=registry)
+
+
 @router.get("/metrics")
 async def metrics(request: Request) -> Response:
     lookup.require_operator(caller_of(request), "read the metrics")
     state = request.app.state
-    if getattr(state, "metrics", None) is None:
-        state.metrics = await asyncio.to_thread(Metrics)
-    collected: Metrics = state.metrics
-    await collected.refresh(server_of(request))
-    # The process collector reads /proc: off the event loop.
-    text = await asyncio.to_thread(generate_latest, collected.registry)
+    observed: Metrics = state.metrics  # made by `create_app`
+    if getattr(state, "stored_gauges", None) is None:
+        state.stored_gauges = StoredGauges(observed.registry)  # no await: made once
+        # The process collector reads /proc: off the event loop.
+        await asyncio.to_thread(_add_runtime_collectors, observed.registry)
+    stored: StoredGauges = state.stored_gauges
+    await stored.refresh(server_of(request), observed)
+    text = await asyncio.to_thread(generate_latest, observed.registry)
     return Response(text, media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,24 @@
+"""The Redis half of the production backend: event streams, the bus, the client."""
+
+from __future__ import annotations
+
+from agentctl.storage.redis.bus import RedisBus
+from agentctl.storage.redis.client import (
+    RedisUnavailable,
+    connect,
+    connect_redis,
+    create_client,
+    redacted,
+)
+from agentctl.storage.redis.events import RedisEventLog, RedisSubscription
+
+__all__ = [
+    "RedisBus",
+    "RedisEventLog",
+    "RedisSubscription",
+    "RedisUnavailable",
+    "connect",
+    "connect_redis",
+    "create_client",
+    "redacted",
+]

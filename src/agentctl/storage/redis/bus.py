@@ -1,0 +1,83 @@
+"""The bus across replicas: Redis pub/sub on channels `{prefix}:bus:{topic}`.
+
+Every process, the publishing one included, gets each message once: its own pub/sub
+connection receives what it published, like everybody else's. Delivery is best effort, as
+the `Bus` protocol allows: a process whose connection is down misses what is published
+meanwhile, and a publish that cannot reach Redis is logged, not raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+
+from agentctl import serde
+from agentctl.storage.base import Handler, Message
+from agentctl.storage.bus import deliver
+from agentctl.storage.redis.pubsub import PubSub
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+log = logging.getLogger("agentctl.storage")
+
+
+class RedisBus:
+    """The `Bus` of the PostgreSQL + Redis backend; one per process.
+
+    Subscribing starts one pub/sub connection and its reader task; `close()` stops them
+    and the handlers still running. The client stays open (its owner closes it)."""
+
+    def __init__(self, client: Redis, *, prefix: str = "agentctl", timeout: float = 5.0) -> None:
+        self._client = client
+        self.prefix = prefix
+        self._timeout = timeout
+        self._handlers: defaultdict[str, list[Handler]] = defaultdict(list)
+        self._topics: dict[bytes, str] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._pubsub = PubSub(client, name=f"{prefix}:bus", on_message=self._on_message)
+
+    def channel(self, topic: str) -> bytes:
+        return f"{self.prefix}:bus:{topic}".encode()
+
+    async def publish(self, topic: str, message: Message) -> None:
+        channel = self.channel(topic)
+        if topic in self._handlers and not self._pubsub.confirmed(channel):
+            # Our own handlers subscribed just now (or the connection is coming back):
+            # wait for the subscription, so that they hear this message too.
+            await self._pubsub.wait_confirmed(channel, self._timeout)
+        try:
+            await self._client.publish(channel, serde.dumps(message))
+        except RedisError as exc:
+            log.warning("publishing on bus topic %r failed: %s", topic, exc)
+
+    def subscribe(self, topic: str, handler: Handler) -> None:
+        channel = self.channel(topic)
+        self._handlers[topic].append(handler)
+        self._topics[channel] = topic
+        self._pubsub.add(channel)
+
+    def _on_message(self, channel: bytes, payload: bytes) -> None:
+        topic = self._topics.get(channel)
+        if topic is None:
+            return
+        try:
+            message = serde.loads(payload)
+        except ValueError:
+            log.warning("bus topic %r: ignoring a message that is not JSON", topic)
+            return
+        for handler in self._handlers[topic]:
+            task = asyncio.create_task(deliver(handler, topic, message))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def start(self) -> None:
+        """Open the pub/sub connection now (else the first `subscribe` does)."""
+        if not await self._pubsub.start(self._timeout):
+            log.warning("the Redis pub/sub connection of the bus is not up yet")
+
+    async def close(self) -> None:
+        await self._pubsub.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

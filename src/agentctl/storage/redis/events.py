@@ -1,0 +1,346 @@
+"""The event log on Redis Streams: one stream per thread, live fan-out by pub/sub.
+
+A thread's events are the entries of stream `{prefix}:events:{thread_id}` (fields run_id,
+event, data); the stream ids (`<ms>-<seq>`) are the event ids, so a client's `Last-Event-ID`
+is a stream position. One Lua script appends (XADD), refreshes the stream's TTL and
+publishes the entry to the thread's channel in one round trip, atomically, so the order
+on the channel is the order in the stream.
+
+Live subscriptions of a process share one pub/sub connection. A thread's feed starts at a
+*baseline* — the stream's last id, read when its first local subscription appears — and
+from then on delivers every entry after it exactly once, in order: whatever was appended
+before the channel's SUBSCRIBE was confirmed (or while the connection was down) is read
+from the stream, the rest comes by pub/sub, and ids seen already are dropped. `read`
+waits for the baseline of a thread being subscribed, so a follower that subscribes, then
+reads, then takes live events with greater ids (engine/streams.py) can lose none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+from typing import Any, cast
+
+from agentctl.errors import RuntimeFailure
+from agentctl.storage.base import Event, event_position
+from agentctl.storage.redis.pubsub import PubSub
+from redis.asyncio import Redis
+from redis.exceptions import NoScriptError, RedisError
+
+log = logging.getLogger("agentctl.storage")
+
+# KEYS[1] stream; ARGV: run_id, event, data, ttl seconds, channel.
+# The message is "<id> <len(run_id)> <len(event)>\n" + run_id + event + data.
+APPEND = """
+local id = redis.call('XADD', KEYS[1], '*', 'run_id', ARGV[1], 'event', ARGV[2], 'data', ARGV[3])
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+redis.call('PUBLISH', ARGV[5], id .. ' ' .. #ARGV[1] .. ' ' .. #ARGV[2] .. '\\n'
+  .. ARGV[1] .. ARGV[2] .. ARGV[3])
+return id
+"""
+APPEND_SHA = hashlib.sha1(APPEND.encode()).hexdigest()
+PAGE = 1000  # stream entries per XRANGE
+Position = tuple[int, int]
+Entries = list[tuple[bytes, dict[bytes, bytes]]]
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _entry(entry_id: bytes | str, fields: dict[bytes, bytes]) -> Event:
+    return Event(
+        _text(entry_id), fields[b"run_id"].decode(), fields[b"event"].decode(), fields[b"data"]
+    )
+
+
+def _message(payload: bytes) -> Event:
+    head, _, rest = payload.partition(b"\n")
+    entry_id, run_length, event_length = head.split(b" ")
+    split, end = int(run_length), int(run_length) + int(event_length)
+    return Event(entry_id.decode(), rest[:split].decode(), rest[split:end].decode(), rest[end:])
+
+
+class RedisSubscription:
+    """Live events of one thread, from `subscribe` until `close`."""
+
+    def __init__(self, log: RedisEventLog, feed: _Feed) -> None:
+        self._log = log
+        self.feed = feed
+        self.queue: asyncio.Queue[Event] = asyncio.Queue()
+
+    async def next(self) -> Event:
+        return await self.queue.get()
+
+    def close(self) -> None:
+        self._log._detach(self)
+
+
+class _Feed:
+    """The local subscribers of one thread, and how far they have been served."""
+
+    def __init__(self, thread_id: str, key: str, channel: bytes) -> None:
+        self.thread_id, self.key, self.channel = thread_id, key, channel
+        self.subscribers: set[RedisSubscription] = set()
+        self.last: Position | None = None  # the baseline, then the last id delivered
+        self.baseline: asyncio.Task[None] | None = None
+        self.live = False  # pub/sub messages go straight to subscribers (else to `held`)
+        self.held: list[Event] = []
+        self.catching_up = False
+
+    def deliver(self, event: Event) -> None:
+        position = event_position(event.id)
+        if self.last is not None:
+            self.last = position
+            for subscription in self.subscribers:
+                subscription.queue.put_nowait(event)
+
+
+class RedisEventLog:
+    """The `EventLog` of the PostgreSQL + Redis backend; one per process.
+
+    `client` must not decode responses (`create_client` makes one). `close()` stops the
+    pub/sub connection; the client stays open (its owner closes it)."""
+
+    def __init__(
+        self,
+        client: Redis,
+        *,
+        prefix: str = "agentctl",
+        ttl_seconds: int = 7 * 24 * 3600,
+        timeout: float = 10.0,
+    ) -> None:
+        if client.connection_pool.connection_kwargs.get("decode_responses"):
+            raise ValueError("RedisEventLog needs a client with decode_responses=False")
+        self._client = client
+        self.prefix = prefix
+        self.ttl_seconds = ttl_seconds
+        self._timeout = timeout
+        self._feeds: dict[str, _Feed] = {}
+        self._by_channel: dict[bytes, _Feed] = {}
+        self._queued: dict[str, list[tuple[str, str, bytes, asyncio.Future[Event]]]] = {}
+        self._writers: dict[str, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._pubsub = PubSub(
+            client,
+            name=f"{prefix}:events",
+            on_message=self._on_message,
+            on_confirm=self._on_confirm,
+            on_disconnect=self._on_disconnect,
+        )
+
+    def key(self, thread_id: str) -> str:
+        return f"{self.prefix}:events:{thread_id}"
+
+    def channel(self, thread_id: str) -> bytes:
+        return f"{self.prefix}:events:{thread_id}:live".encode()
+
+    # -- appending -------------------------------------------------------------------------
+
+    async def append(self, thread_id: str, run_id: str, event: str, data: bytes) -> Event:
+        """Append in one round trip. Appends of one thread are sent in call order (those
+        made while one is in flight go together in one pipeline), so ids follow it."""
+        future: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
+        self._queued.setdefault(thread_id, []).append((run_id, event, data, future))
+        if thread_id not in self._writers:
+            self._writers[thread_id] = asyncio.create_task(self._write(thread_id))
+        return await future
+
+    async def _write(self, thread_id: str) -> None:
+        try:
+            while batch := self._queued.pop(thread_id, None):
+                try:
+                    ids = await self._append_batch(thread_id, [item[:3] for item in batch])
+                except BaseException as exc:
+                    for *_, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    if not isinstance(exc, Exception):
+                        raise
+                    continue
+                for (run_id, event, data, future), entry_id in zip(batch, ids, strict=True):
+                    if not future.done():
+                        future.set_result(Event(entry_id, run_id, event, data))
+        finally:
+            self._writers.pop(thread_id, None)
+
+    async def _append_batch(self, thread_id: str, items: list[tuple[str, str, bytes]]) -> list[str]:
+        key, channel = self.key(thread_id), self.channel(thread_id)
+        argv = [(run_id, event, data, self.ttl_seconds, channel) for run_id, event, data in items]
+        if len(argv) == 1:
+            try:
+                entry_id = await self._client.evalsha(APPEND_SHA, 1, key, *argv[0])
+            except NoScriptError:
+                entry_id = await self._client.eval(APPEND, 1, key, *argv[0])
+            return [_text(entry_id)]
+        results: list[Any] = await self._pipeline(key, argv, APPEND_SHA)
+        missing = [i for i, result in enumerate(results) if isinstance(result, NoScriptError)]
+        if missing:  # the script cache was flushed: EVAL loads it again
+            retried = await self._pipeline(key, [argv[i] for i in missing], None)
+            for i, result in zip(missing, retried, strict=True):
+                results[i] = result
+        for result in results:
+            if isinstance(result, Exception):
+                raise result
+        return [_text(result) for result in results]
+
+    async def _pipeline(
+        self, key: str, argv: list[tuple[str, str, bytes, int, bytes]], sha: str | None
+    ) -> list[Any]:
+        async with self._client.pipeline(transaction=False) as pipe:
+            for args in argv:
+                if sha is None:
+                    pipe.eval(APPEND, 1, key, *args)
+                else:
+                    pipe.evalsha(sha, 1, key, *args)
+            return list(await pipe.execute(raise_on_error=False))
+
+    # -- reading ---------------------------------------------------------------------------
+
+    async def read(
+        self, thread_id: str, *, after: str | None, run_id: str | None = None
+    ) -> list[Event]:
+        start = "({}-{}".format(*event_position(after)) if after else "-"
+        feed = self._feeds.get(thread_id)
+        if feed is not None and feed.baseline is not None and feed.last is None:
+            # A live feed of this thread is starting: read from after its baseline, so
+            # that what it will not deliver is read here.
+            await asyncio.wait({feed.baseline}, timeout=self._timeout)
+            if feed.last is None and self._current(feed):
+                raise RuntimeFailure(
+                    f"Redis did not answer within {self._timeout:g} s (reading thread "
+                    f"{thread_id}'s events)"
+                ) from None
+        events = await self._range(self.key(thread_id), start)
+        if run_id is not None:
+            events = [event for event in events if event.run_id == run_id]
+        return events
+
+    async def _range(self, key: str, start: str) -> list[Event]:
+        events: list[Event] = []
+        while True:
+            entries = cast(Entries, await self._client.xrange(key, start, "+", count=PAGE))
+            events.extend(_entry(entry_id, fields) for entry_id, fields in entries)
+            if len(entries) < PAGE:
+                return events
+            start = f"({events[-1].id}"
+
+    async def delete(self, thread_id: str) -> None:
+        await self._client.delete(self.key(thread_id))
+
+    # -- live subscriptions ----------------------------------------------------------------
+
+    def subscribe(self, thread_id: str) -> RedisSubscription:
+        feed = self._feeds.get(thread_id)
+        if feed is None:
+            feed = _Feed(thread_id, self.key(thread_id), self.channel(thread_id))
+            self._feeds[thread_id] = feed
+            self._by_channel[feed.channel] = feed
+            feed.baseline = asyncio.create_task(self._fetch_baseline(feed))
+            self._pubsub.add(feed.channel)
+        subscription = RedisSubscription(self, feed)
+        feed.subscribers.add(subscription)
+        return subscription
+
+    def _detach(self, subscription: RedisSubscription) -> None:
+        feed = subscription.feed
+        feed.subscribers.discard(subscription)
+        if feed.subscribers or self._feeds.get(feed.thread_id) is not feed:
+            return
+        del self._feeds[feed.thread_id]
+        del self._by_channel[feed.channel]
+        self._pubsub.remove(feed.channel)
+        if feed.baseline is not None and not feed.baseline.done():
+            feed.baseline.cancel()
+
+    def _current(self, feed: _Feed) -> bool:
+        return self._feeds.get(feed.thread_id) is feed
+
+    async def _fetch_baseline(self, feed: _Feed) -> None:
+        delay = 0.05
+        while True:
+            try:
+                entries = cast(Entries, await self._client.xrevrange(feed.key, count=1))
+                break
+            except RedisError as exc:
+                log.warning("reading the end of %s failed (%s); retrying", feed.key, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+        feed.last = event_position(_text(entries[0][0])) if entries else (0, 0)
+        self._catch_up_if_ready(feed)
+
+    def _on_message(self, channel: bytes, payload: bytes) -> None:
+        feed = self._by_channel.get(channel)
+        if feed is None:
+            return
+        event = _message(payload)
+        if feed.live:
+            feed.deliver(event)
+        else:
+            feed.held.append(event)
+
+    def _on_confirm(self, channel: bytes) -> None:
+        feed = self._by_channel.get(channel)
+        if feed is not None:
+            self._catch_up_if_ready(feed)
+
+    def _on_disconnect(self) -> None:
+        for feed in self._feeds.values():
+            feed.live = False
+
+    def _catch_up_if_ready(self, feed: _Feed) -> None:
+        if (
+            feed.last is not None
+            and not feed.live
+            and not feed.catching_up
+            and self._current(feed)
+            and self._pubsub.confirmed(feed.channel)
+        ):
+            feed.catching_up = True
+            task = asyncio.create_task(self._catch_up(feed))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _catch_up(self, feed: _Feed) -> None:
+        """Deliver what the stream holds after the feed's position (appended before the
+        subscription was confirmed), then the messages held meanwhile, then go live."""
+        delay = 0.05
+        try:
+            while self._current(feed) and self._pubsub.confirmed(feed.channel):
+                generation = self._pubsub.generation
+                assert feed.last is not None
+                try:
+                    stored = await self._range(feed.key, "({}-{}".format(*feed.last))
+                except RedisError as exc:
+                    log.warning("catching up on %s failed (%s); retrying", feed.key, exc)
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 5.0)
+                    continue
+                for event in stored:
+                    feed.deliver(event)
+                held, feed.held = feed.held, []
+                print("CATCHUP", len(stored), len(held), generation)
+                for event in held:
+                    feed.deliver(event)
+                if generation == self._pubsub.generation and self._pubsub.confirmed(feed.channel):
+                    feed.live = True
+                    return
+        finally:
+            feed.catching_up = False
+
+    async def start(self) -> None:
+        """Open the pub/sub connection now (else the first `subscribe` does)."""
+        if not await self._pubsub.start(self._timeout):
+            log.warning("the Redis pub/sub connection of the event log is not up yet")
+
+    async def close(self) -> None:
+        """Finish the appends under way, then stop the live feeds."""
+        with contextlib.suppress(Exception):
+            await asyncio.gather(*self._writers.values(), return_exceptions=True)
+        tasks = [*self._tasks, *(f.baseline for f in self._feeds.values() if f.baseline)]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._pubsub.close()

@@ -1,0 +1,97 @@
+"""`agentctl serve` replicas as real processes over one PostgreSQL database and one Redis,
+driven by the official langgraph-sdk client and by `agentctl deploy` itself."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
+
+from agentctl.testing import ScriptedModelServer
+from agentctl.testing.replicas import Replica, start_replica
+from tests.conftest import CliResult, RunCli
+
+KEY = "pk-test-deployment-key-0123456789"
+
+
+@dataclass
+class Cluster:
+    """Replicas of one deployment; each started on demand, all killed at the end."""
+
+    env: dict[str, str]
+    folder: Path
+    run_cli: RunCli
+    replicas: list[Replica] = field(default_factory=list)
+
+    def start(self, **env: str) -> Replica:
+        replica = start_replica({**self.env, **env}, self.folder / f"replica-{len(self.replicas)}")
+        self.replicas.append(replica)
+        return replica
+
+    def deploy(self, project: Path, replica: Replica, *args: str, key: str = KEY) -> CliResult:
+        """`agentctl deploy` of `project` to `replica`, as a user runs it."""
+        env = {**self.env, "PLATFORM_URL": replica.url, "PLATFORM_API_KEY": key}
+        return self.run_cli(*args or ("deploy",), cwd=project, env=env)
+
+    def executing(self, run_id: str) -> tuple[Replica, Replica]:
+        """The replica whose worker holds the run's lease, and another one."""
+        with psycopg.connect(self.env["DATABASE_URL"]) as conn:
+            row = conn.execute("SELECT worker FROM runs WHERE run_id = %s", (run_id,)).fetchone()
+        assert row is not None and row[0], f"run {run_id} is not running"
+        pid = int(row[0].split(":")[1])  # workers are host:pid:nonce
+        runner = next(r for r in self.replicas if r.process.pid == pid)
+        other = next(r for r in self.replicas if r is not runner and r.alive)
+        return runner, other
+
+    def client(self, replica: Replica, **options: Any) -> LangGraphClient:
+        options.setdefault("api_key", KEY)
+        return get_client(url=replica.url, **options)
+
+
+@pytest.fixture
+def cluster(
+    database_url: str,
+    redis_server_url: str,
+    redis_prefix: str,
+    model_server: ScriptedModelServer,
+    run_cli: RunCli,
+    tmp_path: Path,
+) -> Iterator[Cluster]:
+    env = {
+        "DATABASE_URL": database_url,
+        "REDIS_URL": redis_server_url,
+        "AGENTCTL_REDIS_PREFIX": redis_prefix,
+        "PLATFORM_API_KEY": KEY,
+        "AGENTCTL_LEASE_SECONDS": "1.5",
+        "AGENTCTL_SHUTDOWN_GRACE_SECONDS": "15",
+        "AGENTCTL_WORKERS": "8",
+        **model_server.env,
+    }
+    cluster = Cluster(env, tmp_path / "replicas", run_cli)
+    yield cluster
+    for replica in cluster.replicas:
+        if replica.alive:
+            replica.kill()
+
+
+async def info(replica: Replica) -> dict[str, Any]:
+    async with httpx.AsyncClient(base_url=replica.url) as http:
+        answer: dict[str, Any] = (await http.get("/info")).json()
+        return answer
+
+
+async def until(check: Any, timeout: float = 20.0, what: str = "the condition") -> None:
+    """Wait until the coroutine function `check` returns true."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)

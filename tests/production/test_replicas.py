@@ -1,0 +1,216 @@
+"""Several `agentctl serve` replicas over one PostgreSQL and one Redis: any replica serves any
+request, streams and cancels cross replicas, a killed replica's run is resumed elsewhere, and
+deploys reach every replica while runs are in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+from agentctl.testing.mcp_servers import Ledger
+from agentctl.testing.replicas import Replica
+from tests.conftest import PAYING_SCRIPT, ledger_project
+from tests.production.conftest import KEY, Cluster, info, until
+from tests.server.conftest import user
+
+
+def answer(values: dict[str, Any]) -> str:
+    content: str = values["messages"][-1]["content"]
+    return content
+
+
+async def run_status(client: Any, thread_id: str, run_id: str) -> str:
+    status: str = (await client.runs.get(thread_id, run_id))["status"]
+    return status
+
+
+async def test_deploys_go_live_on_every_replica(cluster: Cluster, demo: Path) -> None:
+    first, second = cluster.start(), cluster.start()
+    async with httpx.AsyncClient(base_url=first.url, headers={"x-api-key": KEY}) as http:
+        before = await http.post("/runs/wait", json={"assistant_id": "demo", "input": {}})
+    assert before.status_code == 503
+    assert "no revision is deployed on this server yet" in before.json()["detail"]
+
+    result = cluster.deploy(demo, first)
+    assert result.exit_code == 0, result.err + result.out
+    assert "Deployed revision 1" in result.out
+    assert f"URL   {first.url}" in result.out
+    assert '-H "x-api-key: $PLATFORM_API_KEY"' in result.out
+    for step in ("Validating", "Bundling", "Uploading", "Switching"):
+        assert step in result.err
+
+    await serving(second, 1)
+    client = cluster.client(second)
+    values = await client.runs.wait(None, "demo", input=user("@say hello from two"))
+    assert answer(values) == "hello from two"
+    await client.aclose()
+
+
+async def test_join_and_cancel_reach_the_replica_running_the_run(
+    cluster: Cluster, demo: Path
+) -> None:
+    cluster.start()
+    cluster.start()
+    assert cluster.deploy(demo, cluster.replicas[0]).exit_code == 0
+    any_client = cluster.client(cluster.replicas[0])
+    thread = await any_client.threads.create()
+    thread_id = thread["thread_id"]
+    run = await any_client.runs.create(thread_id, "demo", input=user("@sleep 30 @say late"))
+    await until(lambda: _is(any_client, thread_id, run["run_id"], "running"))
+    _, elsewhere = cluster.executing(run["run_id"])
+    other = cluster.client(elsewhere)
+
+    events: list[Any] = []
+
+    async def follow() -> None:
+        async for part in other.runs.join_stream(thread_id, run["run_id"]):
+            events.append(part)
+
+    follower = asyncio.create_task(follow())
+    await until(lambda: _true(bool(events)), what="the joined stream to start")
+    await other.runs.cancel(thread_id, run["run_id"], wait=True)
+    await asyncio.wait_for(follower, 10)
+    assert await run_status(other, thread_id, run["run_id"]) == "interrupted"
+    assert events[0].event == "metadata"
+    assert events[0].data["run_id"] == run["run_id"]
+    await any_client.aclose()
+    await other.aclose()
+
+
+async def test_a_killed_replicas_run_resumes_on_another(
+    cluster: Cluster, tmp_path: Path, ledger: tuple[Ledger, int]
+) -> None:
+    book, port = ledger
+    project = ledger_project(tmp_path / "payer", port)
+    cluster.start()
+    cluster.start()
+    assert cluster.deploy(project, cluster.replicas[0]).exit_code == 0
+    any_client = cluster.client(cluster.replicas[0])
+    thread_id = str(uuid.uuid4())
+    run = await any_client.runs.create(
+        thread_id, "payer", input=user(PAYING_SCRIPT), if_not_exists="create"
+    )
+    await until(lambda: _is(any_client, thread_id, run["run_id"], "running"))
+    runner, survivor = cluster.executing(run["run_id"])
+    client = cluster.client(survivor)
+    parts: list[Any] = []
+
+    async def follow() -> None:
+        async for part in client.runs.join_stream(thread_id, run["run_id"], last_event_id="-"):
+            parts.append(part)
+
+    follower = asyncio.create_task(follow())
+    await until(lambda: _true(book.entries == ["paid"]), what="the tool call")
+    await asyncio.sleep(0.3)  # the tool's result is checkpointed; the model sleeps
+    runner.kill()
+    await asyncio.wait_for(follower, 30)
+
+    done = await client.runs.get(thread_id, run["run_id"])
+    assert done["status"] == "success"
+    assert book.entries == ["paid"]  # resumed from the checkpoint: not paid twice
+    attempts = [p.data["attempt"] for p in parts if p.event == "metadata"]
+    assert attempts == [1, 2]
+    values = [p.data for p in parts if p.event == "values"]
+    assert answer(values[-1]) == "done"
+    state = await client.threads.get_state(thread_id)
+    assert answer(state["values"]) == "done"
+    await any_client.aclose()
+    await client.aclose()
+
+
+async def test_redeploy_with_runs_in_flight_then_roll_back(cluster: Cluster, demo: Path) -> None:
+    first, second = cluster.start(), cluster.start()
+    assert cluster.deploy(demo, first).exit_code == 0
+    await serving(second, 1)
+    client = cluster.client(second)
+    thread = await client.threads.create()
+    in_flight = await client.runs.create(
+        thread["thread_id"], "demo", input=user("@sleep 2 @say {system}")
+    )
+    await until(lambda: _is(client, thread["thread_id"], in_flight["run_id"], "running"))
+
+    (demo / "AGENTS.md").write_text("You are the second revision.\n")
+    result = cluster.deploy(demo, first)
+    assert result.exit_code == 0, result.err
+    assert "Deployed revision 2" in result.out
+    await serving(second, 2)
+
+    old = await client.runs.join(thread["thread_id"], in_flight["run_id"])
+    assert "You are the demo agent." in answer(old)  # finished on the revision it began on
+    for replica in (first, second):
+        fresh = cluster.client(replica)
+        now = await fresh.runs.wait(None, "demo", input=user("@say {system}"))
+        assert "You are the second revision." in answer(now)
+        await fresh.aclose()
+
+    listed = cluster.deploy(demo, first, "revisions")
+    assert listed.exit_code == 0
+    assert "*    2" in listed.out
+    assert "     1" in listed.out
+    rolled = cluster.deploy(demo, first, "rollback")
+    assert rolled.exit_code == 0, rolled.err
+    assert "Revision 1 is active" in rolled.out
+    await serving(second, 1)
+    assert (await info(first))["revision_number"] == 1
+    back = await client.runs.wait(None, "demo", input=user("@say {system}"))
+    assert "You are the demo agent." in answer(back)
+    await client.aclose()
+
+
+async def test_the_platform_refuses_a_wrong_key_and_a_missing_package(
+    cluster: Cluster, demo: Path
+) -> None:
+    replica = cluster.start()
+    wrong = cluster.deploy(demo, replica, key="not-the-key")
+    assert wrong.exit_code == 1
+    assert "refused PLATFORM_API_KEY" in wrong.err
+    assert "Traceback" not in wrong.err
+    async with httpx.AsyncClient(base_url=replica.url) as http:
+        refused = await http.get("/platform/revisions", headers={"x-api-key": "nope"})
+        anonymous = await http.post("/threads", json={})
+    assert refused.status_code == 401
+    assert anonymous.status_code == 401
+
+    toml = demo / "agent.toml"
+    toml.write_text(toml.read_text().replace("openai:scripted", "cohere:command-r"))
+    (demo / ".env").write_text("COHERE_API_KEY=co-test-0123456789\n")
+    missing = cluster.deploy(demo, replica)
+    assert missing.exit_code == 1
+    assert "pip install 'langchain-cohere>=0.6,<1'" in missing.err
+    assert (await info(replica))["revision_number"] is None
+
+
+async def test_sigterm_lets_runs_in_flight_finish(cluster: Cluster, demo: Path) -> None:
+    replica = cluster.start()
+    assert cluster.deploy(demo, replica).exit_code == 0
+    client = cluster.client(replica)
+    thread = await client.threads.create()
+    run = await client.runs.create(thread["thread_id"], "demo", input=user("@sleep 1.5 @say bye"))
+    await until(lambda: _is(client, thread["thread_id"], run["run_id"], "running"))
+    await client.aclose()
+    assert await asyncio.to_thread(replica.terminate) == 0
+    with psycopg.connect(cluster.env["DATABASE_URL"]) as conn:
+        row = conn.execute("SELECT status FROM runs WHERE run_id = %s", (run["run_id"],))
+        assert row.fetchone() == ("success",)
+
+
+async def serving(replica: Replica, number: int) -> None:
+    """Wait until `replica` serves revision `number` (a deploy reaches it within seconds)."""
+
+    async def switched() -> bool:
+        return (await info(replica))["revision_number"] == number
+
+    await until(switched, 10, f"the replica to serve revision {number}")
+
+
+async def _is(client: Any, thread_id: str, run_id: str, status: str) -> bool:
+    return await run_status(client, thread_id, run_id) == status
+
+
+async def _true(value: bool) -> bool:
+    return value

@@ -1,0 +1,307 @@
+"""The event log, on every backend: ids, reads after an id (`Last-Event-ID`), live
+subscriptions, and followers (engine/streams.py) that neither miss nor repeat an event
+while appends race with them. The Redis log also across instances (processes), across a
+killed pub/sub connection, and with its streams' TTL."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+
+from agentctl.engine.streams import follow
+from agentctl.engine.wire import END_EVENT
+from agentctl.storage.base import Event, EventLog, Storage, event_position
+
+
+@dataclass
+class Backend:
+    kind: str
+    log: EventLog
+    other: EventLog  # another process's log of the same data (the same one for SQLite)
+    redis: Any = None  # a client of the Redis server, for inspection
+
+
+@contextlib.asynccontextmanager
+async def open_backend(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[Backend]:
+    if kind == "sqlite":
+        from agentctl.storage.sqlite import SqliteStorage
+
+        sqlite = SqliteStorage(tmp_path / "agentctl.db", tmp_path / "store.db")
+        try:
+            yield Backend("sqlite", sqlite.events, sqlite.events)
+        finally:
+            await sqlite.close()
+        return
+    from agentctl.storage.redis import RedisEventLog, connect_redis
+
+    url = request.getfixturevalue("redis_server_url")
+    prefix = request.getfixturevalue("redis_prefix")
+    async with contextlib.AsyncExitStack() as stack:
+        logs = []
+        for _ in range(2):  # as two processes: a client and a log each
+            client = await connect_redis(url)
+            stack.push_async_callback(client.aclose)
+            log = RedisEventLog(client, prefix=prefix, ttl_seconds=600)
+            stack.push_async_callback(log.close)
+            logs.append(log)
+        yield Backend("redis", logs[0], logs[1], client)
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    async with open_backend(request.param, request, tmp_path) as opened:
+        yield opened
+
+
+@pytest.fixture
+async def redis_backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    async with open_backend("redis", request, tmp_path) as opened:
+        yield opened
+
+
+def storage_of(log: EventLog) -> Storage:
+    return cast(Storage, SimpleNamespace(events=log))
+
+
+async def collect(
+    log: EventLog, thread: str, *, run_id: str | None, last_event_id: str | None, limit: int
+) -> list[Event]:
+    """What a follower gets, up to `limit` events or the run's end."""
+    got: list[Event] = []
+    stream = follow(storage_of(log), thread, run_id=run_id, last_event_id=last_event_id)
+    async with contextlib.aclosing(stream):
+        async for event in stream:
+            if event is None:
+                continue
+            got.append(event)
+            if len(got) == limit or event.event == END_EVENT:
+                break
+    return got
+
+
+async def test_ids_grow_and_reads_start_after_an_id(backend: Backend) -> None:
+    log = backend.log
+    appended = [await log.append("t", f"run-{i % 2}", "values", b'{"i":%d}' % i) for i in range(6)]
+    positions = [event_position(event.id) for event in appended]
+    assert positions == sorted(positions)
+    assert len(set(positions)) == 6
+    assert await log.read("t", after=None) == appended
+    assert await log.read("t", after=appended[2].id) == appended[3:]
+    assert await log.read("t", after=appended[-1].id) == []
+    assert await log.read("t", after=None, run_id="run-1") == appended[1::2]
+    assert await log.read("t", after=appended[1].id, run_id="run-0") == appended[2::2]
+    assert await log.read("other-thread", after=None) == []
+
+
+async def test_last_event_id_semantics(backend: Backend) -> None:
+    log = backend.log
+    appended = [await log.append("t", "r", "values", b"{}") for _ in range(4)]
+    appended.append(await log.append("t", "r", END_EVENT, b"{}"))
+    ms, seq = event_position(appended[1].id)
+    # Any position works, stored or not; `ms` alone is `ms-0`.
+    assert await log.read("t", after=f"{ms}-{seq}") == appended[2:]
+    assert await log.read("t", after="0") == appended
+    assert await log.read("t", after="0-0") == appended
+    assert await log.read("t", after=str(event_position(appended[-1].id)[0] + 1)) == []
+    with pytest.raises(ValueError, match="invalid literal"):
+        await log.read("t", after="not-an-id")
+    # A follower replays from the start with `-`, resumes after a given id.
+    assert await collect(log, "t", run_id="r", last_event_id="-", limit=99) == appended
+    assert (
+        await collect(log, "t", run_id="r", last_event_id=appended[2].id, limit=99)
+        == (appended[3:])
+    )
+
+
+async def test_subscription_sees_what_another_process_appends(backend: Backend) -> None:
+    subscription = backend.log.subscribe("t")
+    quiet = backend.log.subscribe("t-quiet")
+    try:
+        await backend.log.read("t", after=None)  # as a follower does: the feed is set up
+        sent = [await backend.other.append("t", "r", "values", b"%d" % i) for i in range(5)]
+        got = [await asyncio.wait_for(subscription.next(), 5) for _ in sent]
+        assert got == sent
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(quiet.next(), 0.05)
+    finally:
+        subscription.close()
+        quiet.close()
+
+
+async def test_concurrent_appends_of_a_thread_keep_their_order(backend: Backend) -> None:
+    sent = await asyncio.gather(
+        *(backend.log.append("t", "r", "values", b"%d" % i) for i in range(50))
+    )
+    assert [event.data for event in sent] == [b"%d" % i for i in range(50)]
+    assert [event_position(e.id) for e in sent] == sorted(event_position(e.id) for e in sent)
+    assert await backend.log.read("t", after=None) == list(sent)
+
+
+async def test_followers_miss_nothing_and_repeat_nothing_while_appends_race(
+    backend: Backend,
+) -> None:
+    """Followers start (and stop) while another process appends, in bursts of concurrent
+    appends: each sees a gapless run of the log from where it asked to start."""
+    rng = random.Random(7)
+    total = 300
+
+    async def write() -> None:
+        written = 0
+        while written < total:
+            burst = min(rng.randint(1, 8), total - written)
+            await asyncio.gather(
+                *(
+                    backend.other.append("t", "r", "values", b"%d" % (written + i))
+                    for i in range(burst)
+                )
+            )
+            written += burst
+            await backend.other.append("t", "noise", "values", b"other run")
+            await asyncio.sleep(0)
+        await backend.other.append("t", "r", END_EVENT, b"{}")
+
+    async def follower(delay: float, resume: bool, limit: int) -> tuple[str, list[Event]]:
+        await asyncio.sleep(delay)
+        start = "-"
+        if resume:
+            stored = await backend.log.read("t", after=None, run_id="r")
+            if stored:
+                start = rng.choice(stored).id
+        return start, await collect(backend.log, "t", run_id="r", last_event_id=start, limit=limit)
+
+    writer = asyncio.create_task(write())
+    results = await asyncio.gather(
+        *(follower(i * 0.004, i % 2 == 1, rng.choice([5, 20, 10_000])) for i in range(40))
+    )
+    await writer
+    full = await backend.log.read("t", after=None, run_id="r")
+    assert len(full) == total + 1
+    for start, got in results:
+        begin = 0 if start == "-" else [e.id for e in full].index(start) + 1
+        assert got == full[begin : begin + len(got)]
+        assert len(got) in (5, 20, len(full) - begin)
+
+
+async def test_delete_forgets_a_thread(backend: Backend) -> None:
+    kept = await backend.log.append("kept", "r", "values", b"{}")
+    await backend.log.append("doomed", "r", "values", b"{}")
+    await backend.log.delete("doomed")
+    assert await backend.log.read("doomed", after=None) == []
+    assert await backend.log.read("kept", after=None) == [kept]
+    again = await backend.log.append("doomed", "r", "values", b"{}")
+    assert await backend.log.read("doomed", after=None) == [again]
+
+
+# -- Redis only ----------------------------------------------------------------------------
+
+
+async def test_streams_expire_after_their_ttl(redis_backend: Backend) -> None:
+    from agentctl.storage.redis import RedisEventLog
+
+    log = cast(RedisEventLog, redis_backend.log)
+    await log.append("t", "r", "values", b"{}")
+    assert 590 <= await redis_backend.redis.ttl(log.key("t")) <= 600
+
+
+async def test_one_server_subscription_per_thread_and_process(redis_backend: Backend) -> None:
+    from agentctl.storage.redis import RedisEventLog
+
+    log = cast(RedisEventLog, redis_backend.log)
+    first, second = log.subscribe("t"), log.subscribe("t")
+
+    async def subscribers() -> int:
+        [(_, count)] = await redis_backend.redis.pubsub_numsub(log.channel("t"))
+        return int(count)
+
+    await until(lambda: subscribers(), 1)
+    event = await redis_backend.other.append("t", "r", "values", b"{}")
+    assert await asyncio.wait_for(first.next(), 5) == event
+    assert await asyncio.wait_for(second.next(), 5) == event
+    first.close()
+    second.close()
+    await until(lambda: subscribers(), 0)
+
+
+async def test_a_killed_pubsub_connection_loses_no_event(
+    redis_backend: Backend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another process (a thread with its own loop) appends while the connection is down
+    and coming back: the subscription gets each event once, in order."""
+    from agentctl.storage.redis import RedisEventLog
+
+    log = cast(RedisEventLog, redis_backend.log)
+    caplog.set_level(logging.WARNING, logger="agentctl.storage")
+    subscription = log.subscribe("t")
+    await log.read("t", after=None)
+    first = await redis_backend.other.append("t", "r", "values", b"before")
+    assert await asyncio.wait_for(subscription.next(), 5) == first
+    url = redis_backend.redis.connection_pool.connection_kwargs
+    writer = threading.Thread(target=asyncio.run, args=(append_elsewhere(url, log.prefix),))
+    writer.start()
+    await asyncio.sleep(0.02)
+    await kill_pubsub(redis_backend.redis, f"{log.prefix}:events")
+    await asyncio.to_thread(writer.join)
+    stored = await log.read("t", after=first.id)
+    assert len(stored) == 300
+    got = [await asyncio.wait_for(subscription.next(), 5) for _ in stored]
+    assert got == stored
+    with pytest.raises(TimeoutError):  # and nothing twice
+        await asyncio.wait_for(subscription.next(), 0.1)
+    assert "connection lost" in caplog.text
+    subscription.close()
+
+
+async def append_elsewhere(connection_kwargs: dict[str, Any], prefix: str) -> None:
+    """300 appends to thread `t` in bursts, from a client and log of its own."""
+    from redis.asyncio import Redis
+
+    from agentctl.storage.redis import RedisEventLog
+
+    client = Redis(**connection_kwargs)
+    log = RedisEventLog(client, prefix=prefix)
+    for i in range(60):
+        await asyncio.gather(*(log.append("t", "r", "values", b"%d" % i) for _ in range(5)))
+        await asyncio.sleep(0.001)
+    await log.close()
+    await client.aclose()
+
+
+async def kill_pubsub(redis: Any, name: str) -> None:
+    """Have the server drop the pub/sub connections named `name`."""
+    clients = await redis.client_list(_type="pubsub")
+    ids = [c["id"] for c in clients if c.get("name") == name]
+    assert ids, f"no pub/sub connection named {name}"
+    for client_id in ids:
+        await redis.client_kill_filter(_id=client_id)
+
+
+async def until(probe: Any, expected: object, timeout: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while (value := await probe()) != expected:
+        assert asyncio.get_running_loop().time() < deadline, f"still {value!r}"
+        await asyncio.sleep(0.01)
+
+
+async def test_unreachable_redis_is_reported_naming_redis_url() -> None:
+    from agentctl.errors import UserError
+    from agentctl.storage.redis import RedisUnavailable, connect_redis
+
+    with pytest.raises(RedisUnavailable) as caught:
+        await connect_redis("redis://user:s3cret@127.0.0.1:1/0", connect_timeout=1)
+    assert isinstance(caught.value, UserError)
+    assert "REDIS_URL" in str(caught.value)
+    assert "s3cret" not in str(caught.value)
+    with pytest.raises(RedisUnavailable, match="REDIS_URL"):
+        await connect_redis("http://127.0.0.1:6379")
