@@ -45,7 +45,8 @@ class Cluster:
         """The replica whose worker holds the run's lease, and another one."""
         with psycopg.connect(self.env["DATABASE_URL"]) as conn:
             row = conn.execute("SELECT worker FROM runs WHERE run_id = %s", (run_id,)).fetchone()
-        assert row is not None and row[0], f"run {run_id} is not running"
+        assert row is not None, f"run {run_id} does not exist"
+        assert row[0], f"run {run_id} is not running"
         pid = int(row[0].split(":")[1])  # workers are host:pid:nonce
         runner = next(r for r in self.replicas if r.process.pid == pid)
         other = next(r for r in self.replicas if r is not runner and r.alive)
