@@ -12,11 +12,13 @@ from typing import Any
 import httpx
 import psycopg
 
+from agentctl.testing.identity import IdpBServer
 from agentctl.testing.mcp_servers import Ledger
 from agentctl.testing.replicas import Replica
 from tests.conftest import PAYING_SCRIPT, ledger_project
 from tests.production.conftest import KEY, Cluster, info, until
-from tests.server.conftest import user
+from tests.server.conftest import ALICE, BOB, user, with_auth
+from tests.server.test_isolation import remember
 
 
 def answer(values: dict[str, Any]) -> str:
@@ -214,3 +216,35 @@ async def _is(client: Any, thread_id: str, run_id: str, status: str) -> bool:
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_user_memory_survives_a_redeploy(
+    cluster: Cluster, demo: Path, tmp_path: Path, idp_b: IdpBServer
+) -> None:
+    project = with_auth(demo, tmp_path / "signed-in", {"provider": "idp_b"}, idp_b.env)
+    first, second = cluster.start(), cluster.start()
+    assert cluster.deploy(project, first).exit_code == 0
+    await serving(second, 1)
+    alice = cluster.client(first, api_key=None, headers=bearer(idp_b.mint(ALICE)))
+    thread_id = str(uuid.uuid4())
+    await alice.runs.wait(
+        thread_id, "demo", input=user(remember("drinks green tea")), if_not_exists="create"
+    )
+
+    (project / "user" / "AGENTS.md").write_text("# About the user (new template)\n")
+    assert cluster.deploy(project, first).exit_code == 0
+    await serving(second, 2)
+    again = cluster.client(second, api_key=None, headers=bearer(idp_b.mint(ALICE)))
+    values = await again.runs.wait(None, "demo", input=user("@say {system}"))
+    assert "drinks green tea" in answer(values)
+    assert "new template" not in answer(values)
+    bob = cluster.client(second, api_key=None, headers=bearer(idp_b.mint(BOB)))
+    fresh = await bob.runs.wait(None, "demo", input=user("@say {system}"))
+    assert "new template" in answer(fresh)  # a new user is seeded from the new template
+    assert "green tea" not in answer(fresh)
+    for client in (alice, again, bob):
+        await client.aclose()
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}

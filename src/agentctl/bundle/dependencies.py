@@ -27,15 +27,19 @@ class Package:
 
 @dataclass(frozen=True)
 class Needs:
-    """What one feature needs: packages to install and environment variables to set."""
+    """What one feature needs: packages to install and environment variables to set, and
+    the variables it reads when set (`optional`, e.g. an endpoint that has a default)."""
 
     packages: tuple[Package, ...] = ()
     env: tuple[str, ...] = ()
+    optional: tuple[str, ...] = ()
 
 
-def _needs(requirement: str | None = None, module: str = "", *env: str) -> Needs:
+def _needs(
+    requirement: str | None = None, module: str = "", *env: str, optional: tuple[str, ...] = ()
+) -> Needs:
     packages = (Package(requirement, module),) if requirement else ()
-    return Needs(packages, env)
+    return Needs(packages, env, optional)
 
 
 _OPENAI = ("langchain-openai>=1.7,<2", "langchain_openai")
@@ -43,7 +47,7 @@ _AWS = ("langchain-aws>=1.9,<2", "langchain_aws")
 _AWS_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
 
 MODEL_PROVIDERS: dict[str, Needs] = {
-    "openai": _needs(*_OPENAI, "OPENAI_API_KEY"),
+    "openai": _needs(*_OPENAI, "OPENAI_API_KEY", optional=("OPENAI_BASE_URL",)),
     "azure_openai": _needs(
         *_OPENAI, "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", "OPENAI_API_VERSION"
     ),
@@ -87,7 +91,7 @@ SANDBOX_PROVIDERS: dict[str, Needs] = {
 
 AUTH_PROVIDERS: dict[str, Needs] = {
     "idp_a": _needs(None, "", "IDP_A_URL", "IDP_A_PUBLISHABLE_DEFAULT_KEY"),
-    "idp_b": _needs(None, "", "IDP_B_SECRET_KEY"),
+    "idp_b": _needs(None, "", "IDP_B_SECRET_KEY", optional=("IDP_B_API_URL",)),
     "oidc": _needs(None, ""),  # configured by [auth].issuer and .audience, no secret
 }
 

@@ -29,6 +29,8 @@ class EnvNeed:
 class Requirements:
     packages: tuple[Package, ...]
     env: tuple[EnvNeed, ...]
+    # Variables read when set (a deploy sends them along with the required ones).
+    optional_env: tuple[str, ...] = ()
 
     @property
     def env_names(self) -> tuple[str, ...]:
@@ -64,4 +66,5 @@ def requirements_of(project: Project) -> Requirements:
     return Requirements(
         packages=tuple(packages[r] for r in sorted(packages)),
         env=tuple(sorted(unique.values(), key=lambda need: need.name)),
+        optional_env=tuple(sorted({name for n, _ in needs for name in n.optional} - set(unique))),
     )

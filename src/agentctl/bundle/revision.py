@@ -55,6 +55,12 @@ def build_revision(project: Project) -> Revision:
     return Revision(id=manifest["id"], manifest=manifest, archive=_archive(contents))
 
 
+def deployed_variables(manifest: dict[str, Any]) -> list[str]:
+    """The variables whose values a deploy sends: the revision's required ones, and the
+    optional ones its providers read (e.g. `OPENAI_BASE_URL`)."""
+    return [*manifest["env"], *manifest.get("env_optional", ())]
+
+
 def read_archive(data: bytes) -> dict[str, bytes]:
     """The files of a revision archive, by path."""
     files: dict[str, bytes] = {}
@@ -145,6 +151,7 @@ def _manifest(project: Project, contents: dict[str, bytes]) -> dict[str, Any]:
         "mcp_servers": [_server(m) for m in project.mcp_servers],
         "packages": [p.requirement for p in requirements.packages],
         "env": list(requirements.env_names),
+        "env_optional": list(requirements.optional_env),
         "files": [
             {"path": path, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
             for path, data in sorted(contents.items())

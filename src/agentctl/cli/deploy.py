@@ -14,7 +14,7 @@ import click
 from agentctl.bundle.build import check_env, store_revision
 from agentctl.bundle.dependencies import PLATFORM_API_KEY
 from agentctl.bundle.requirements import install_command, requirements_of
-from agentctl.bundle.revision import ARCHIVE_FILE, Revision, build_revision
+from agentctl.bundle.revision import ARCHIVE_FILE, Revision, build_revision, deployed_variables
 from agentctl.errors import MissingEnvError, UserError
 from agentctl.platform.client import PLATFORM_URL, Platform
 from agentctl.project import load_project
@@ -61,7 +61,8 @@ def deploy(config: Path, dry_run: bool) -> None:
     if dry_run:
         return
     platform = Platform(project.env[PLATFORM_URL].rstrip("/"), project.env[PLATFORM_API_KEY])
-    secrets = {name: project.env[name] for name in revision.manifest["env"] if name in project.env}
+    used = deployed_variables(revision.manifest)
+    secrets = {name: project.env[name] for name in used if is_set(project.env, name)}
     sent = ", ".join(sorted(secrets)) or "none"
     step("Uploading", f"{len(revision.archive) / 1024:.1f} KiB to {platform.url} (secrets: {sent})")
     deployed = platform.upload(revision.archive, secrets)

@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from agentctl.bundle.requirements import install_command, requirements_of
-from agentctl.bundle.revision import MANIFEST_FILE, canonical, extract_revision, read_archive
+from agentctl.bundle.revision import (
+    MANIFEST_FILE,
+    canonical,
+    deployed_variables,
+    extract_revision,
+    read_archive,
+)
 from agentctl.errors import UserError
 from agentctl.platform.secrets import SecretBox
 from agentctl.project import load_project
@@ -87,11 +93,12 @@ class Deployments:
         Raises `RevisionRefused` (or the loader's `UserError`) naming what is wrong: a
         damaged archive, a package this server lacks, a missing variable, a broken agent."""
         manifest = verify_archive(archive)
-        unknown = sorted(set(secrets) - set(manifest["env"]))
+        used = deployed_variables(manifest)
+        unknown = sorted(set(secrets) - set(used))
         if unknown:
             raise RevisionRefused(
                 f"secrets {', '.join(unknown)} are not variables the revision uses "
-                f"({', '.join(manifest['env']) or 'none'}) — send only those"
+                f"({', '.join(used) or 'none'}) — send only those"
             )
         async with self._lock:
             folder = await asyncio.to_thread(self._unpack, manifest["id"], archive)
