@@ -20,6 +20,7 @@ from agentctl.testing.replicas import Replica, start_replica
 from tests.conftest import CliResult, RunCli
 
 KEY = "pk-test-deployment-key-0123456789"
+MODEL_KEY = "sk-test-8c1f0e-must-never-leak"
 
 
 @dataclass
@@ -75,6 +76,7 @@ def cluster(
         "AGENTCTL_SHUTDOWN_GRACE_SECONDS": "15",
         "AGENTCTL_WORKERS": "8",
         **model_server.env,
+        "OPENAI_API_KEY": MODEL_KEY,  # the scripted model takes any key
     }
     cluster = Cluster(env, tmp_path / "replicas", run_cli)
     yield cluster

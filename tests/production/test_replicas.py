@@ -5,6 +5,7 @@ deploys reach every replica while runs are in flight."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import httpx
 import psycopg
 
+from agentctl.storage.base import event_position
 from agentctl.testing.identity import IdpBServer
 from agentctl.testing.mcp_servers import Ledger
 from agentctl.testing.replicas import Replica
@@ -51,6 +53,18 @@ async def test_deploys_go_live_on_every_replica(cluster: Cluster, demo: Path) ->
     values = await client.runs.wait(None, "demo", input=user("@say hello from two"))
     assert answer(values) == "hello from two"
     await client.aclose()
+
+    # The model key went along, sealed: never in a response, the database or a log line.
+    secret = cluster.env["OPENAI_API_KEY"]
+    async with httpx.AsyncClient(base_url=second.url, headers={"x-api-key": KEY}) as http:
+        listed = await http.get("/platform/revisions")
+    assert listed.json()[0]["secrets"] == ["OPENAI_API_KEY", "OPENAI_BASE_URL"]
+    assert secret not in listed.text
+    with psycopg.connect(cluster.env["DATABASE_URL"]) as conn:
+        dump = "".join(str(row) for row in conn.execute("SELECT * FROM revisions"))
+    assert secret not in dump
+    for replica in (first, second):
+        assert secret not in replica.output()
 
 
 async def test_join_and_cancel_reach_the_replica_running_the_run(
@@ -101,15 +115,28 @@ async def test_a_killed_replicas_run_resumes_on_another(
     runner, survivor = cluster.executing(run["run_id"])
     client = cluster.client(survivor)
     parts: list[Any] = []
+    cut: list[str] = []  # ids a client following the dying replica received
 
     async def follow() -> None:
         async for part in client.runs.join_stream(thread_id, run["run_id"], last_event_id="-"):
             parts.append(part)
 
+    async def follow_the_runner() -> None:
+        path = f"/threads/{thread_id}/runs/{run['run_id']}/stream"
+        headers = {"x-api-key": KEY, "Last-Event-ID": "-"}
+        async with httpx.AsyncClient(base_url=runner.url, timeout=60) as http:
+            with contextlib.suppress(httpx.TransportError):
+                async with http.stream("GET", path, headers=headers) as response:
+                    async for line in response.aiter_lines():
+                        if line.startswith("id: "):
+                            cut.append(line[4:])
+
     follower = asyncio.create_task(follow())
+    dropped = asyncio.create_task(follow_the_runner())
     await until(lambda: _true(book.entries == ["paid"]), what="the tool call")
     await asyncio.sleep(0.3)  # the tool's result is checkpointed; the model sleeps
     runner.kill()
+    await asyncio.wait_for(dropped, 10)
     await asyncio.wait_for(follower, 30)
 
     done = await client.runs.get(thread_id, run["run_id"])
@@ -121,6 +148,17 @@ async def test_a_killed_replicas_run_resumes_on_another(
     assert answer(values[-1]) == "done"
     state = await client.threads.get_state(thread_id)
     assert answer(state["values"]) == "done"
+
+    # The client cut off with the replica resumes on another with Last-Event-ID: it gets
+    # exactly the events it missed, in order.
+    assert cut
+    resumed = [
+        part.id
+        async for part in client.runs.join_stream(thread_id, run["run_id"], last_event_id=cut[-1])
+    ]
+    every = [part.id for part in parts]
+    assert cut + resumed == every
+    assert every == sorted(every, key=event_position)
     await any_client.aclose()
     await client.aclose()
 

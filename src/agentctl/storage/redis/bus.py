@@ -15,7 +15,7 @@ from collections import defaultdict
 from agentctl import serde
 from agentctl.storage.base import Handler, Message
 from agentctl.storage.bus import deliver
-from agentctl.storage.redis.pubsub import PubSub
+from agentctl.storage.redis.pubsub import PubSub, stop
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
@@ -34,6 +34,7 @@ class RedisBus:
         self._timeout = timeout
         self._handlers: defaultdict[str, list[Handler]] = defaultdict(list)
         self._topics: dict[bytes, str] = {}
+        self._heard: set[str] = set()  # topics whose subscription was confirmed once
         self._tasks: set[asyncio.Task[None]] = set()
         self._pubsub = PubSub(client, name=f"{prefix}:bus", on_message=self._on_message)
 
@@ -42,10 +43,14 @@ class RedisBus:
 
     async def publish(self, topic: str, message: Message) -> None:
         channel = self.channel(topic)
-        if topic in self._handlers and not self._pubsub.confirmed(channel):
-            # Our own handlers subscribed just now (or the connection is coming back):
-            # wait for the subscription, so that they hear this message too.
-            await self._pubsub.wait_confirmed(channel, self._timeout)
+        # Our own handlers subscribed just now: wait for the subscription, so that they hear
+        # this message too. (Not while a lost connection comes back: best effort.)
+        if (
+            topic in self._handlers
+            and topic not in self._heard
+            and await self._pubsub.wait_confirmed(channel, self._timeout)
+        ):
+            self._heard.add(topic)
         try:
             await self._client.publish(channel, serde.dumps(message))
         except RedisError as exc:
@@ -56,6 +61,11 @@ class RedisBus:
         self._handlers[topic].append(handler)
         self._topics[channel] = topic
         self._pubsub.add(channel)
+
+    async def ready(self, topic: str) -> bool:
+        """Wait (up to the bus's timeout) until messages on `topic` published from now on
+        reach this process's handlers; False if Redis has not confirmed it by then."""
+        return await self._pubsub.wait_confirmed(self.channel(topic), self._timeout)
 
     def _on_message(self, channel: bytes, payload: bytes) -> None:
         topic = self._topics.get(channel)
@@ -78,6 +88,4 @@ class RedisBus:
 
     async def close(self) -> None:
         await self._pubsub.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await stop(list(self._tasks))

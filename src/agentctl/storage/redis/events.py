@@ -18,14 +18,13 @@ reads, then takes live events with greater ids (engine/streams.py) can lose none
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
 from typing import Any, cast
 
 from agentctl.errors import RuntimeFailure
 from agentctl.storage.base import Event, event_position
-from agentctl.storage.redis.pubsub import PubSub
+from agentctl.storage.redis.pubsub import PubSub, stop
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError, RedisError
 
@@ -44,6 +43,7 @@ APPEND_SHA = hashlib.sha1(APPEND.encode()).hexdigest()
 PAGE = 1000  # stream entries per XRANGE
 Position = tuple[int, int]
 Entries = list[tuple[bytes, dict[bytes, bytes]]]
+Argv = tuple[str, tuple[str | bytes | int, ...]]  # key; run_id, event, data, ttl, channel
 
 
 def _text(value: bytes | str) -> str:
@@ -92,7 +92,7 @@ class _Feed:
 
     def deliver(self, event: Event) -> None:
         position = event_position(event.id)
-        if self.last is not None:
+        if self.last is not None and position > self.last:
             self.last = position
             for subscription in self.subscribers:
                 subscription.queue.put_nowait(event)
@@ -120,8 +120,8 @@ class RedisEventLog:
         self._timeout = timeout
         self._feeds: dict[str, _Feed] = {}
         self._by_channel: dict[bytes, _Feed] = {}
-        self._queued: dict[str, list[tuple[str, str, bytes, asyncio.Future[Event]]]] = {}
-        self._writers: dict[str, asyncio.Task[None]] = {}
+        self._queued: list[tuple[str, str, str, bytes, asyncio.Future[Event]]] = []
+        self._flusher: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._pubsub = PubSub(
             client,
@@ -140,61 +140,65 @@ class RedisEventLog:
     # -- appending -------------------------------------------------------------------------
 
     async def append(self, thread_id: str, run_id: str, event: str, data: bytes) -> Event:
-        """Append in one round trip. Appends of one thread are sent in call order (those
-        made while one is in flight go together in one pipeline), so ids follow it."""
+        """Append in one round trip. Appends are sent in call order, those made while
+        others are in flight together in one pipeline, so a thread's ids follow that order."""
         future: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
-        self._queued.setdefault(thread_id, []).append((run_id, event, data, future))
-        if thread_id not in self._writers:
-            self._writers[thread_id] = asyncio.create_task(self._write(thread_id))
+        self._queued.append((thread_id, run_id, event, data, future))
+        if self._flusher is None:
+            self._flusher = asyncio.create_task(self._flush())
         return await future
 
-    async def _write(self, thread_id: str) -> None:
+    async def _flush(self) -> None:
+        batch: list[tuple[str, str, str, bytes, asyncio.Future[Event]]] = []
         try:
-            while batch := self._queued.pop(thread_id, None):
+            while self._queued:
+                batch, self._queued = self._queued, []
                 try:
-                    ids = await self._append_batch(thread_id, [item[:3] for item in batch])
-                except BaseException as exc:
-                    for *_, future in batch:
-                        if not future.done():
-                            future.set_exception(exc)
-                    if not isinstance(exc, Exception):
-                        raise
-                    continue
-                for (run_id, event, data, future), entry_id in zip(batch, ids, strict=True):
-                    if not future.done():
-                        future.set_result(Event(entry_id, run_id, event, data))
+                    results = await self._send([self._argv(*item[:4]) for item in batch])
+                except Exception as exc:
+                    results = [exc] * len(batch)
+                for (_, run_id, event, data, future), result in zip(batch, results, strict=True):
+                    if future.done():
+                        continue
+                    if isinstance(result, Exception):
+                        future.set_exception(result)
+                    else:
+                        future.set_result(Event(_text(result), run_id, event, data))
         finally:
-            self._writers.pop(thread_id, None)
+            self._flusher = None
+            for *_, future in batch:  # cancelled by `close`: the callers must not hang
+                if not future.done():
+                    future.set_exception(RuntimeFailure("the event log was closed"))
 
-    async def _append_batch(self, thread_id: str, items: list[tuple[str, str, bytes]]) -> list[str]:
-        key, channel = self.key(thread_id), self.channel(thread_id)
-        argv = [(run_id, event, data, self.ttl_seconds, channel) for run_id, event, data in items]
-        if len(argv) == 1:
+    def _argv(self, thread_id: str, run_id: str, event: str, data: bytes) -> Argv:
+        channel = self.channel(thread_id)
+        return self.key(thread_id), (run_id, event, data, self.ttl_seconds, channel)
+
+    async def _send(self, batch: list[Argv]) -> list[Any]:
+        """The script's result (an id) or the error, for each append of `batch`."""
+        if len(batch) == 1:
+            key, argv = batch[0]
             try:
-                entry_id = await self._client.evalsha(APPEND_SHA, 1, key, *argv[0])
+                return [await self._client.evalsha(APPEND_SHA, 1, key, *argv)]
             except NoScriptError:
-                entry_id = await self._client.eval(APPEND, 1, key, *argv[0])
-            return [_text(entry_id)]
-        results: list[Any] = await self._pipeline(key, argv, APPEND_SHA)
+                return [await self._client.eval(APPEND, 1, key, *argv)]
+            except RedisError as exc:
+                return [exc]
+        results = await self._pipeline(batch, APPEND_SHA)
         missing = [i for i, result in enumerate(results) if isinstance(result, NoScriptError)]
         if missing:  # the script cache was flushed: EVAL loads it again
-            retried = await self._pipeline(key, [argv[i] for i in missing], None)
+            retried = await self._pipeline([batch[i] for i in missing], None)
             for i, result in zip(missing, retried, strict=True):
                 results[i] = result
-        for result in results:
-            if isinstance(result, Exception):
-                raise result
-        return [_text(result) for result in results]
+        return results
 
-    async def _pipeline(
-        self, key: str, argv: list[tuple[str, str, bytes, int, bytes]], sha: str | None
-    ) -> list[Any]:
+    async def _pipeline(self, batch: list[Argv], sha: str | None) -> list[Any]:
         async with self._client.pipeline(transaction=False) as pipe:
-            for args in argv:
+            for key, argv in batch:
                 if sha is None:
-                    pipe.eval(APPEND, 1, key, *args)
+                    pipe.eval(APPEND, 1, key, *argv)
                 else:
-                    pipe.evalsha(sha, 1, key, *args)
+                    pipe.evalsha(sha, 1, key, *argv)
             return list(await pipe.execute(raise_on_error=False))
 
     # -- reading ---------------------------------------------------------------------------
@@ -321,7 +325,6 @@ class RedisEventLog:
                 for event in stored:
                     feed.deliver(event)
                 held, feed.held = feed.held, []
-                print("CATCHUP", len(stored), len(held), generation)
                 for event in held:
                     feed.deliver(event)
                 if generation == self._pubsub.generation and self._pubsub.confirmed(feed.channel):
@@ -337,10 +340,9 @@ class RedisEventLog:
 
     async def close(self) -> None:
         """Finish the appends under way, then stop the live feeds."""
-        with contextlib.suppress(Exception):
-            await asyncio.gather(*self._writers.values(), return_exceptions=True)
-        tasks = [*self._tasks, *(f.baseline for f in self._feeds.values() if f.baseline)]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        flusher = self._flusher
+        if flusher is not None:
+            await asyncio.wait({flusher}, timeout=self._timeout)
         await self._pubsub.close()
+        baselines = [feed.baseline for feed in self._feeds.values() if feed.baseline]
+        await stop([*self._tasks, *baselines, *([flusher] if flusher else [])])

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from redis.asyncio import Redis
@@ -34,6 +34,19 @@ def _noop_channel(channel: bytes) -> None:
 
 async def _as_is(reply: Any) -> Any:
     return reply
+
+
+async def stop(tasks: Iterable[asyncio.Task[Any]]) -> None:
+    """Cancel `tasks` and wait until they end, cancelling again those still running:
+    Python 3.11's `asyncio.wait_for` (under redis-py's writes) can swallow a cancellation."""
+    pending = {task for task in tasks if not task.done()}
+    while pending:
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=0.1)
+    for task in tasks:
+        if task.done() and not task.cancelled():
+            task.exception()  # retrieved: ending is all that is wanted here
 
 
 class PubSub:
@@ -113,11 +126,7 @@ class PubSub:
 
     async def close(self) -> None:
         self._closed = True
-        for task in (self._syncer, self._reader):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        await stop([task for task in (self._syncer, self._reader) if task is not None])
         if self._conn is not None:
             await self._conn.disconnect(nowait=True)
             self._conn = None
@@ -165,7 +174,8 @@ class PubSub:
     def _connection(self) -> AbstractConnection:
         pool = self._client.connection_pool
         kwargs: dict[str, Any] = {**pool.connection_kwargs, "health_check_interval": 0}
-        kwargs["client_name"] = self.name
+        # Shown by CLIENT LIST (a name has no spaces or control characters).
+        kwargs["client_name"] = "".join(c if "!" <= c <= "~" else "_" for c in self.name)
         return pool.connection_class(**kwargs)
 
     async def _run(self) -> None:
@@ -234,7 +244,7 @@ class PubSub:
     def _handle(self, reply: list[Any]) -> None:
         kind = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
         channel = reply[1] if isinstance(reply[1], bytes) else str(reply[1]).encode()
-        if kind == "message":
+        if kind == "message" and len(reply) >= 3:
             try:
                 self._on_message(channel, reply[2])
             except Exception:
