@@ -12,7 +12,9 @@ from then on delivers every entry after it exactly once, in order: whatever was 
 before the channel's SUBSCRIBE was confirmed (or while the connection was down) is read
 from the stream, the rest comes by pub/sub, and ids seen already are dropped. `read`
 waits for the baseline of a thread being subscribed, so a follower that subscribes, then
-reads, then takes live events with greater ids (engine/streams.py) can lose none.
+reads, then takes live events with greater ids (engine/streams.py) can lose none. (A
+subscriber that never reads may miss what is appended while its baseline is read: one
+round trip after `subscribe`.)
 """
 
 from __future__ import annotations
