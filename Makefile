@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint format typecheck test check demo bench bench-setup bench-server clean
+.PHONY: install lint format typecheck test check demo bench bench-setup bench-server bench-production clean
 
 install: $(STAMP)
 
@@ -51,6 +51,11 @@ $(VENV)/.installed-bench: $(STAMP)
 # The server and `langgraph dev` side by side with the floor; ARGS="--runs 200" to shorten.
 bench-server: bench-setup
 	$(BIN)/python bench/server_vs_langgraph_dev.py $(ARGS)
+
+# `agentctl serve` replicas on PostgreSQL + Redis: throughput with 1 and 2 replicas, latency,
+# deploy-to-live; uses DATABASE_URL / REDIS_URL or throwaway servers.
+bench-production: install
+	$(BIN)/python bench/production.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) demo .mypy_cache .ruff_cache .pytest_cache

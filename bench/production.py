@@ -105,7 +105,6 @@ async def measure(args: argparse.Namespace, facts: dict[str, Any], tmp: Path) ->
         "REDIS_URL": services.redis_url(),
         "AGENTCTL_REDIS_PREFIX": services.fresh_prefix(),
         "PLATFORM_API_KEY": KEY,
-        "AGENTCTL_LOG_LEVEL": "warning",
         "AGENTCTL_WORKERS": str(args.concurrency),
     }
     project = write_demo(tmp / "demo", facts["calculator"], facts["library"])

@@ -64,3 +64,8 @@ async def test_metrics(agent: Running, http: httpx.AsyncClient) -> None:
     await agent.client.runs.wait(thread["thread_id"], "demo", input=user("again"))
     again = samples((await http.get("/metrics")).text)
     assert again[("agentctl_runs", (("status", "success"),))] == 2
+    # The engine records every run it executed, and how long it took.
+    assert again[("agentctl_runs_finished_total", (("status", "success"),))] == 2
+    assert again[("agentctl_run_duration_seconds_count", (("status", "success"),))] == 2
+    assert again[("agentctl_runs_executing", ())] == 0
+    assert again[("agentctl_run_queue_depth", ())] == 0

@@ -62,6 +62,7 @@ def start_replica(env: Mapping[str, str], data_dir: Path, *, timeout: float = 90
         "AGENTCTL_LOG_FORMAT": "json",
         **env,
         "AGENTCTL_DATA_DIR": str(data_dir),
+        "AGENTCTL_LOG_LEVEL": "info",  # its "listening on" line tells the URL
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "agentctl", "serve", "--host", "127.0.0.1", "--port", "0"],
