@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 from langgraph_sdk import get_client
-from server_vs_langgraph_dev import QUIET_ENV, Harness, p95, stop_group, tail, user_input
+from server_vs_langgraph_dev import QUIET_ENV, Harness, p95, running_fixtures, user_input
 
 from agentctl.testing import services
 from agentctl.testing.demo import write_demo
@@ -159,26 +159,8 @@ async def measure(args: argparse.Namespace, facts: dict[str, Any], tmp: Path) ->
 async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="agentctl-bench-prod-") as name:
         tmp = Path(name)
-        log = tmp / "fixtures.log"
-        bench = Path(__file__).with_name("server_vs_langgraph_dev.py")
-        with log.open("wb") as err:
-            fixtures = subprocess.Popen(
-                [sys.executable, str(bench), "_fixtures"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                start_new_session=True,
-            )
-        try:
-            assert fixtures.stdout is not None
-            line = fixtures.stdout.readline()
-            if not line:
-                raise RuntimeError(f"the fixtures process failed:\n{tail(log)}")
-            await measure(args, json.loads(line), tmp)
-        finally:
-            if fixtures.stdin is not None:
-                fixtures.stdin.close()
-            stop_group(fixtures)
+        with running_fixtures(tmp) as facts:
+            await measure(args, facts, tmp)
 
 
 if __name__ == "__main__":

@@ -212,6 +212,31 @@ def serve_ours(project: Path, data: Path, port: int) -> None:
 
 
 @contextlib.contextmanager
+def running_fixtures(tmp: Path) -> Iterator[dict[str, Any]]:
+    """The `_fixtures` helper process (the scripted model, the MCP servers) and what it
+    serves: `{"env", "calculator", "library"}`; stopped on exit."""
+    log = tmp / "fixtures.log"
+    with log.open("wb") as err:
+        fixtures = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "_fixtures"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            start_new_session=True,
+        )
+    try:
+        assert fixtures.stdout is not None
+        line = fixtures.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the fixtures process failed:\n{tail(log)}")
+        yield json.loads(line)
+    finally:
+        if fixtures.stdin is not None:
+            fixtures.stdin.close()
+        stop_group(fixtures)
+
+
+@contextlib.contextmanager
 def child(
     command: list[str], log: Path, *, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> Iterator[subprocess.Popen[bytes]]:
@@ -702,21 +727,7 @@ async def main(args: argparse.Namespace) -> None:
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     with tempfile.TemporaryDirectory(prefix="agentctl-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        fixtures_log = tmp / "fixtures.log"
-        with fixtures_log.open("wb") as err:
-            fixtures = subprocess.Popen(
-                [sys.executable, __file__, "_fixtures"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                start_new_session=True,
-            )
-        try:
-            assert fixtures.stdout is not None
-            line = fixtures.stdout.readline()
-            if not line:
-                raise RuntimeError(f"the fixtures process failed:\n{tail(fixtures_log)}")
-            facts = json.loads(line)
+        with running_fixtures(tmp) as facts:
             project = write_demo(tmp / "demo", facts["calculator"], facts["library"])
             env = {k: v for k, v in os.environ.items() if k not in NOISY_ENV}
             env.update(QUIET_ENV)
@@ -747,10 +758,6 @@ async def main(args: argparse.Namespace) -> None:
                     print(f"  {target} failed: {exc}")
                 print(f"  done in {time.perf_counter() - started:.0f} s", flush=True)
             report(results, setup)
-        finally:
-            if fixtures.stdin is not None:
-                fixtures.stdin.close()
-            stop_group(fixtures)
 
 
 def parse_args() -> argparse.Namespace:
