@@ -16,7 +16,7 @@ import psycopg
 from agentctl.storage.base import event_position
 from agentctl.testing.identity import IdpBServer
 from agentctl.testing.mcp_servers import Ledger
-from agentctl.testing.replicas import Replica
+from agentctl.testing.replicas import Replica, start_replica
 from tests.conftest import PAYING_SCRIPT, ledger_project
 from tests.production.conftest import KEY, Cluster, info, until
 from tests.server.conftest import ALICE, BOB, user, with_auth
@@ -286,3 +286,24 @@ async def test_user_memory_survives_a_redeploy(
 
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
+
+
+async def test_serve_without_a_database_url_runs_on_sqlite(cluster: Cluster, demo: Path) -> None:
+    sqlite = {"DATABASE_URL": "", "REDIS_URL": ""}
+    replica = cluster.start(**sqlite)
+    assert (await info(replica))["storage"] == "sqlite"
+    assert cluster.deploy(demo, replica).exit_code == 0
+    client = cluster.client(replica)
+    thread = await client.threads.create()
+    await client.runs.wait(thread["thread_id"], "demo", input=user("@say kept"))
+    await client.aclose()
+    assert await asyncio.to_thread(replica.terminate) == 0
+
+    # The same data folder: the deployed revision and the thread are still there.
+    again = start_replica({**cluster.env, **sqlite}, replica.data_dir)
+    cluster.replicas.append(again)
+    assert (await info(again))["revision_number"] == 1
+    client = cluster.client(again)
+    state = await client.threads.get_state(thread["thread_id"])
+    assert answer(state["values"]) == "kept"
+    await client.aclose()

@@ -20,6 +20,7 @@ _LISTENING = re.compile(r"listening on (http://[\w.\-\[\]:]+:\d+)")
 @dataclass
 class Replica:
     process: subprocess.Popen[str]
+    data_dir: Path
     url: str = ""
     log: list[str] = field(default_factory=list)
     reader: threading.Thread | None = None
@@ -72,7 +73,7 @@ def start_replica(env: Mapping[str, str], data_dir: Path, *, timeout: float = 90
         stderr=subprocess.STDOUT,
         text=True,
     )
-    replica = Replica(process)
+    replica = Replica(process, data_dir)
     listening = threading.Event()
 
     def read() -> None:
