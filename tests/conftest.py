@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,6 +14,18 @@ from agentctl.testing import ScriptedModelServer, services
 from agentctl.testing.demo import write_demo
 from agentctl.testing.identity import IdpAServer, IdpBServer, OidcIssuer
 from agentctl.testing.mcp_servers import Ledger, calculator, library, serve
+
+
+async def eventually(
+    check: Callable[[], Awaitable[Any]], seconds: float = 10.0, what: str = "the condition"
+) -> Any:
+    """Wait until the coroutine function `check` returns something true, and return it;
+    fail after `seconds`."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not (result := await check()):
+        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+    return result
 
 
 @dataclass

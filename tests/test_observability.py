@@ -46,6 +46,7 @@ from agentctl.observability import (
 from agentctl.observability.tracing import tracing_enabled
 from agentctl.server.http import uvicorn_config
 from agentctl.storage.base import Run
+from tests.conftest import eventually
 from tests.server.conftest import Running, _model_env, _restore_environ, running_server, user  # noqa: F401 (autouse fixtures)
 
 SECRET = "sk-live-0123456789abcdef"
@@ -333,12 +334,6 @@ async def test_http_metrics_use_route_templates(agent: Running, http: httpx.Asyn
     assert requests_of(again, "GET", "/metrics", 200) == 1
 
 
-async def until(check: Any, timeout: float = 10.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not await check():
-            await asyncio.sleep(0.05)
-
-
 async def test_stream_subscribers_follow_open_streams(
     agent: Running, http: httpx.AsyncClient
 ) -> None:
@@ -350,19 +345,19 @@ async def test_stream_subscribers_follow_open_streams(
     async with httpx.AsyncClient(base_url=agent.url) as streaming:
         async with streaming.stream("GET", f"/threads/{thread_id}/stream") as first:
             assert first.status_code == 200
-            await until(lambda: subscribers(1))
+            await eventually(lambda: subscribers(1))
             async with streaming.stream("GET", f"/threads/{thread_id}/stream") as second:
                 assert second.status_code == 200
-                await until(lambda: subscribers(2))
-            await until(lambda: subscribers(1))
-        await until(lambda: subscribers(0))
+                await eventually(lambda: subscribers(2))
+            await eventually(lambda: subscribers(1))
+        await eventually(lambda: subscribers(0))
 
     # A run's join stream counts while it is followed, and is gone once it ends.
     run = await agent.client.runs.create(thread_id, "demo", input=user("count me"))
     await agent.client.runs.join(thread_id, run["run_id"])
     async for _ in agent.client.runs.join_stream(thread_id, run["run_id"]):
         pass
-    await until(lambda: subscribers(0))
+    await eventually(lambda: subscribers(0))
 
 
 # -- traces ----------------------------------------------------------------------------------

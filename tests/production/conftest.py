@@ -3,7 +3,6 @@ driven by the official langgraph-sdk client and by `agentctl deploy` itself."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,12 +88,3 @@ async def info(replica: Replica) -> dict[str, Any]:
     async with httpx.AsyncClient(base_url=replica.url) as http:
         answer: dict[str, Any] = (await http.get("/info")).json()
         return answer
-
-
-async def until(check: Any, timeout: float = 20.0, what: str = "the condition") -> None:
-    """Wait until the coroutine function `check` returns true."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)

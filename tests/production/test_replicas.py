@@ -17,8 +17,8 @@ from agentctl.storage.base import event_position
 from agentctl.testing.identity import IdpBServer
 from agentctl.testing.mcp_servers import Ledger
 from agentctl.testing.replicas import Replica, start_replica
-from tests.conftest import PAYING_SCRIPT, ledger_project
-from tests.production.conftest import KEY, Cluster, info, until
+from tests.conftest import PAYING_SCRIPT, eventually, ledger_project
+from tests.production.conftest import KEY, Cluster, info
 from tests.server.conftest import ALICE, BOB, user, with_auth
 from tests.server.test_isolation import remember
 
@@ -77,7 +77,7 @@ async def test_join_and_cancel_reach_the_replica_running_the_run(
     thread = await any_client.threads.create()
     thread_id = thread["thread_id"]
     run = await any_client.runs.create(thread_id, "demo", input=user("@sleep 30 @say late"))
-    await until(lambda: _is(any_client, thread_id, run["run_id"], "running"))
+    await eventually(lambda: _is(any_client, thread_id, run["run_id"], "running"), 20)
     _, elsewhere = cluster.executing(run["run_id"])
     other = cluster.client(elsewhere)
 
@@ -88,7 +88,7 @@ async def test_join_and_cancel_reach_the_replica_running_the_run(
             events.append(part)
 
     follower = asyncio.create_task(follow())
-    await until(lambda: _true(bool(events)), what="the joined stream to start")
+    await eventually(lambda: _true(bool(events)), 20, "the joined stream to start")
     await other.runs.cancel(thread_id, run["run_id"], wait=True)
     await asyncio.wait_for(follower, 10)
     assert await run_status(other, thread_id, run["run_id"]) == "interrupted"
@@ -111,7 +111,7 @@ async def test_a_killed_replicas_run_resumes_on_another(
     run = await any_client.runs.create(
         thread_id, "payer", input=user(PAYING_SCRIPT), if_not_exists="create"
     )
-    await until(lambda: _is(any_client, thread_id, run["run_id"], "running"))
+    await eventually(lambda: _is(any_client, thread_id, run["run_id"], "running"), 20)
     runner, survivor = cluster.executing(run["run_id"])
     client = cluster.client(survivor)
     parts: list[Any] = []
@@ -133,7 +133,7 @@ async def test_a_killed_replicas_run_resumes_on_another(
 
     follower = asyncio.create_task(follow())
     dropped = asyncio.create_task(follow_the_runner())
-    await until(lambda: _true(book.entries == ["paid"]), what="the tool call")
+    await eventually(lambda: _true(book.entries == ["paid"]), 20, "the tool call")
     await asyncio.sleep(0.3)  # the tool's result is checkpointed; the model sleeps
     runner.kill()
     await asyncio.wait_for(dropped, 10)
@@ -172,7 +172,7 @@ async def test_redeploy_with_runs_in_flight_then_roll_back(cluster: Cluster, dem
     in_flight = await client.runs.create(
         thread["thread_id"], "demo", input=user("@sleep 2 @say {system}")
     )
-    await until(lambda: _is(client, thread["thread_id"], in_flight["run_id"], "running"))
+    await eventually(lambda: _is(client, thread["thread_id"], in_flight["run_id"], "running"), 20)
 
     (demo / "AGENTS.md").write_text("You are the second revision.\n")
     result = cluster.deploy(demo, first)
@@ -231,7 +231,7 @@ async def test_sigterm_lets_runs_in_flight_finish(cluster: Cluster, demo: Path) 
     client = cluster.client(replica)
     thread = await client.threads.create()
     run = await client.runs.create(thread["thread_id"], "demo", input=user("@sleep 1.5 @say bye"))
-    await until(lambda: _is(client, thread["thread_id"], run["run_id"], "running"))
+    await eventually(lambda: _is(client, thread["thread_id"], run["run_id"], "running"), 20)
     await client.aclose()
     assert await asyncio.to_thread(replica.terminate) == 0
     with psycopg.connect(cluster.env["DATABASE_URL"]) as conn:
@@ -245,7 +245,7 @@ async def serving(replica: Replica, number: int) -> None:
     async def switched() -> bool:
         return (await info(replica))["revision_number"] == number
 
-    await until(switched, 10, f"the replica to serve revision {number}")
+    await eventually(switched, 10, f"the replica to serve revision {number}")
 
 
 async def _is(client: Any, thread_id: str, run_id: str, status: str) -> bool:

@@ -3,7 +3,6 @@ deployment key, the development UI's bypass, and what a client sees when it is r
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 from collections.abc import Awaitable, Callable
@@ -29,6 +28,7 @@ from agentctl.project.model import AuthConfig
 from agentctl.server.access import AccessPolicy
 from agentctl.testing.identity import IdpAServer, IdpBServer, OidcIssuer
 from agentctl.testing.signing import new_rsa_key
+from tests.conftest import eventually
 from tests.server.conftest import (
     ALICE,
     BOB,
@@ -77,13 +77,6 @@ def detail(error: APIStatusError) -> str:
     """The `detail` of an error's JSON body."""
     assert isinstance(error.body, dict), error.body
     return str(error.body["detail"])
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], seconds: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + seconds
-    while not await check():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.05)
 
 
 # -- [auth]: Bearer tokens -----------------------------------------------------------------
@@ -233,7 +226,7 @@ async def test_idp_a_outage_is_503_and_a_revoked_session_ends(
                 return True
             return False
 
-        await eventually(signed_out)
+        await eventually(signed_out, seconds=5.0)
         with pytest.raises(AuthenticationError) as ended:
             await alice.threads.get(thread["thread_id"])
         assert "sign in again" in detail(ended.value)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,6 +13,7 @@ from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 
 from agentctl.engine import assistant_uuid
 from agentctl.storage.base import Run
+from tests.conftest import eventually
 from tests.server.conftest import Running, assert_json_error, user
 
 EVERY_SECOND = "* * * * * *"  # croniter: a sixth field is the seconds
@@ -33,16 +33,6 @@ def submitted(agent: Running) -> list[Run]:
 
     engine.submit = spy  # type: ignore[method-assign]
     return runs
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], seconds: float = 10.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + seconds
-    while True:
-        result = await check()
-        if result:
-            return result
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.05)
 
 
 def parse(value: str) -> datetime:

@@ -3,7 +3,6 @@ or memory, and runs execute as the user who sent them — all through the offici
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from collections.abc import Awaitable, Callable
@@ -21,6 +20,7 @@ from langgraph_sdk.errors import (
 from langgraph_sdk.schema import Checkpoint, Config, StreamPart
 
 from agentctl.runtime.namespaces import escape_id, user_namespace
+from tests.conftest import eventually
 from tests.server.conftest import ALICE, BOB, Running, TwoUsers, call, user
 
 Request = Callable[[], Awaitable[Any]]
@@ -47,14 +47,6 @@ def tool_results(values: Any) -> list[str]:
 def detail(error: APIStatusError) -> str:
     assert isinstance(error.body, dict), error.body
     return str(error.body["detail"])
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], seconds: float = 10.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + seconds
-    while not (result := await check()):
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.05)
-    return result
 
 
 async def assert_not_found(requests: dict[str, Request], kind: str, key: str) -> None:
