@@ -67,9 +67,7 @@ def deploy(config: Path, dry_run: bool) -> None:
     step("Uploading", f"{len(revision.archive) / 1024:.1f} KiB to {platform.url} (secrets: {sent})")
     deployed = platform.upload(revision.archive, secrets)
     number = deployed["number"]
-    step("Switching", f"replicas to revision {number}")
-    if not platform.wait_live(number):
-        warn(f"not every replica answered with revision {number} yet; they switch on their own")
+    wait_for_replicas(platform, number)
     seconds = time.monotonic() - started
     click.echo(
         click.style(f"Deployed revision {number}", fg="green", bold=True)
@@ -118,12 +116,17 @@ def rollback(config: Path, number: int | None) -> None:
         number = max(earlier)
     step("Activating", f"revision {number} on {platform.url}")
     activated = platform.activate(number)
-    if not platform.wait_live(number):
-        warn(f"not every replica answered with revision {number} yet; they switch on their own")
+    wait_for_replicas(platform, number)
     click.echo(
         click.style(f"Revision {number} is active", fg="green", bold=True)
         + f" ({activated['revision_id'][:12]})"
     )
+
+
+def wait_for_replicas(platform: Platform, number: int) -> None:
+    step("Switching", f"replicas to revision {number}")
+    if not platform.wait_live(number):
+        warn(f"not every replica answered with revision {number} yet; they switch on their own")
 
 
 def platform_of(config: Path) -> Platform:
