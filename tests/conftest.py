@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
+import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -214,3 +216,18 @@ def redis_prefix(redis_server_url: str) -> Iterator[str]:
             client.delete(*keys)
     finally:
         client.close()
+
+
+# -- sandboxes ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sandbox_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A folder for the platform sandboxes (AGENTCTL_SANDBOX_DIR) that the unprivileged
+    sandbox user can reach, which pytest's own tmp_path (mode 700) is not when run as root."""
+    assert shutil.which("bwrap"), "the sandbox tests need bubblewrap: apt-get install bubblewrap"
+    folder = Path(tempfile.mkdtemp(prefix="agentctl-sandboxes-"))
+    folder.chmod(0o711)
+    monkeypatch.setenv("AGENTCTL_SANDBOX_DIR", str(folder))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)

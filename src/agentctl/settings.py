@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from agentctl.errors import UserError
 
-Scope = Literal["serve", "deploy"]
+Scope = Literal["serve", "deploy", "sandbox"]
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,9 @@ class Setting:
 
     @property
     def field(self) -> str:
-        """The attribute of `Settings` holding it."""
-        return self.name.removeprefix("AGENTCTL_").lower()
+        """The attribute of `Settings` (or `SandboxSettings`) holding it."""
+        prefix = "AGENTCTL_SANDBOX_" if self.scope == "sandbox" else "AGENTCTL_"
+        return self.name.removeprefix(prefix).lower()
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -82,6 +83,47 @@ SETTINGS: tuple[Setting, ...] = (
             "An OTLP/HTTP collector (`http://collector:4318`): runs and requests are traced "
             "to it. Needs the `otel` extra. Unset: no tracing."),
     Setting("OTEL_SERVICE_NAME", str, "agentctl", "The service name on exported traces."),
+    Setting("AGENTCTL_SANDBOX_URL", str, None,
+            "The sandbox service every replica shares (`agentctl sandbox-server`), for agents "
+            "with `[sandbox] provider = \"platform_sandbox\"`. Unset: sandboxes run inside "
+            "this process (one replica, or `agentctl dev`).", scope="sandbox"),
+    Setting("AGENTCTL_SANDBOX_DIR", str, None,
+            "Where sandboxes keep their files. Unset: `sandboxes/` in the data folder.",
+            scope="sandbox"),
+    Setting("AGENTCTL_SANDBOX_IMAGES_DIR", str, "/var/lib/agentctl/sandbox-images",
+            "Prepared root filesystems: `[sandbox].image = \"python:3\"` uses the folder "
+            "`python:3` in it (see docs/sandbox.md to build one).", scope="sandbox"),
+    Setting("AGENTCTL_SANDBOX_TEMPLATES_DIR", str, "/var/lib/agentctl/sandbox-templates",
+            "Prepared workspaces: a new sandbox's `/workspace` starts as a copy of the folder "
+            "named by `[sandbox].template` in it.", scope="sandbox"),
+    Setting("AGENTCTL_SANDBOX_FALLBACK_IMAGE", str, "host",
+            "The image used when the one asked for is not prepared: `host` (this machine's "
+            "own `/usr`, read-only), another prepared image, or `none` to refuse.",
+            scope="sandbox"),
+    Setting("AGENTCTL_SANDBOX_NETWORK", str, "none",
+            "`none`: sandboxes have no network. `host`: they share this machine's.",
+            scope="sandbox", choices=("none", "host")),
+    Setting("AGENTCTL_SANDBOX_TIMEOUT_SECONDS", int, 300,
+            "The longest one command may run (the agent may ask for less).", scope="sandbox"),
+    Setting("AGENTCTL_SANDBOX_CPU_SECONDS", int, 120, "CPU time per sandboxed process.",
+            scope="sandbox"),
+    Setting("AGENTCTL_SANDBOX_MEMORY_MB", int, 1024,
+            "Memory (address space) per sandboxed process, and the size of its `/tmp`.",
+            scope="sandbox"),
+    Setting("AGENTCTL_SANDBOX_PROCESSES", int, 128, "Processes one command may run at once.",
+            scope="sandbox"),
+    Setting("AGENTCTL_SANDBOX_FILE_SIZE_MB", int, 1024,
+            "The largest file a sandboxed command may write.", scope="sandbox"),
+    Setting("AGENTCTL_SANDBOX_OUTPUT_BYTES", int, 100_000,
+            "Output of one command given to the agent; a command writing 16 times more is "
+            "stopped.", scope="sandbox"),
+    Setting("AGENTCTL_SANDBOX_THREAD_TTL_SECONDS", int, 3600,
+            "A thread's sandbox is removed after this long unused.", scope="sandbox"),
+    Setting("AGENTCTL_SANDBOX_ASSISTANT_TTL_SECONDS", int, 30 * 24 * 3600,
+            "An assistant's sandbox is removed after this long unused.", scope="sandbox"),
+    Setting("AGENTCTL_SANDBOX_UID", int, 65534,
+            "When the server runs as root: the unprivileged user sandboxes run as.",
+            scope="sandbox"),
     Setting("PLATFORM_URL", str, None,
             "Where `agentctl deploy` sends revisions: the deployment URL.", scope="deploy"),
 )  # fmt: skip
@@ -123,19 +165,57 @@ class Settings:
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Read every setting from `env` (default: the process environment); `overrides`
         (by field name, e.g. from command-line options) win when not None."""
-        env = os.environ if env is None else env
-        values = {s.field: parse(s, env.get(s.name)) for s in SETTINGS if s.scope == "serve"}
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
+        return cls(**_read("serve", env, overrides))
 
     def describe(self) -> dict[str, Any]:
         """Every setting by variable name, secrets masked: safe to print or log."""
-        shown: dict[str, Any] = {}
-        for s in SETTINGS:
-            if s.scope == "serve":
-                value = getattr(self, s.field)
-                shown[s.name] = "***" if s.secret and value else _without_password(value)
-        return shown
+        return _describe(self, "serve")
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    """The platform sandbox's settings, read by `serve`, `dev` and `sandbox-server`."""
+
+    url: str | None
+    dir: str | None
+    images_dir: str
+    templates_dir: str
+    fallback_image: str
+    network: str
+    timeout_seconds: int
+    cpu_seconds: int
+    memory_mb: int
+    processes: int
+    file_size_mb: int
+    output_bytes: int
+    thread_ttl_seconds: int
+    assistant_ttl_seconds: int
+    uid: int
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> SandboxSettings:
+        return cls(**_read("sandbox", env, overrides))
+
+    def describe(self) -> dict[str, Any]:
+        return _describe(self, "sandbox")
+
+
+def _read(scope: Scope, env: Mapping[str, str] | None, overrides: Mapping[str, Any]) -> Any:
+    """The settings of `scope` from `env` (default: the process environment) by field name;
+    `overrides` (e.g. from command-line options) win when not None."""
+    env = os.environ if env is None else env
+    values = {s.field: parse(s, env.get(s.name)) for s in SETTINGS if s.scope == scope}
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return values
+
+
+def _describe(settings: Settings | SandboxSettings, scope: Scope) -> dict[str, Any]:
+    shown: dict[str, Any] = {}
+    for s in SETTINGS:
+        if s.scope == scope:
+            value = getattr(settings, s.field)
+            shown[s.name] = "***" if s.secret and value else _without_password(value)
+    return shown
 
 
 def _without_password(value: Any) -> Any:
@@ -176,9 +256,10 @@ def parse(setting: Setting, raw: str | None) -> Any:
 
 
 def _check_registry() -> None:
-    names = {f.name for f in fields(Settings)}
-    declared = {s.field for s in SETTINGS if s.scope == "serve"}
-    assert names == declared, f"Settings and SETTINGS disagree: {names ^ declared}"
+    for cls, scope in ((Settings, "serve"), (SandboxSettings, "sandbox")):
+        names = {f.name for f in fields(cls)}
+        declared = {s.field for s in SETTINGS if s.scope == scope}
+        assert names == declared, f"{cls.__name__} and SETTINGS disagree: {names ^ declared}"
 
 
 _check_registry()

@@ -179,6 +179,7 @@ class Deployments:
             store=self.storage.store,
             checkpointer=self.storage.checkpointer,
             env=project.env,
+            sandboxes=self.server.sandboxes,
         )
 
     def _unpack(self, revision_id: str, archive: bytes) -> Path:

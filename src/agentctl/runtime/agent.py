@@ -7,7 +7,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deepagents import FilesystemMiddleware, create_deep_agent
 from deepagents.middleware.subagents import GENERAL_PURPOSE_SUBAGENT
@@ -19,9 +19,22 @@ from agentctl.runtime.mcp_tools import load_mcp_tools
 from agentctl.runtime.models import create_models
 from agentctl.runtime.namespaces import shared_namespace, subagent_namespace
 
+if TYPE_CHECKING:
+    from agentctl.sandbox import Sandboxes
+
 BUILTIN_TOOLS = frozenset(
     {"ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep", "execute", "task"}
 )
+
+SANDBOX_PROMPT = """
+
+## Your sandbox
+
+You have a Linux sandbox: run shell commands in it with `execute`; the file tools work on it
+too. Its working directory is /workspace, where files you write are kept (`pip install`
+goes there as well); the rest of the filesystem is read-only. Your skills' files are in
+/memories/skills/, so a skill's scripts run there, e.g. `python3 /memories/skills/<skill>/<script>`.
+"""
 
 
 @dataclass
@@ -50,6 +63,7 @@ async def load_agent(
     store: Any,
     checkpointer: Any,
     env: Mapping[str, str] | None = None,
+    sandboxes: Sandboxes | None = None,
 ) -> AgentRuntime:
     """Build the agent of `project` and seed its shared memory into `store`.
 
@@ -57,17 +71,20 @@ async def load_agent(
     model keys and the `${VAR}`s of mcp.json; variables not already set are exported to the
     process, where provider packages look for them.
 
-    Raises a `UserError` naming what to install, set or fix when the model, an MCP server or
-    an approval gate cannot work.
+    `sandboxes` is the platform sandbox service, for `[sandbox] provider = "platform_sandbox"`.
+
+    Raises a `UserError` naming what to install, set or fix when the model, an MCP server,
+    the sandbox or an approval gate cannot work.
     """
-    if project.sandbox.enabled:
-        raise UserError(
-            f'[sandbox] provider "{project.sandbox.provider}" is not yet available in this '
-            'release — remove the [sandbox] section or set provider = "none"'
-        )
     env = project.env if env is None else env
     for name, value in env.items():  # provider packages read their keys from here
         os.environ.setdefault(name, value)
+    sandbox = None
+    if project.sandbox.enabled:
+        from agentctl.sandbox import ScopedSandbox, sandbox_pool  # imports agentctl.runtime
+
+        pool = await sandbox_pool(project, sandboxes, env, store)
+        sandbox = ScopedSandbox(pool, project.name, project.sandbox.scope)
     models = create_models(project.models)
     main_tools = await load_mcp_tools(project.mcp_servers, env)
     subagent_names = [sub.name for sub in project.subagents]
@@ -112,12 +129,14 @@ async def load_agent(
     graph = create_deep_agent(
         model=models[project.model],
         tools=main_tools,
-        system_prompt=project.instructions,
+        system_prompt=project.instructions + (SANDBOX_PROMPT if sandbox else ""),
         subagents=subagents,
         skills=[f"{memory.MEMORIES}/skills/"] if project.skills else None,
         memory=[memory.USER_MEMORY_FILE] if user_memory else None,
         permissions=memory.main_permissions(user_memory=user_memory),
-        backend=memory.main_backend(project.name, subagent_names, user_memory=user_memory),
+        backend=memory.main_backend(
+            project.name, subagent_names, user_memory=user_memory, default=sandbox
+        ),
         interrupt_on={
             tool: {"allowed_decisions": list(gate.allowed_decisions)}
             for tool, gate in project.interrupt_on.items()

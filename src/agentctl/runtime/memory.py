@@ -165,8 +165,15 @@ def _denied(files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
     return [FileUploadResponse(path=p, error="permission_denied") for p, _ in files]
 
 
-def main_backend(assistant: str, subagents: Sequence[str], *, user_memory: bool) -> BackendProtocol:
-    """The main agent's filesystem: thread scratch space plus every `/memories/` route.
+def main_backend(
+    assistant: str,
+    subagents: Sequence[str],
+    *,
+    user_memory: bool,
+    default: BackendProtocol | None = None,
+) -> BackendProtocol:
+    """The main agent's filesystem: `default` (the sandbox, if any; else thread scratch
+    space) plus every `/memories/` route.
 
     The inner composite makes `ls`, `glob` and `grep` over `/memories/` merge its routes.
     """
@@ -179,7 +186,7 @@ def main_backend(assistant: str, subagents: Sequence[str], *, user_memory: bool)
     memories = CompositeBackend(
         default=StoreBackend(namespace=_fixed(shared_namespace(assistant))), routes=routes
     )
-    return CompositeBackend(default=StateBackend(), routes={f"{MEMORIES}/": memories})
+    return CompositeBackend(default=default or StateBackend(), routes={f"{MEMORIES}/": memories})
 
 
 def subagent_backend(assistant: str, subagent: str | None) -> BackendProtocol:
@@ -209,7 +216,9 @@ def main_permissions(*, user_memory: bool) -> list[FilesystemPermission]:
     )
     return [
         *user,
-        FilesystemPermission(operations=["write"], paths=_both(MEMORIES), mode="deny"),
+        # Rules name routed paths only (`/memories/**`, not `/memories`): deepagents accepts
+        # no others with a sandbox, and the bare `/memories` is not the store's anyway.
+        FilesystemPermission(operations=["write"], paths=[f"{MEMORIES}/**"], mode="deny"),
     ]
 
 
@@ -227,7 +236,7 @@ def subagent_permissions(subagent: str | None) -> list[FilesystemPermission]:
     )
     return [
         *own,
-        FilesystemPermission(operations=["read", "write"], paths=_both(MEMORIES), mode="deny"),
+        FilesystemPermission(operations=["read", "write"], paths=[f"{MEMORIES}/**"], mode="deny"),
     ]
 
 

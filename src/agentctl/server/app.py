@@ -16,6 +16,7 @@ from agentctl.engine.crons import CronScheduler
 from agentctl.observability.metrics import HttpMetrics, Metrics
 from agentctl.observability.tracing import HttpTracing
 from agentctl.runtime.agent import AgentRuntime
+from agentctl.sandbox import Sandboxes
 from agentctl.server import errors
 from agentctl.server.access import AccessPolicy, Authentication
 from agentctl.server.limits import BodyLimit
@@ -39,6 +40,8 @@ class Server:
     # counted from `stopping_since` (when the HTTP server began to stop) when set.
     shutdown_grace: float = 0.0
     stopping_since: float | None = None
+    # The platform sandbox service its agents' sandboxes run on (closed with the server).
+    sandboxes: Sandboxes | None = None
     # Called once the server stopped (e.g. to close what the storage was built on).
     on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     scheduler: CronScheduler = field(init=False)
@@ -60,6 +63,8 @@ class Server:
             grace = max(0.0, grace - (time.monotonic() - self.stopping_since))
         await self.engine.stop(grace)
         await self.storage.close()
+        if self.sandboxes is not None:
+            await self.sandboxes.aclose()
         for close in self.on_close:
             await close()
         if self.access.authenticator is not None:

@@ -208,6 +208,7 @@ class DevServer:
             build.revision.id,
             store=server.storage.store,
             checkpointer=server.storage.checkpointer,
+            sandboxes=server.sandboxes,
         )
 
     def _same(self, build: Build) -> bool:

@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentctl.auth import authenticator_for
+from agentctl.bundle.dependencies import PLATFORM_API_KEY
 from agentctl.engine import Deployment, RunEngine
 from agentctl.project.model import Project
 from agentctl.runtime import load_agent
+from agentctl.sandbox import open_sandboxes
 from agentctl.server.access import AccessPolicy
 from agentctl.server.app import Server
+from agentctl.settings import SandboxSettings
 from agentctl.storage.sqlite import SqliteStorage
 
 DATABASE_FILE = "agentctl.db"
@@ -23,6 +26,7 @@ async def open_embedded_server(
     *,
     workers: int = 16,
     run_timeout: float | None = None,
+    sandbox_settings: SandboxSettings | None = None,
 ) -> Server:
     """Load `project` as revision `revision_id` on the database in `data_dir` (created when
     missing), admitting callers as `agentctl dev` does. Raises a `UserError` when the agent
@@ -30,12 +34,19 @@ async def open_embedded_server(
     access = dev_access(project)
     data_dir.mkdir(parents=True, exist_ok=True)
     storage = SqliteStorage(data_dir / DATABASE_FILE, data_dir / STORE_FILE)
+    settings = sandbox_settings or SandboxSettings.from_env()
+    sandboxes = open_sandboxes(settings, data_dir, project.env.get(PLATFORM_API_KEY))
     try:
         runtime = await load_agent(
-            project, revision_id, store=storage.store, checkpointer=storage.checkpointer
+            project,
+            revision_id,
+            store=storage.store,
+            checkpointer=storage.checkpointer,
+            sandboxes=sandboxes,
         )
     except BaseException:
         await storage.close()
+        await sandboxes.aclose()
         raise
     deployment = Deployment(runtime)
     engine = RunEngine(storage, deployment, workers=workers, run_timeout=run_timeout)
@@ -45,6 +56,7 @@ async def open_embedded_server(
         engine=engine,
         access=access,
         info={"storage": "sqlite", "revision": revision_id},
+        sandboxes=sandboxes,
     )
 
 

@@ -11,9 +11,10 @@ from agentctl.engine import Deployment, RunEngine
 from agentctl.platform.deployments import Deployments
 from agentctl.platform.secrets import SecretBox
 from agentctl.project.model import Project
+from agentctl.sandbox import open_sandboxes
 from agentctl.server.access import AccessPolicy
 from agentctl.server.app import Server
-from agentctl.settings import Settings, SettingsError
+from agentctl.settings import SandboxSettings, Settings, SettingsError
 from agentctl.storage.open import open_storage
 
 
@@ -53,6 +54,9 @@ async def open_production_server(settings: Settings) -> Server:
             info={"storage": storage.kind, "public_url": settings.public_url},
             shutdown_grace=settings.shutdown_grace_seconds,
             on_close=[close_storage],
+            sandboxes=open_sandboxes(
+                SandboxSettings.from_env(), Path(settings.data_dir), settings.platform_api_key
+            ),
         )
         box = SecretBox(settings.secrets_key or settings.platform_api_key)
         deployments = Deployments(

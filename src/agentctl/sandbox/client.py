@@ -1,0 +1,95 @@
+"""The sandbox service of `agentctl sandbox-server`, used by a replica over HTTP."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import httpx
+
+from agentctl.errors import RuntimeFailure
+from agentctl.sandbox.http import spec_json
+from agentctl.sandbox.isolation import Finished, SandboxUnavailable
+from agentctl.sandbox.service import SandboxInfo, SandboxNotFound, SandboxRefused, SandboxSpec
+
+SANDBOX_URL = "AGENTCTL_SANDBOX_URL"
+
+
+class SandboxClient:
+    """`Sandboxes` at `url`, authenticated with the deployment key."""
+
+    def __init__(self, url: str, api_key: str, *, timeout: float) -> None:
+        self.url = url.rstrip("/")
+        # A command may take `timeout`; the answer gets a little more.
+        self._http = httpx.AsyncClient(
+            base_url=self.url, headers={"x-api-key": api_key}, timeout=timeout + 30
+        )
+
+    async def check(self, spec: SandboxSpec) -> None:
+        await self._call("POST", "/sandboxes/check", json=spec_json(spec))
+
+    async def ensure(self, name: str, spec: SandboxSpec) -> bool:
+        response = await self._call("PUT", f"/sandboxes/{name}", json=spec_json(spec))
+        return response.status_code == 201
+
+    async def execute(
+        self,
+        name: str,
+        command: str,
+        *,
+        timeout: float | None = None,
+        stdin: bytes | None = None,
+        output_bytes: int | None = None,
+    ) -> Finished:
+        body: dict[str, Any] = {"command": command, "timeout": timeout}
+        body["output_bytes"] = output_bytes
+        if stdin is not None:
+            body["stdin"] = base64.b64encode(stdin).decode()
+        answer = (await self._call("POST", f"/sandboxes/{name}/execute", json=body)).json()
+        return Finished(
+            base64.b64decode(answer["output"]),
+            answer["exit_code"],
+            answer["truncated"],
+            answer["stopped"],
+        )
+
+    async def delete(self, name: str) -> bool:
+        try:
+            await self._call("DELETE", f"/sandboxes/{name}")
+        except SandboxNotFound:
+            return False
+        return True
+
+    async def list_sandboxes(self) -> list[SandboxInfo]:
+        return [SandboxInfo(**info) for info in (await self._call("GET", "/sandboxes")).json()]
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def _call(self, method: str, path: str, **options: Any) -> httpx.Response:
+        try:
+            response = await self._http.request(method, path, **options)
+        except httpx.HTTPError as exc:
+            raise SandboxUnavailable(
+                f"cannot reach the sandbox service at {self.url} ({type(exc).__name__}) — is "
+                f"`agentctl sandbox-server` running there? Check {SANDBOX_URL}"
+            ) from None
+        if response.is_success:
+            return response
+        detail = _detail(response)
+        if response.status_code == 401:
+            raise RuntimeFailure(
+                f"the sandbox service at {self.url} refused the deployment key: {detail} — "
+                "start it with the same PLATFORM_API_KEY as the replicas"
+            )
+        error = {404: SandboxNotFound, 422: SandboxRefused, 503: SandboxUnavailable}.get(
+            response.status_code, RuntimeFailure
+        )
+        raise error(f"the sandbox service: {detail}")
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        return str(response.json()["detail"])
+    except (ValueError, KeyError, TypeError):
+        return f"status {response.status_code}"

@@ -1,0 +1,418 @@
+"""The platform sandbox service: named sandboxes on this machine, each a workspace folder
+in which commands run isolated (`agentctl.sandbox.isolation`).
+
+    <dir>/etc/                  passwd, group, hosts of every sandbox
+    <dir>/boxes/<name>/
+        sandbox.json            image, template, skills digest, creation time
+        workspace/              /workspace: the sandbox's files (and `pip install`s)
+        skills/                 /memories/skills: the agent's skills, read-only inside
+
+Thread sandboxes (`t.*`) last as long as the service: they are removed when it starts
+again. Assistant sandboxes (`a.*`) persist. Either kind is removed after it has been idle
+for its TTL. `agentctl serve` and `agentctl dev` run one in process; replicas share one run
+by `agentctl sandbox-server` (`agentctl.sandbox.http`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from agentctl.errors import UserError
+from agentctl.sandbox import isolation
+from agentctl.sandbox.isolation import Box, Finished, Limits, SandboxUnavailable
+from agentctl.settings import SandboxSettings
+
+log = logging.getLogger("agentctl.sandbox")
+
+NAME = re.compile(r"[at]\.[A-Za-z0-9~-]{1,200}(\.[A-Za-z0-9~-]{1,200})?")
+IMAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+DEFAULT_TEMPLATE = "agent-deploy"
+STATE = "sandbox.json"
+
+
+class SandboxNotFound(UserError):
+    status = 404
+
+
+class SandboxRefused(UserError):
+    """A sandbox that cannot be made as asked: an image or template not prepared here."""
+
+    status = 422
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """What a sandbox is made from: an image, a workspace template and the agent's skills
+    (paths relative to `skills/`)."""
+
+    image: str = "python:3"
+    template: str = DEFAULT_TEMPLATE
+    skills: Mapping[str, bytes] = field(default_factory=dict)
+
+    @property
+    def digest(self) -> str:
+        hashed = hashlib.sha256()
+        for path in sorted(self.skills):
+            hashed.update(path.encode() + b"\0" + hashlib.sha256(self.skills[path]).digest())
+        return hashed.hexdigest()
+
+
+@dataclass(frozen=True)
+class SandboxInfo:
+    name: str
+    image: str
+    template: str
+    created_at: float
+    last_used_at: float
+
+
+class Sandboxes(Protocol):
+    """The sandbox service, in process (`SandboxService`) or over HTTP (`SandboxClient`)."""
+
+    async def check(self, spec: SandboxSpec) -> None:
+        """Raise `SandboxUnavailable` or `SandboxRefused` if `spec` cannot run here."""
+        ...
+
+    async def ensure(self, name: str, spec: SandboxSpec) -> bool:
+        """Create sandbox `name` if it does not exist (True), and sync its skills."""
+        ...
+
+    async def execute(
+        self,
+        name: str,
+        command: str,
+        *,
+        timeout: float | None = None,
+        stdin: bytes | None = None,
+        output_bytes: int | None = None,
+    ) -> Finished:
+        """Run `command` in sandbox `name`; `SandboxNotFound` if there is none."""
+        ...
+
+    async def delete(self, name: str) -> bool: ...
+
+    async def list_sandboxes(self) -> list[SandboxInfo]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class SandboxService:
+    def __init__(self, settings: SandboxSettings, directory: Path) -> None:
+        self.settings = settings
+        self.directory = directory
+        self.boxes = directory / "boxes"
+        self.limits = Limits(
+            timeout=settings.timeout_seconds,
+            cpu_seconds=settings.cpu_seconds,
+            memory_bytes=settings.memory_mb << 20,
+            processes=settings.processes,
+            file_bytes=settings.file_size_mb << 20,
+            output_bytes=settings.output_bytes,
+        )
+        self.uid = isolation.host_uid(settings.uid)
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._busy: dict[str, int] = {}
+        self._started: asyncio.Task[None] | None = None
+        self._reaper: asyncio.Task[None] | None = None
+        self._warned: set[str] = set()
+
+    # -- the Sandboxes protocol ------------------------------------------------------------
+
+    async def check(self, spec: SandboxSpec) -> None:
+        await self._start()
+        self._root(spec.image)
+        self._template(spec.template)
+
+    async def ensure(self, name: str, spec: SandboxSpec) -> bool:
+        _check_name(name)
+        await self._start()
+        async with self._locks.setdefault(name, asyncio.Lock()):
+            return await asyncio.to_thread(self._ensure, name, spec)
+
+    async def execute(
+        self,
+        name: str,
+        command: str,
+        *,
+        timeout: float | None = None,
+        stdin: bytes | None = None,
+        output_bytes: int | None = None,
+    ) -> Finished:
+        _check_name(name)
+        await self._start()
+        folder = self.boxes / name
+        self._busy[name] = self._busy.get(name, 0) + 1
+        try:
+            state = self._state(folder)
+            if state is None:
+                raise SandboxNotFound(f"there is no sandbox {name}")
+            os.utime(folder / STATE)
+            box = Box(
+                root=self._root(state["image"]),
+                etc=self.directory / "etc",
+                workspace=folder / "workspace",
+                skills=folder / "skills" if (folder / "skills").is_dir() else None,
+            )
+            network = self.settings.network == "host"
+            argv = isolation.command_line(box, command, self.limits, network=network)
+            return await isolation.run(
+                argv,
+                self.limits,
+                stdin=stdin,
+                uid=self.uid,
+                timeout=timeout,
+                output_bytes=output_bytes,
+            )
+        finally:
+            self._busy[name] -= 1
+
+    async def delete(self, name: str) -> bool:
+        _check_name(name)
+        async with self._locks.setdefault(name, asyncio.Lock()):
+            folder = self.boxes / name
+            if not folder.is_dir():
+                return False
+            await asyncio.to_thread(_remove, folder)
+            return True
+
+    async def list_sandboxes(self) -> list[SandboxInfo]:
+        return await asyncio.to_thread(self._list)
+
+    async def aclose(self) -> None:
+        for task in (self._reaper, self._started):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+
+    # -- starting --------------------------------------------------------------------------
+
+    async def _start(self) -> None:
+        """On first use: prepare the folders, drop the previous run's thread sandboxes,
+        prove that a sandbox can run here, and start expiring idle ones."""
+        if self._started is None:
+            self._started = asyncio.ensure_future(self._first_start())
+        await asyncio.shield(self._started)
+
+    async def _first_start(self) -> None:
+        isolation.bwrap()
+        await asyncio.to_thread(self._prepare)
+        probe = self.boxes / ".probe"
+        await asyncio.to_thread(self._create, probe, SandboxSpec(image=isolation.HOST_IMAGE))
+        box = Box(None, self.directory / "etc", probe / "workspace", None)
+        argv = isolation.command_line(box, "echo ok", self.limits, network=False)
+        finished = await isolation.run(argv, self.limits, uid=self.uid, timeout=30)
+        await asyncio.to_thread(_remove, probe)
+        if finished.output.strip() != b"ok":
+            said = finished.output.decode("utf-8", "replace").strip()
+            raise SandboxUnavailable(
+                f"sandboxes cannot run on this machine: bubblewrap said {said!r} — it needs "
+                "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) and "
+                f"a {self.directory} every user may traverse (chmod o+x on its parents)"
+            )
+        self._reaper = asyncio.create_task(self._reap_forever())
+
+    def _prepare(self) -> None:
+        self.boxes.mkdir(parents=True, exist_ok=True)
+        if self.uid is not None:
+            _check_reachable(self.directory.resolve(), self.uid)
+        for folder in (self.directory, self.boxes):
+            folder.chmod(0o711)
+        etc = self.directory / "etc"
+        etc.mkdir(exist_ok=True)
+        etc.chmod(0o755)
+        for name, data in isolation.ETC_FILES.items():
+            (etc / name).write_bytes(data)
+            (etc / name).chmod(0o644)
+        for folder in self.boxes.iterdir():
+            if folder.name.startswith(("t.", ".")):  # thread sandboxes end with the service
+                _remove(folder)
+
+    # -- sandboxes on disk -----------------------------------------------------------------
+
+    def _ensure(self, name: str, spec: SandboxSpec) -> bool:
+        folder = self.boxes / name
+        state = self._state(folder)
+        created = state is None
+        if state is None:
+            self._root(spec.image)
+            template = self._template(spec.template)
+            staging = self.boxes / f".new-{name}"
+            _remove(staging)
+            self._create(staging, spec, template)
+            staging.rename(folder)
+            state = self._state(folder)
+            assert state is not None
+            log.info("sandbox %s created (image %s)", name, spec.image)
+        if state.get("skills_digest") != spec.digest:
+            self._sync_skills(folder, spec)
+        return created
+
+    def _create(self, folder: Path, spec: SandboxSpec, template: Path | None = None) -> None:
+        folder.mkdir(parents=True)
+        folder.chmod(0o711)
+        workspace = folder / "workspace"
+        if template is not None:
+            shutil.copytree(template, workspace, symlinks=True)
+        else:
+            workspace.mkdir()
+        if self.uid is not None:
+            for path in [workspace, *workspace.rglob("*")]:
+                os.lchown(path, self.uid, self.uid)
+        now = time.time()
+        state = {"image": spec.image, "template": spec.template, "created_at": now}
+        (folder / STATE).write_text(json.dumps(state))
+
+    def _sync_skills(self, folder: Path, spec: SandboxSpec) -> None:
+        """Replace the sandbox's skills with `spec`'s, whole (commands see one or the other)."""
+        staging = folder / "skills.new"
+        _remove(staging)
+        staging.mkdir()
+        for path, data in spec.skills.items():
+            target = staging / path
+            if ".." in Path(path).parts or Path(path).is_absolute():
+                raise SandboxRefused(f"skill file {path!r} is outside the skills folder")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        for written in [staging, *staging.rglob("*")]:
+            written.chmod(0o755 if written.is_dir() else 0o644)
+        old = folder / "skills.old"
+        _remove(old)
+        if (folder / "skills").exists():
+            (folder / "skills").rename(old)
+        staging.rename(folder / "skills")
+        _remove(old)
+        state = self._state(folder) or {}
+        state["skills_digest"] = spec.digest
+        (folder / STATE).write_text(json.dumps(state))
+
+    def _state(self, folder: Path) -> dict[str, Any] | None:
+        try:
+            state: dict[str, Any] = json.loads((folder / STATE).read_text())
+        except FileNotFoundError:
+            return None
+        return state
+
+    def _list(self) -> list[SandboxInfo]:
+        found = []
+        for folder in sorted(self.boxes.glob("[at].*")):
+            state = self._state(folder)
+            if state is not None:
+                used = (folder / STATE).stat().st_mtime
+                fields = {k: state[k] for k in ("image", "template", "created_at")}
+                found.append(SandboxInfo(name=folder.name, last_used_at=used, **fields))
+        return found
+
+    # -- images and templates --------------------------------------------------------------
+
+    def _root(self, image: str) -> Path | None:
+        """The root filesystem of `image`: a prepared one, else the fallback (see settings)."""
+        if image == isolation.HOST_IMAGE:
+            return None
+        if not IMAGE_NAME.fullmatch(image):
+            raise SandboxRefused(f"sandbox image {image!r} is not a valid image name")
+        prepared = Path(self.settings.images_dir) / image
+        if (prepared / "usr").is_dir():
+            if not (prepared / "usr/bin/prlimit").exists():
+                raise SandboxRefused(
+                    f"sandbox image {image!r} ({prepared}) lacks /usr/bin/prlimit: install "
+                    "util-linux in it"
+                )
+            return prepared
+        fallback = self.settings.fallback_image
+        if fallback == "none" or fallback == image:
+            raise SandboxRefused(
+                f"sandbox image {image!r} is not prepared on this platform: build its root "
+                f"filesystem into {prepared} (see docs/sandbox.md)"
+            )
+        if image not in self._warned:
+            self._warned.add(image)
+            log.warning(
+                "sandbox image %s is not prepared in %s: using image %s instead",
+                image,
+                self.settings.images_dir,
+                fallback,
+            )
+        return self._root(fallback)
+
+    def _template(self, template: str) -> Path | None:
+        if not IMAGE_NAME.fullmatch(template):
+            raise SandboxRefused(f"sandbox template {template!r} is not a valid template name")
+        folder = Path(self.settings.templates_dir) / template
+        if folder.is_dir():
+            return folder
+        if template == DEFAULT_TEMPLATE:
+            return None  # the default template, unprepared: an empty workspace
+        raise SandboxRefused(
+            f"sandbox template {template!r} is not prepared on this platform: put the files "
+            f"the workspace starts with in {folder}"
+        )
+
+    # -- expiry ----------------------------------------------------------------------------
+
+    async def _reap_forever(self) -> None:
+        every = min(60.0, self.settings.thread_ttl_seconds / 4)
+        while True:
+            await asyncio.sleep(every)
+            try:
+                for name in await asyncio.to_thread(self._expired):
+                    async with self._locks.setdefault(name, asyncio.Lock()):
+                        if not self._busy.get(name) and name in self._expired():
+                            await asyncio.to_thread(_remove, self.boxes / name)
+                            log.info("sandbox %s expired", name)
+            except OSError:
+                log.exception("expiring idle sandboxes failed")
+
+    def _expired(self) -> list[str]:
+        now = time.time()
+        ttl = {"t": self.settings.thread_ttl_seconds, "a": self.settings.assistant_ttl_seconds}
+        return [
+            info.name
+            for info in self._list()
+            if now - info.last_used_at > ttl[info.name[0]] and not self._busy.get(info.name)
+        ]
+
+
+def _check_reachable(folder: Path, uid: int) -> None:
+    """Sandboxes run as `uid`, which must be able to reach their folders."""
+    for parent in reversed(folder.parents):
+        if not parent.stat().st_mode & 0o001:
+            raise SandboxUnavailable(
+                f"sandboxes run as user {uid}, who cannot reach {folder}: {parent} is not "
+                "searchable by other users — set AGENTCTL_SANDBOX_DIR to a folder outside "
+                f"it (e.g. /var/lib/agentctl/sandboxes), or chmod o+x {parent}"
+            )
+
+
+def _check_name(name: str) -> None:
+    if not NAME.fullmatch(name):
+        raise SandboxNotFound(f"{name!r} is not a sandbox name")
+
+
+def _remove(folder: Path) -> None:
+    """Remove `folder`, even where a command made parts of it unreadable."""
+
+    def unlock(function: Any, path: str, _: Any) -> None:
+        os.chmod(os.path.dirname(path), 0o700)
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.chmod(path, 0o700)
+        function(path)
+
+    if folder.exists() or folder.is_symlink():
+        shutil.rmtree(folder, onerror=unlock)
+
+
+def info_json(info: SandboxInfo) -> dict[str, Any]:
+    return asdict(info)

@@ -1,0 +1,120 @@
+"""The platform sandbox through the agent: the scripted model calls `execute` and the file
+tools, the official SDK drives the runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph_sdk.client import LangGraphClient
+
+from tests.server.conftest import call, running_server, user
+
+
+def sandbox_project(root: Path, scope: str = "thread") -> Path:
+    files = {
+        "agent.toml": (
+            '[agent]\nname = "coder"\nmodel = "openai:scripted"\n\n'
+            f'[sandbox]\nprovider = "platform_sandbox"\nscope = "{scope}"\n'
+        ),
+        "AGENTS.md": "You write and run code.\n",
+        "skills/greet/SKILL.md": "---\nname: greet\ndescription: greets\n---\nRun greet.py NAME.\n",
+        "skills/greet/greet.py": "import sys\nprint('hello from the greet skill,', sys.argv[1])\n",
+        ".env": "PLATFORM_API_KEY=platform-key\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+async def answer(client: LangGraphClient, thread: str | None, script: str) -> str:
+    """Run `script` on `thread` and return the agent's last message."""
+    result: Any = await client.runs.wait(thread, "coder", input=user(script))
+    return str(result["messages"][-1]["content"])
+
+
+def run_and_say(command: str) -> str:
+    return f"{call('execute', command=command)}\n@say {{last_tool_result}}"
+
+
+async def test_skill_script_runs_in_the_sandbox(tmp_path: Path, sandbox_dir: Path) -> None:
+    project = sandbox_project(tmp_path / "coder")
+    async with running_server(project, tmp_path / "data") as agent:
+        thread = await agent.client.threads.create()
+        said = await answer(
+            agent.client,
+            thread["thread_id"],
+            run_and_say("python3 /memories/skills/greet/greet.py Ada; id -un; pwd"),
+        )
+    assert "hello from the greet skill, Ada" in said
+    assert "sandbox\n/workspace" in said
+
+
+async def test_thread_scope_keeps_files_per_thread(tmp_path: Path, sandbox_dir: Path) -> None:
+    project = sandbox_project(tmp_path / "coder")
+    async with running_server(project, tmp_path / "data") as agent:
+        first = (await agent.client.threads.create())["thread_id"]
+        second = (await agent.client.threads.create())["thread_id"]
+        write = call("write_file", file_path="/workspace/notes.txt", content="kept across turns")
+        await answer(agent.client, first, f"{write}\n@say written")
+        again = await answer(agent.client, first, run_and_say("cat notes.txt"))
+        elsewhere = await answer(agent.client, second, run_and_say("ls -A /workspace; echo end"))
+    assert "kept across turns" in again
+    assert "notes.txt" not in elsewhere
+    assert "end" in elsewhere
+
+
+async def test_assistant_scope_is_shared_and_survives_a_restart(
+    tmp_path: Path, sandbox_dir: Path
+) -> None:
+    project = sandbox_project(tmp_path / "coder", scope="assistant")
+    async with running_server(project, tmp_path / "data") as agent:
+        first = (await agent.client.threads.create())["thread_id"]
+        await answer(agent.client, first, run_and_say("echo shared > shared.txt"))
+        second = (await agent.client.threads.create())["thread_id"]
+        seen = await answer(agent.client, second, run_and_say("cat /workspace/shared.txt"))
+    assert "shared" in seen
+    async with running_server(project, tmp_path / "data") as agent:
+        third = (await agent.client.threads.create())["thread_id"]
+        after = await answer(agent.client, third, run_and_say("cat /workspace/shared.txt"))
+    assert "shared" in after
+
+
+async def test_thread_sandboxes_are_recreated_after_a_restart(
+    tmp_path: Path, sandbox_dir: Path
+) -> None:
+    project = sandbox_project(tmp_path / "coder")
+    async with running_server(project, tmp_path / "data") as agent:
+        thread = (await agent.client.threads.create())["thread_id"]
+        await answer(agent.client, thread, run_and_say("echo before > mark.txt"))
+    async with running_server(project, tmp_path / "data") as agent:
+        said = await answer(agent.client, thread, run_and_say("ls -A; echo listed"))
+    assert "mark.txt" not in said
+    assert "listed" in said
+
+
+async def test_a_runaway_command_ends_with_a_clear_tool_result(
+    tmp_path: Path, sandbox_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTCTL_SANDBOX_TIMEOUT_SECONDS", "2")
+    project = sandbox_project(tmp_path / "coder")
+    async with running_server(project, tmp_path / "data") as agent:
+        said = await answer(agent.client, None, run_and_say("while true; do :; done"))
+        health = await answer(agent.client, None, run_and_say("echo still fine"))
+    assert "the command was stopped: it ran longer than the time limit of 2 s" in said
+    assert "still fine" in health
+
+
+async def test_without_bubblewrap_the_agent_does_not_load(
+    tmp_path: Path, sandbox_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentctl.errors import AgentctlError
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    project = sandbox_project(tmp_path / "coder")
+    with pytest.raises(AgentctlError) as caught:
+        async with running_server(project, tmp_path / "data"):
+            pass
+    assert "apt-get install bubblewrap" in str(caught.value)
