@@ -40,6 +40,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "serve",
         "Run the production server that deploys go to.",
     ),
+    "sandbox-server": (
+        "agentctl.cli.sandbox_server",
+        "sandbox_server",
+        "Run the sandbox service the replicas share.",
+    ),
 }
 
 

@@ -120,7 +120,8 @@ def command_line(box: Box, command: str, limits: Limits, *, network: bool) -> li
     args += [
         "--", "/usr/bin/prlimit",
         f"--nproc={limits.processes}", f"--as={limits.memory_bytes}",
-        f"--cpu={limits.cpu_seconds}", f"--fsize={limits.file_bytes}",
+        f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}",  # SIGXCPU, then SIGKILL
+        f"--fsize={limits.file_bytes}",
         f"--nofile={limits.open_files}", "--core=0",
         "--", "/bin/sh", "-c", command,
     ]  # fmt: skip
@@ -183,15 +184,15 @@ async def run(
     and stderr together) within the limits. Never raises for what the command does."""
     keep = output_bytes or limits.output_bytes
     seconds = min(timeout or limits.timeout, limits.timeout)
-    ids = {"user": uid, "group": uid, "extra_groups": []} if uid is not None else {}
+    if uid is not None:  # with setpriv: uvloop's subprocesses cannot change user themselves
+        argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *argv]
     process = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        env={},
+        env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
         start_new_session=True,
-        **ids,  # type: ignore[arg-type]
     )
     if stdin is not None:
         assert process.stdin is not None

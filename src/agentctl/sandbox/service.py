@@ -131,13 +131,13 @@ class SandboxService:
     # -- the Sandboxes protocol ------------------------------------------------------------
 
     async def check(self, spec: SandboxSpec) -> None:
-        await self._start()
+        await self.start()
         self._root(spec.image)
         self._template(spec.template)
 
     async def ensure(self, name: str, spec: SandboxSpec) -> bool:
         _check_name(name)
-        await self._start()
+        await self.start()
         async with self._locks.setdefault(name, asyncio.Lock()):
             return await asyncio.to_thread(self._ensure, name, spec)
 
@@ -151,7 +151,7 @@ class SandboxService:
         output_bytes: int | None = None,
     ) -> Finished:
         _check_name(name)
-        await self._start()
+        await self.start()
         folder = self.boxes / name
         self._busy[name] = self._busy.get(name, 0) + 1
         try:
@@ -199,9 +199,9 @@ class SandboxService:
 
     # -- starting --------------------------------------------------------------------------
 
-    async def _start(self) -> None:
-        """On first use: prepare the folders, drop the previous run's thread sandboxes,
-        prove that a sandbox can run here, and start expiring idle ones."""
+    async def start(self) -> None:
+        """Prepare the folders, drop the previous run's thread sandboxes, prove that a
+        sandbox can run here, and start expiring idle ones; done once, on first use."""
         if self._started is None:
             self._started = asyncio.ensure_future(self._first_start())
         await asyncio.shield(self._started)

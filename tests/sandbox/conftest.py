@@ -1,0 +1,54 @@
+"""A platform sandbox service on this machine, and the agent's backend for a sandbox in it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from agentctl.sandbox import SandboxKey, SandboxService, SandboxSpec
+from agentctl.sandbox.platform import PlatformPool, PlatformSandbox
+from agentctl.settings import SandboxSettings
+
+OpenSandbox = Callable[..., Awaitable[PlatformSandbox]]
+LimitedSandbox = Callable[..., Awaitable[PlatformSandbox]]
+
+
+@pytest.fixture
+async def service(sandbox_dir: Path) -> AsyncIterator[SandboxService]:
+    """The service with the settings of the environment."""
+    service = SandboxService(SandboxSettings.from_env(), sandbox_dir)
+    yield service
+    await service.aclose()
+
+
+@pytest.fixture
+async def limited_sandbox(
+    sandbox_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[LimitedSandbox]:
+    """A sandbox on a service of its own whose settings are the environment plus
+    `AGENTCTL_SANDBOX_<NAME>=value` for each `name=value` given."""
+    services: list[SandboxService] = []
+
+    async def open_(**settings: str) -> PlatformSandbox:
+        for name, value in settings.items():
+            monkeypatch.setenv(f"AGENTCTL_SANDBOX_{name.upper()}", value)
+        service = SandboxService(SandboxSettings.from_env(), sandbox_dir / f"s{len(services)}")
+        services.append(service)
+        return await PlatformPool(service, SandboxSpec()).acquire(SandboxKey("coder", "t"))
+
+    yield open_
+    for service in services:
+        await service.aclose()
+
+
+@pytest.fixture
+def open_sandbox(service: SandboxService) -> OpenSandbox:
+    """The sandbox of `thread` (of assistant "coder"), as the agent's tools use it."""
+
+    async def open_(thread: str = "thread-1", spec: SandboxSpec | None = None) -> PlatformSandbox:
+        pool = PlatformPool(service, spec or SandboxSpec())
+        return await pool.acquire(SandboxKey("coder", thread))
+
+    return open_
