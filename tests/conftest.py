@@ -231,3 +231,21 @@ def sandbox_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("AGENTCTL_SANDBOX_DIR", str(folder))
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def sandbox_project(root: Path, scope: str = "thread") -> Path:
+    """The `coder` project: a platform sandbox of `scope` and a skill with a script."""
+    files = {
+        "agent.toml": (
+            '[agent]\nname = "coder"\nmodel = "openai:scripted"\n\n'
+            f'[sandbox]\nprovider = "platform_sandbox"\nscope = "{scope}"\n'
+        ),
+        "AGENTS.md": "You write and run code.\n",
+        "skills/greet/SKILL.md": "---\nname: greet\ndescription: greets\n---\nRun greet.py NAME.\n",
+        "skills/greet/greet.py": "import sys\nprint('hello from the greet skill,', sys.argv[1])\n",
+        ".env": "PLATFORM_API_KEY=platform-key\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root

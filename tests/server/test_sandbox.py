@@ -9,24 +9,8 @@ from typing import Any
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
+from tests.conftest import sandbox_project
 from tests.server.conftest import call, running_server, user
-
-
-def sandbox_project(root: Path, scope: str = "thread") -> Path:
-    files = {
-        "agent.toml": (
-            '[agent]\nname = "coder"\nmodel = "openai:scripted"\n\n'
-            f'[sandbox]\nprovider = "platform_sandbox"\nscope = "{scope}"\n'
-        ),
-        "AGENTS.md": "You write and run code.\n",
-        "skills/greet/SKILL.md": "---\nname: greet\ndescription: greets\n---\nRun greet.py NAME.\n",
-        "skills/greet/greet.py": "import sys\nprint('hello from the greet skill,', sys.argv[1])\n",
-        ".env": "PLATFORM_API_KEY=platform-key\n",
-    }
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return root
 
 
 async def answer(client: LangGraphClient, thread: str | None, script: str) -> str:

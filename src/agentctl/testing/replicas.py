@@ -54,9 +54,12 @@ class Replica:
         return "\n".join(self.log)
 
 
-def start_replica(env: Mapping[str, str], data_dir: Path, *, timeout: float = 90) -> Replica:
-    """Start `agentctl serve` with `env` added to this process's environment and wait until
-    it listens. Raises RuntimeError with its log when it exits or does not come up."""
+def start_replica(
+    env: Mapping[str, str], data_dir: Path, *, command: str = "serve", timeout: float = 90
+) -> Replica:
+    """Start `agentctl serve` (or another server `command`, e.g. `sandbox-server`) with
+    `env` added to this process's environment and wait until it listens. Raises
+    RuntimeError with its log when it exits or does not come up."""
     data_dir.mkdir(parents=True, exist_ok=True)
     full_env = {
         **os.environ,
@@ -66,7 +69,7 @@ def start_replica(env: Mapping[str, str], data_dir: Path, *, timeout: float = 90
         "AGENTCTL_LOG_LEVEL": "info",  # its "listening on" line tells the URL
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "agentctl", "serve", "--host", "127.0.0.1", "--port", "0"],
+        [sys.executable, "-m", "agentctl", command, "--host", "127.0.0.1", "--port", "0"],
         env=full_env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -90,5 +93,5 @@ def start_replica(env: Mapping[str, str], data_dir: Path, *, timeout: float = 90
     while not listening.wait(0.05):
         if process.poll() is not None or time.monotonic() > deadline:
             replica.kill()
-            raise RuntimeError(f"agentctl serve did not start:\n{replica.output()}")
+            raise RuntimeError(f"agentctl {command} did not start:\n{replica.output()}")
     return replica

@@ -1,0 +1,135 @@
+"""`agentctl sandbox-server`'s HTTP API through `SandboxClient`, as replicas use it."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from agentctl.errors import RuntimeFailure
+from agentctl.sandbox import SandboxKey, SandboxService, SandboxSpec
+from agentctl.sandbox.client import SandboxClient
+from agentctl.sandbox.http import sandbox_app
+from agentctl.sandbox.isolation import SandboxUnavailable
+from agentctl.sandbox.platform import PlatformPool
+from agentctl.sandbox.service import SandboxRefused
+from agentctl.server.http import uvicorn_config
+from agentctl.settings import SandboxSettings
+from tests.conftest import eventually
+
+KEY = "sandbox-test-key"
+
+
+@pytest.fixture
+async def url(service: SandboxService) -> AsyncIterator[str]:
+    """The sandbox service over HTTP on a free port."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    uv = uvicorn.Server(uvicorn_config(sandbox_app(service, KEY), log_level="warning"))
+    task = asyncio.create_task(uv.serve(sockets=[sock]))
+    while not uv.started:
+        await asyncio.sleep(0.01)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    uv.should_exit = True
+    await task
+    sock.close()
+
+
+@pytest.fixture
+async def client(url: str) -> AsyncIterator[SandboxClient]:
+    client = SandboxClient(url, KEY, timeout=30)
+    yield client
+    await client.aclose()
+
+
+async def test_files_and_commands_travel_intact(client: SandboxClient) -> None:
+    sandbox = await PlatformPool(client, SandboxSpec()).acquire(SandboxKey("coder", "t1"))
+    blob = bytes(range(256)) * 10
+    uploaded = await sandbox.aupload_files([("/workspace/data/blob.bin", blob)])
+    assert uploaded[0].error is None
+    downloaded = await sandbox.adownload_files(
+        ["/workspace/data/blob.bin", "/workspace/none", "/workspace/data"]
+    )
+    assert downloaded[0].content == blob
+    assert [d.error for d in downloaded[1:]] == ["file_not_found", "is_directory"]
+    denied = await sandbox.aupload_files([("/usr/bin/evil", b"x")])
+    assert denied[0].error == "permission_denied"
+    written = await sandbox.awrite("/workspace/hello.py", "print('hi from', __name__)\n")
+    assert written.error is None
+    result = await sandbox.aexecute("python3 hello.py")
+    assert (result.output, result.exit_code) == ("hi from __main__\n", 0)
+    assert [info.name for info in await client.list_sandboxes()] == ["t.coder.t1"]
+
+
+async def test_a_sandbox_gone_is_made_again(client: SandboxClient) -> None:
+    pool = PlatformPool(client, SandboxSpec())
+    sandbox = await pool.acquire(SandboxKey("coder", "t1"))
+    await sandbox.aexecute("touch before")
+    assert await client.delete("t.coder.t1")
+    assert not await client.delete("t.coder.t1")
+    result = await sandbox.aexecute("ls -A; echo listed")
+    assert result.output == "listed\n"
+
+
+async def test_skills_follow_the_revision(client: SandboxClient) -> None:
+    first = SandboxSpec(skills={"greet/SKILL.md": b"v1", "greet/old.py": b"print(1)"})
+    await client.ensure("a.coder", first)
+    second = SandboxSpec(skills={"greet/SKILL.md": b"v2"})
+    assert not await client.ensure("a.coder", second)
+    result = await client.execute(
+        "a.coder", "cat /memories/skills/greet/SKILL.md; ls /memories/skills/greet"
+    )
+    assert result.output == b"v2SKILL.md\n"
+
+
+async def test_a_wrong_key_is_refused(url: str) -> None:
+    client = SandboxClient(url, "not-the-key", timeout=5)
+    with pytest.raises(RuntimeFailure, match="refused the deployment key"):
+        await client.ensure("t.coder.t1", SandboxSpec())
+    await client.aclose()
+
+
+async def test_an_unreachable_service_says_where_it_looked() -> None:
+    client = SandboxClient("http://127.0.0.1:9", KEY, timeout=5)
+    with pytest.raises(SandboxUnavailable, match="AGENTCTL_SANDBOX_URL"):
+        await client.execute("t.coder.t1", "true")
+    await client.aclose()
+
+
+async def test_unknown_images_and_bad_requests_get_clear_errors(
+    client: SandboxClient, url: str
+) -> None:
+    async with httpx.AsyncClient(base_url=url, headers={"x-api-key": KEY}) as http:
+        bad_json = await http.post("/sandboxes/t.coder.t1/execute", content=b"{nope")
+        no_command = await http.post("/sandboxes/t.coder.t1/execute", json={"timeout": 3})
+        bad_name = await http.put("/sandboxes/..%2Fetc", json={})
+        missing = await http.post("/sandboxes/t.coder.none/execute", json={"command": "true"})
+    assert (bad_json.status_code, bad_json.json()) == (
+        400,
+        {"detail": "the request body is not JSON"},
+    )
+    assert no_command.json() == {"detail": "command: expected a string"}
+    assert bad_name.status_code == 404
+    assert missing.status_code == 404
+    with pytest.raises(SandboxRefused, match="image 'no/such' is not a valid image name"):
+        await client.ensure("t.coder.t2", SandboxSpec(image="no/such"))
+
+
+async def test_idle_sandboxes_expire(sandbox_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTCTL_SANDBOX_THREAD_TTL_SECONDS", "1")
+    service = SandboxService(SandboxSettings.from_env(), sandbox_dir / "expiring")
+    try:
+        await service.ensure("t.coder.t1", SandboxSpec())
+        await service.ensure("a.coder", SandboxSpec())
+
+        async def expired() -> bool:
+            return [i.name for i in await service.list_sandboxes()] == ["a.coder"]
+
+        await eventually(expired, 10, "the idle thread sandbox to expire")
+    finally:
+        await service.aclose()
