@@ -43,6 +43,12 @@ LABEL org.opencontainers.image.title="agentctl" \
       org.opencontainers.image.licenses="MIT" \
       io.agentctl.extras="${EXTRAS}"
 
+# bubblewrap isolates the platform sandbox's commands (`agentctl sandbox-server`, or `serve`
+# running sandboxes itself); the base image already has util-linux (prlimit, setpriv).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/*
+
 # A fixed numeric uid/gid, so Kubernetes' runAsNonRoot can check it. Its home is /data: the
 # only place (with /tmp) the server writes, so the root filesystem can be read-only.
 RUN groupadd --system --gid 10001 agentctl \

@@ -138,6 +138,16 @@ async def test_an_image_without_prlimit_is_refused_naming_util_linux(
     )
 
 
+async def test_an_image_without_the_etc_files_is_refused_naming_the_file(
+    sandbox_dir: Path, images: Path, templates: Path
+) -> None:
+    (build_tiny_image(images / "no-hosts") / "etc" / "hosts").unlink()
+    async with sandbox_service() as service:
+        with pytest.raises(SandboxRefused) as caught:
+            await service.ensure(THREAD, SandboxSpec(image="no-hosts"))
+    assert f"({images / 'no-hosts'}) lacks /etc/hosts" in str(caught.value)
+
+
 async def test_a_new_sandbox_workspace_starts_as_a_copy_of_its_template(
     sandbox_dir: Path, images: Path, templates: Path
 ) -> None:

@@ -9,6 +9,7 @@ import itertools
 from dataclasses import dataclass, field
 
 import pytest
+from deepagents.backends.protocol import FileUploadResponse
 from langgraph.store.memory import InMemoryStore
 
 from agentctl.errors import RuntimeFailure, UserError
@@ -86,6 +87,11 @@ def test_each_thread_and_the_assistant_have_their_own_record() -> None:
 @dataclass
 class Box:
     id: str
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        self.files.update(files)
+        return [FileUploadResponse(path=path) for path, _ in files]
 
 
 @dataclass
@@ -115,6 +121,19 @@ class StandIn:
 
 def pool(partner: StandIn, store: InMemoryStore, secrets: tuple[str, ...] = ()) -> PartnerPool:
     return PartnerPool("sandbox_a", partner, store, secrets)
+
+
+async def test_the_skills_are_copied_into_each_sandbox_once() -> None:
+    skills = {"greet/SKILL.md": b"# greet", "greet/greet.py": b"print('hi')"}
+    shared = PartnerPool("sandbox_a", StandIn(), InMemoryStore(), skills=skills)
+    box = await shared.acquire(SandboxKey("bot", "t1"))
+    assert box.files == {
+        "/memories/skills/greet/SKILL.md": b"# greet",
+        "/memories/skills/greet/greet.py": b"print('hi')",
+    }
+    box.files.clear()
+    await shared.acquire(SandboxKey("bot", "t1"))
+    assert box.files == {}
 
 
 async def test_concurrent_first_calls_share_one_new_sandbox_and_record_it() -> None:

@@ -58,14 +58,14 @@ async def sandbox_pool(
 ) -> SandboxPool:
     """The provider of the project's sandboxes, checked: it can run them here."""
     provider = project.sandbox.provider
+    spec = sandbox_spec(project)
     if provider == "platform_sandbox":
         if sandboxes is None:
             raise UserError("the platform sandbox is not available in this server")
         from agentctl.sandbox.platform import PlatformPool
 
-        spec = sandbox_spec(project)
         await sandboxes.check(spec)
         return PlatformPool(sandboxes, spec)
     from agentctl.sandbox.partners import partner_pool
 
-    return partner_pool(provider, project.sandbox, env, store)
+    return partner_pool(provider, project.sandbox, env, store, spec.skills)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -30,6 +31,9 @@ from agentctl.bundle.dependencies import SANDBOX_PROVIDERS
 from agentctl.errors import RuntimeFailure, UserError
 from agentctl.project.model import SandboxConfig
 from agentctl.sandbox.base import SandboxKey, SandboxPool
+from agentctl.sandbox.isolation import SKILLS
+
+log = logging.getLogger("agentctl.sandbox")
 
 T = TypeVar("T")
 
@@ -61,10 +65,15 @@ def record_location(provider: str, key: SandboxKey) -> tuple[tuple[str, ...], st
 
 
 def partner_pool(
-    provider: str, config: SandboxConfig, env: Mapping[str, str], store: BaseStore
+    provider: str,
+    config: SandboxConfig,
+    env: Mapping[str, str],
+    store: BaseStore,
+    skills: Mapping[str, bytes] | None = None,
 ) -> SandboxPool:
-    """The pool of `provider`'s sandboxes. Raises a `UserError` when its package is not
-    installed (checked first: it is the install step), then when credentials are missing."""
+    """The pool of `provider`'s sandboxes, each given `skills` (paths under `skills/`) in
+    /memories/skills/. Raises a `UserError` when its package is not installed (checked
+    first: it is the install step), then when credentials are missing."""
     adapter = _ADAPTERS.get(provider)
     if adapter is None:
         raise ValueError(f"not a partner sandbox provider: {provider!r}")
@@ -84,7 +93,7 @@ def partner_pool(
         ) from exc
     check_credentials(provider, env)
     secrets = [env[name] for name in SANDBOX_PROVIDERS[provider].env]
-    return PartnerPool(provider, adapter(module, config, env), store, secrets)
+    return PartnerPool(provider, adapter(module, config, env), store, secrets, skills or {})
 
 
 class Partner:
@@ -253,9 +262,15 @@ class PartnerPool:
     """The sandboxes of one partner provider, one per key, found or created on `acquire`."""
 
     def __init__(
-        self, provider: str, partner: Partner, store: BaseStore, secrets: Sequence[str] = ()
+        self,
+        provider: str,
+        partner: Partner,
+        store: BaseStore,
+        secrets: Sequence[str] = (),
+        skills: Mapping[str, bytes] | None = None,
     ) -> None:
         self._provider = provider
+        self._skills = [(f"{SKILLS}/{path}", data) for path, data in (skills or {}).items()]
         self._partner = partner
         self._store = store
         self._secrets = [s for s in secrets if s]  # never shown in an error message
@@ -277,8 +292,19 @@ class PartnerPool:
                 created = await self._call(self._partner.create, key)
                 await self._store.aput(namespace, name, {"id": created.id}, index=False)
                 sandbox = created
+            if cached is None or cached.sandbox.id != sandbox.id:  # new to this revision
+                await self._sync_skills(sandbox, key)
             self._cache[key.name] = _Cached(sandbox, time.monotonic())
             return sandbox
+
+    async def _sync_skills(self, sandbox: SandboxBackendProtocol, key: SandboxKey) -> None:
+        """The revision's skill files, where the agent's instructions say they are."""
+        if not self._skills:
+            return
+        uploaded = await sandbox.aupload_files(self._skills)
+        failed = [f"{r.path} ({r.error})" for r in uploaded if r.error]
+        if failed:
+            log.warning("sandbox %s: skill files not copied in: %s", key.name, ", ".join(failed))
 
     async def aclose(self) -> None:
         """Release the partner's client. Sandboxes are kept: assistant-scoped ones persist."""

@@ -256,6 +256,10 @@ class SandboxService:
             state = self._state(folder)
             assert state is not None
             log.info("sandbox %s created (image %s)", name, spec.image)
+        if state["image"] != spec.image:  # a new revision may change it; the files stay
+            self._root(spec.image)
+            state["image"] = spec.image
+            (folder / STATE).write_text(json.dumps(state))
         if state.get("skills_digest") != spec.digest:
             self._sync_skills(folder, spec)
         return created
@@ -325,11 +329,9 @@ class SandboxService:
             raise SandboxRefused(f"sandbox image {image!r} is not a valid image name")
         prepared = Path(self.settings.images_dir) / image
         if (prepared / "usr").is_dir():
-            if not (prepared / "usr/bin/prlimit").exists():
-                raise SandboxRefused(
-                    f"sandbox image {image!r} ({prepared}) lacks /usr/bin/prlimit: install "
-                    "util-linux in it"
-                )
+            _check_image(image, prepared)
+            if self.uid is not None:
+                _check_reachable(prepared.resolve(), self.uid)
             return prepared
         fallback = self.settings.fallback_image
         if fallback == "none" or fallback == image:
@@ -385,14 +387,27 @@ class SandboxService:
         ]
 
 
+def _check_image(image: str, root: Path) -> None:
+    """An image needs prlimit (util-linux) and the /etc files placed over its own."""
+    if not (root / "usr/bin/prlimit").exists():
+        raise SandboxRefused(
+            f"sandbox image {image!r} ({root}) lacks /usr/bin/prlimit: install util-linux in it"
+        )
+    for name in isolation.ETC_FILES:
+        if not (root / "etc" / name).exists():
+            raise SandboxRefused(
+                f"sandbox image {image!r} ({root}) lacks /etc/{name}: create it (touch "
+                f"{root}/etc/{name}); every sandbox gets its own"
+            )
+
+
 def _check_reachable(folder: Path, uid: int) -> None:
-    """Sandboxes run as `uid`, which must be able to reach their folders."""
+    """Sandboxes run as `uid`, which must be able to reach their folders and images."""
     for parent in reversed(folder.parents):
         if not parent.stat().st_mode & 0o001:
             raise SandboxUnavailable(
                 f"sandboxes run as user {uid}, who cannot reach {folder}: {parent} is not "
-                "searchable by other users — set AGENTCTL_SANDBOX_DIR to a folder outside "
-                f"it (e.g. /var/lib/agentctl/sandboxes), or chmod o+x {parent}"
+                f"searchable by other users — move the folder out of it, or chmod o+x {parent}"
             )
 
 
