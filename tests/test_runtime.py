@@ -381,17 +381,21 @@ async def test_missing_api_key_fails_at_load(
         await load(root)
 
 
-async def test_sandbox_is_refused_until_available(
-    write_files: WriteFiles, monkeypatch: pytest.MonkeyPatch
+async def test_a_partner_sandbox_without_its_package_fails_at_load(
+    write_files: WriteFiles,
 ) -> None:
     root = write_files(
         {
-            "agent.toml": '[agent]\nname = "s"\n[sandbox]\nprovider = "platform_sandbox"\n',
+            "agent.toml": '[agent]\nname = "s"\n[sandbox]\nprovider = "sandbox_b"\n',
             "AGENTS.md": "S\n",
         }
     )
-    with pytest.raises(UserError, match="not yet available"):
+    with pytest.raises(UserError) as caught:
         await load(root)
+    assert str(caught.value) == (
+        '[sandbox] provider "sandbox_b" needs the package langchain-modal — '
+        "install it: pip install 'langchain-modal>=0.0.7,<0.1'"
+    )
 
 
 async def test_without_user_folder_nothing_is_written_under_user(

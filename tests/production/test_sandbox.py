@@ -28,7 +28,8 @@ async def test_two_replicas_use_the_same_assistant_sandbox(
     try:
         first = cluster.start(AGENTCTL_SANDBOX_URL=service.url)
         second = cluster.start(AGENTCTL_SANDBOX_URL=service.url)
-        deployed = cluster.deploy(sandbox_project(tmp_path / "coder", scope="assistant"), first)
+        project = sandbox_project(tmp_path / "coder", scope="assistant")
+        deployed = cluster.deploy(project, first)
         assert deployed.exit_code == 0, deployed.err + deployed.out
         await serving(second, 1)
 
@@ -36,6 +37,12 @@ async def test_two_replicas_use_the_same_assistant_sandbox(
         await on_first.runs.wait(None, "coder", input=execute("echo from-first > shared.txt"))
         seen: Any = await on_second.runs.wait(None, "coder", input=execute("cat shared.txt"))
         assert "from-first" in seen["messages"][-1]["content"]
+
+        (project / "AGENTS.md").write_text("You write and run code, carefully.\n")
+        assert cluster.deploy(project, first).exit_code == 0
+        await serving(second, 2)
+        kept: Any = await on_second.runs.wait(None, "coder", input=execute("cat shared.txt"))
+        assert "from-first" in kept["messages"][-1]["content"]  # a redeploy keeps the files
         await on_first.aclose()
         await on_second.aclose()
     finally:
