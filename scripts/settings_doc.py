@@ -16,7 +16,9 @@ HEADER = """\
 Dockerfile, [compose.yaml](../compose.yaml) and the Kubernetes manifests of
 [deploy/k8s/](../deploy/k8s/) set them ([deployment guide](deployment.md)). `agentctl deploy`
 reads the ones of scope `deploy`, and `PLATFORM_API_KEY` too, from its environment or the
-project's `.env`.
+project's `.env`. Those of scope `sandbox` configure the platform sandbox
+([sandbox.md](sandbox.md)): `agentctl serve` and `agentctl dev` read them when they run
+sandboxes themselves, `agentctl sandbox-server` when it runs them for every replica.
 
 - An empty value is the same as an unset one: the default applies.
 - Booleans take `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`); numbers must be greater

@@ -196,9 +196,6 @@ class SandboxSettings:
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> SandboxSettings:
         return cls(**_read("sandbox", env, overrides))
 
-    def describe(self) -> dict[str, Any]:
-        return _describe(self, "sandbox")
-
 
 def _read(scope: Scope, env: Mapping[str, str] | None, overrides: Mapping[str, Any]) -> Any:
     """The settings of `scope` from `env` (default: the process environment) by field name;
@@ -209,7 +206,7 @@ def _read(scope: Scope, env: Mapping[str, str] | None, overrides: Mapping[str, A
     return values
 
 
-def _describe(settings: Settings | SandboxSettings, scope: Scope) -> dict[str, Any]:
+def _describe(settings: Settings, scope: Scope) -> dict[str, Any]:
     shown: dict[str, Any] = {}
     for s in SETTINGS:
         if s.scope == scope:

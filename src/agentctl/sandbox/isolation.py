@@ -41,7 +41,9 @@ ETC_FILES = {
     "group": b"root:x:0:\nsandbox:x:1000:\n",
     "hosts": b"127.0.0.1 localhost sandbox\n::1 localhost\n",
 }
-# Of the host's /etc, only what programs need and nothing secret.
+# The `host` image: this machine's system folders, and of its /etc only what programs need
+# and nothing secret.
+_HOST_ROOT = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _HOST_ETC = ("alternatives", "ld.so.cache", "ssl", "localtime", "mime.types")
 
 
@@ -129,24 +131,17 @@ def command_line(box: Box, command: str, limits: Limits, *, network: bool) -> li
 
 
 def _root(image: Path | None, *, network: bool) -> list[str]:
-    """Binds making up `/`: every top-level entry of the image, read-only, then our /etc
-    files over the image's."""
+    """Binds making up `/`: the top-level entries of the image (or the host's system
+    folders), read-only; for the host, only the harmless part of its /etc."""
+    top = [Path("/", name) for name in _HOST_ROOT] if image is None else sorted(image.iterdir())
     args: list[str] = []
-    top = Path("/") if image is None else image
-    names = (
-        ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "opt") if image is None else ()
-    )
-    entries = [top / name for name in names] if image is None else sorted(top.iterdir())
-    for entry in entries:
-        name = entry.name
-        if name in _NOT_FROM_IMAGE or not (entry.is_symlink() or entry.exists()):
-            continue
-        if image is None and name == "opt":
+    for entry in top:
+        if entry.name in _NOT_FROM_IMAGE or not os.path.lexists(entry):
             continue
         if entry.is_symlink():
-            args += ["--symlink", os.readlink(entry), f"/{name}"]
-        elif entry.is_dir() and (image is not None or name != "etc"):
-            args += ["--ro-bind", str(entry), f"/{name}"]
+            args += ["--symlink", os.readlink(entry), f"/{entry.name}"]
+        elif entry.is_dir():
+            args += ["--ro-bind", str(entry), f"/{entry.name}"]
     if image is None:
         for name in _HOST_ETC:
             if Path("/etc", name).exists():

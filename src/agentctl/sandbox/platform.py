@@ -118,9 +118,8 @@ class PlatformSandbox(BaseSandbox):  # type: ignore[misc]
         responses = []
         for path, data in files:
             finished = await self._pool.run(self._name, _with_path(_UPLOAD, path), stdin=data)
-            error = None if finished.exit_code == 0 else _ERRORS.get(finished.exit_code)
-            if finished.exit_code != 0 and error is None:
-                error = "permission_denied"
+            code = finished.exit_code
+            error = None if code == 0 else _ERRORS.get(code, "permission_denied")
             responses.append(FileUploadResponse(path=path, error=error))
         return responses
 

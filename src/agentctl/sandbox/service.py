@@ -369,22 +369,24 @@ class SandboxService:
         while True:
             await asyncio.sleep(every)
             try:
-                for name in await asyncio.to_thread(self._expired):
-                    async with self._locks.setdefault(name, asyncio.Lock()):
-                        if not self._busy.get(name) and name in self._expired():
-                            await asyncio.to_thread(_remove, self.boxes / name)
-                            log.info("sandbox %s expired", name)
+                for info in await self.list_sandboxes():
+                    if not self._idle(info.name):
+                        continue
+                    async with self._locks.setdefault(info.name, asyncio.Lock()):
+                        if self._idle(info.name):  # still, now that no ensure runs
+                            await asyncio.to_thread(_remove, self.boxes / info.name)
+                            log.info("sandbox %s expired", info.name)
             except OSError:
                 log.exception("expiring idle sandboxes failed")
 
-    def _expired(self) -> list[str]:
-        now = time.time()
+    def _idle(self, name: str) -> bool:
+        """Unused for longer than its scope's TTL, and running nothing."""
         ttl = {"t": self.settings.thread_ttl_seconds, "a": self.settings.assistant_ttl_seconds}
-        return [
-            info.name
-            for info in self._list()
-            if now - info.last_used_at > ttl[info.name[0]] and not self._busy.get(info.name)
-        ]
+        try:
+            used = (self.boxes / name / STATE).stat().st_mtime
+        except FileNotFoundError:
+            return False
+        return time.time() - used > ttl[name[0]] and not self._busy.get(name)
 
 
 def _check_image(image: str, root: Path) -> None:

@@ -26,7 +26,6 @@ async def open_embedded_server(
     *,
     workers: int = 16,
     run_timeout: float | None = None,
-    sandbox_settings: SandboxSettings | None = None,
 ) -> Server:
     """Load `project` as revision `revision_id` on the database in `data_dir` (created when
     missing), admitting callers as `agentctl dev` does. Raises a `UserError` when the agent
@@ -34,9 +33,11 @@ async def open_embedded_server(
     access = dev_access(project)
     data_dir.mkdir(parents=True, exist_ok=True)
     storage = SqliteStorage(data_dir / DATABASE_FILE, data_dir / STORE_FILE)
-    settings = sandbox_settings or SandboxSettings.from_env()
-    sandboxes = open_sandboxes(settings, data_dir, project.env.get(PLATFORM_API_KEY))
+    sandboxes = None
     try:
+        sandboxes = open_sandboxes(
+            SandboxSettings.from_env(), data_dir, project.env.get(PLATFORM_API_KEY)
+        )
         runtime = await load_agent(
             project,
             revision_id,
@@ -46,7 +47,8 @@ async def open_embedded_server(
         )
     except BaseException:
         await storage.close()
-        await sandboxes.aclose()
+        if sandboxes is not None:
+            await sandboxes.aclose()
         raise
     deployment = Deployment(runtime)
     engine = RunEngine(storage, deployment, workers=workers, run_timeout=run_timeout)
