@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint format typecheck test check demo bench bench-setup bench-server bench-production clean
+.PHONY: install lint format typecheck test check demo bench bench-setup bench-server bench-production bench-sandbox clean
 
 install: $(STAMP)
 
@@ -56,6 +56,10 @@ bench-server: bench-setup
 # deploy-to-live; uses DATABASE_URL / REDIS_URL or throwaway servers.
 bench-production: install
 	$(BIN)/python bench/production.py $(ARGS)
+
+# What one sandboxed command costs, in process and through agentctl sandbox-server.
+bench-sandbox: install
+	$(BIN)/python bench/sandbox.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) demo .mypy_cache .ruff_cache .pytest_cache
