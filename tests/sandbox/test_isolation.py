@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import eventually
 from tests.sandbox.conftest import LimitedSandbox, OpenSandbox
 
 SECRET = "s3cret-platform-key-4d1f"
@@ -170,3 +171,17 @@ def _sandbox_processes() -> int:
             except (FileNotFoundError, ProcessLookupError):
                 continue
     return count
+
+
+async def test_a_cancelled_command_does_not_outlive_its_run(open_sandbox: OpenSandbox) -> None:
+    sandbox = await open_sandbox()
+    command = asyncio.create_task(sandbox.aexecute("sleep 30 & sleep 30; echo never"))
+    await asyncio.sleep(0.5)
+    command.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await command
+
+    async def gone() -> bool:
+        return _sandbox_processes() == 0
+
+    await eventually(gone, 5, "the cancelled command's processes to end")

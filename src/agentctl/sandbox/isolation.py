@@ -207,6 +207,9 @@ async def run(
                     break
     except TimeoutError:
         stopped = f"it ran longer than the time limit of {seconds:g} s"
+    except BaseException:  # the caller gave up (a cancelled run): the command goes too
+        _kill(process.pid)
+        raise
     if stopped is not None:
         _kill(process.pid)
         while await process.stdout.read(65536):  # to the end, or the process is never done
