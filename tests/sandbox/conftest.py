@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -52,3 +53,19 @@ def open_sandbox(service: SandboxService) -> OpenSandbox:
         return await pool.acquire(SandboxKey("coder", thread))
 
     return open_
+
+
+def sandbox_processes() -> int:
+    """Processes of the sandbox user on this machine (sandboxes run as a user of their own
+    when the tests run as root; otherwise as ours, which this cannot tell apart)."""
+    if os.geteuid() != 0:
+        return 0
+    count = 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                alive = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+                count += alive and entry.stat().st_uid == 65534
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+    return count

@@ -21,6 +21,7 @@ from agentctl.sandbox.service import SandboxRefused
 from agentctl.server.http import uvicorn_config
 from agentctl.settings import SandboxSettings
 from tests.conftest import eventually
+from tests.sandbox.conftest import sandbox_processes
 
 KEY = "sandbox-test-key"
 
@@ -133,3 +134,17 @@ async def test_idle_sandboxes_expire(sandbox_dir: Path, monkeypatch: pytest.Monk
         await eventually(expired, 10, "the idle thread sandbox to expire")
     finally:
         await service.aclose()
+
+
+async def test_a_command_whose_caller_gave_up_is_stopped(client: SandboxClient) -> None:
+    await client.ensure("t.coder.t1", SandboxSpec())
+    command = asyncio.create_task(client.execute("t.coder.t1", "sleep 30; echo never"))
+    await asyncio.sleep(0.5)
+    command.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await command
+
+    async def gone() -> bool:
+        return sandbox_processes() == 0
+
+    await eventually(gone, 5, "the command to be stopped")

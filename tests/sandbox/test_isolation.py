@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import eventually
-from tests.sandbox.conftest import LimitedSandbox, OpenSandbox
+from tests.sandbox.conftest import LimitedSandbox, OpenSandbox, sandbox_processes
 
 SECRET = "s3cret-platform-key-4d1f"
 
@@ -136,7 +136,7 @@ async def test_a_fork_bomb_is_contained(open_sandbox: OpenSandbox) -> None:
     )
     assert "fork" in result.output.lower() or "resource temporarily unavailable" in result.output
     await asyncio.sleep(0.5)
-    assert _sandbox_processes() == 0  # nothing outlived the command
+    assert sandbox_processes() == 0  # nothing outlived the command
     assert (await sandbox.aexecute("echo alive")).output.strip() == "alive"
 
 
@@ -157,22 +157,6 @@ async def test_file_size_is_limited(limited_sandbox: LimitedSandbox) -> None:
     assert int(size.output.strip()) == 1 << 20
 
 
-def _sandbox_processes() -> int:
-    """Processes of the sandbox user on this machine (sandboxes run as a user of their own
-    when the tests run as root; otherwise as ours, which this cannot tell apart)."""
-    if os.geteuid() != 0:
-        return 0
-    count = 0
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                alive = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-                count += alive and entry.stat().st_uid == 65534
-            except (FileNotFoundError, ProcessLookupError):
-                continue
-    return count
-
-
 async def test_a_cancelled_command_does_not_outlive_its_run(open_sandbox: OpenSandbox) -> None:
     sandbox = await open_sandbox()
     command = asyncio.create_task(sandbox.aexecute("sleep 30 & sleep 30; echo never"))
@@ -182,6 +166,6 @@ async def test_a_cancelled_command_does_not_outlive_its_run(open_sandbox: OpenSa
         await command
 
     async def gone() -> bool:
-        return _sandbox_processes() == 0
+        return sandbox_processes() == 0
 
     await eventually(gone, 5, "the cancelled command's processes to end")

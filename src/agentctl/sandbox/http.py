@@ -15,8 +15,10 @@ Every call but `/ok` needs `x-api-key: PLATFORM_API_KEY`. Errors are `{"detail":
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
+import contextlib
 import hmac
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -33,6 +35,7 @@ from agentctl.errors import AgentctlError
 from agentctl.sandbox.service import SandboxService, SandboxSpec
 
 MAX_BODY = 128 << 20
+DISCONNECT_CHECK = 0.5  # seconds between checks that the caller of a command still waits
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -72,13 +75,22 @@ def sandbox_app(service: SandboxService, api_key: str) -> Starlette:
         command = body.get("command")
         if not isinstance(command, str):
             raise BadRequest("command: expected a string")
-        finished = await service.execute(
-            request.path_params["name"],
-            command,
-            timeout=_number(body, "timeout"),
-            stdin=_base64(body["stdin"], "stdin") if body.get("stdin") is not None else None,
-            output_bytes=_number(body, "output_bytes"),
+        running = asyncio.ensure_future(
+            service.execute(
+                request.path_params["name"],
+                command,
+                timeout=_number(body, "timeout"),
+                stdin=_base64(body["stdin"], "stdin") if body.get("stdin") is not None else None,
+                output_bytes=_number(body, "output_bytes"),
+            )
         )
+        while not (await asyncio.wait({running}, timeout=DISCONNECT_CHECK))[0]:
+            if await request.is_disconnected():  # the run was cancelled: so is the command
+                running.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await running
+                return Response(status_code=499)
+        finished = running.result()
         return JSONResponse(
             {
                 "output": base64.b64encode(finished.output).decode(),
