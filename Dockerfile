@@ -44,9 +44,10 @@ LABEL org.opencontainers.image.title="agentctl" \
       io.agentctl.extras="${EXTRAS}"
 
 # bubblewrap isolates the platform sandbox's commands (`agentctl sandbox-server`, or `serve`
-# running sandboxes itself); the base image already has util-linux (prlimit, setpriv).
+# running sandboxes itself); the base image already has util-linux (prlimit, setpriv). tini
+# is PID 1: it reaps the processes a finished sandbox leaves to it.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends bubblewrap \
+    && apt-get install -y --no-install-recommends bubblewrap tini \
     && rm -rf /var/lib/apt/lists/*
 
 # A fixed numeric uid/gid, so Kubernetes' runAsNonRoot can check it. Its home is /data: the
@@ -80,4 +81,5 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
 
 # SIGTERM (the default stop signal) drains runs in flight for AGENTCTL_SHUTDOWN_GRACE_SECONDS:
 # give the container longer than that to stop (stop_grace_period, terminationGracePeriodSeconds).
+ENTRYPOINT ["tini", "--"]
 CMD ["agentctl", "serve"]

@@ -17,7 +17,7 @@ from agentctl.sandbox.client import SandboxClient
 from agentctl.sandbox.http import sandbox_app
 from agentctl.sandbox.isolation import SandboxUnavailable
 from agentctl.sandbox.platform import PlatformPool
-from agentctl.sandbox.service import SandboxRefused
+from agentctl.sandbox.service import SandboxBusy, SandboxRefused
 from agentctl.server.http import uvicorn_config
 from agentctl.settings import SandboxSettings
 from tests.conftest import eventually
@@ -148,3 +148,29 @@ async def test_a_command_whose_caller_gave_up_is_stopped(client: SandboxClient) 
         return sandbox_processes() == 0
 
     await eventually(gone, 5, "the command to be stopped")
+
+
+async def test_what_cannot_be_done_is_refused_not_failed(client: SandboxClient, url: str) -> None:
+    for skills in ({"../escape.py": b"x"}, {"": b"x"}, {"a": b"x", "a/b": b"y"}):
+        with pytest.raises(SandboxRefused):
+            await client.ensure("t.coder.bad", SandboxSpec(skills=skills))
+    assert await client.list_sandboxes() == []
+    await client.ensure("t.coder.t1", SandboxSpec())
+    running = asyncio.create_task(client.execute("t.coder.t1", "sleep 2"))
+    await asyncio.sleep(0.5)
+    with pytest.raises(SandboxBusy, match="is running a command"):
+        await client.delete("t.coder.t1")
+    await running
+    async with httpx.AsyncClient(base_url=url, headers={"x-api-key": KEY}) as http:
+        fraction = await http.post(
+            "/sandboxes/t.coder.t1/execute", json={"command": "true", "output_bytes": 1.5}
+        )
+    assert fraction.status_code == 400
+    assert "output_bytes" in fraction.json()["detail"]
+
+
+async def test_a_url_that_is_not_a_sandbox_service_is_named(url: str) -> None:
+    client = SandboxClient(f"{url}/elsewhere", KEY, timeout=5)
+    with pytest.raises(RuntimeFailure, match="is not a sandbox service"):
+        await client.execute("t.coder.t1", "true")
+    await client.aclose()

@@ -47,7 +47,7 @@ async def test_host_files_are_out_of_reach(
     sandbox = await open_sandbox()
     result = await sandbox.aexecute(
         f"cat /etc/shadow; cat {project}/.env; ls {sandbox_dir}; ls /root; "
-        "ls /; touch /usr/evil; touch /memories/skills/evil; echo end"
+        "touch /usr/evil /memories/skills/evil /evil /dev/evil; echo end"
     )
     assert SECRET not in result.output
     assert "cat: /etc/shadow: No such file or directory" in result.output
@@ -55,7 +55,8 @@ async def test_host_files_are_out_of_reach(
     for folder in (sandbox_dir, "/root"):
         assert f"ls: cannot access '{folder}': No such file or directory" in result.output
     assert "touch: cannot touch '/usr/evil': Read-only file system" in result.output
-    assert "touch: cannot touch '/memories/skills/evil': Read-only file system" in result.output
+    for path in ("/memories/skills/evil", "/evil", "/dev/evil"):
+        assert f"touch: cannot touch '{path}': Read-only file system" in result.output
     assert not Path("/usr/evil").exists()
     assert result.output.rstrip().endswith("end")
 

@@ -10,7 +10,13 @@ import httpx
 from agentctl.errors import RuntimeFailure
 from agentctl.sandbox.http import spec_json
 from agentctl.sandbox.isolation import Finished, SandboxUnavailable
-from agentctl.sandbox.service import SandboxInfo, SandboxNotFound, SandboxRefused, SandboxSpec
+from agentctl.sandbox.service import (
+    SandboxBusy,
+    SandboxInfo,
+    SandboxNotFound,
+    SandboxRefused,
+    SandboxSpec,
+)
 
 SANDBOX_URL = "AGENTCTL_SANDBOX_URL"
 
@@ -82,10 +88,21 @@ class SandboxClient:
                 f"the sandbox service at {self.url} refused the deployment key: {detail} — "
                 "start it with the same PLATFORM_API_KEY as the replicas"
             )
-        error = {404: SandboxNotFound, 422: SandboxRefused, 503: SandboxUnavailable}.get(
-            response.status_code, RuntimeFailure
-        )
+        if response.status_code == 404 and not _is_json(response):
+            raise RuntimeFailure(
+                f"{self.url} is not a sandbox service (404 for {path}) — check {SANDBOX_URL}"
+            )
+        error = {
+            404: SandboxNotFound,
+            409: SandboxBusy,
+            422: SandboxRefused,
+            503: SandboxUnavailable,
+        }.get(response.status_code, RuntimeFailure)
         raise error(f"the sandbox service: {detail}")
+
+
+def _is_json(response: httpx.Response) -> bool:
+    return str(response.headers.get("content-type", "")).startswith("application/json")
 
 
 def _detail(response: httpx.Response) -> str:

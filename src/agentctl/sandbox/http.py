@@ -35,6 +35,7 @@ from agentctl.errors import AgentctlError
 from agentctl.sandbox.service import SandboxService, SandboxSpec
 
 MAX_BODY = 128 << 20
+MAX_OUTPUT = 64 << 20  # the most output one command may return (a file read whole)
 DISCONNECT_CHECK = 0.5  # seconds between checks that the caller of a command still waits
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -75,21 +76,29 @@ def sandbox_app(service: SandboxService, api_key: str) -> Starlette:
         command = body.get("command")
         if not isinstance(command, str):
             raise BadRequest("command: expected a string")
+        output_bytes = body.get("output_bytes")
+        if output_bytes is not None and (
+            not isinstance(output_bytes, int) or not 0 < output_bytes <= MAX_OUTPUT
+        ):
+            raise BadRequest(f"output_bytes: expected a whole number from 1 to {MAX_OUTPUT}")
         running = asyncio.ensure_future(
             service.execute(
                 request.path_params["name"],
                 command,
                 timeout=_number(body, "timeout"),
                 stdin=_base64(body["stdin"], "stdin") if body.get("stdin") is not None else None,
-                output_bytes=_number(body, "output_bytes"),
+                output_bytes=output_bytes,
             )
         )
-        while not (await asyncio.wait({running}, timeout=DISCONNECT_CHECK))[0]:
-            if await request.is_disconnected():  # the run was cancelled: so is the command
+        try:
+            while not (await asyncio.wait({running}, timeout=DISCONNECT_CHECK))[0]:
+                if await request.is_disconnected():  # the run was cancelled: so is the command
+                    return Response(status_code=499)
+        finally:
+            if not running.done():
                 running.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await running
-                return Response(status_code=499)
         finished = running.result()
         return JSONResponse(
             {
@@ -144,12 +153,14 @@ def _spec(body: dict[str, Any]) -> SandboxSpec:
 
 
 async def _body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
-    if len(raw) > MAX_BODY:
-        raise BadRequest(f"the request body is larger than {MAX_BODY} bytes")
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            raise BadRequest(f"the request body is larger than {MAX_BODY} bytes")
     try:
         body = json.loads(raw or b"{}")
-    except ValueError:
+    except (ValueError, RecursionError):
         raise BadRequest("the request body is not JSON") from None
     if not isinstance(body, dict):
         raise BadRequest("the request body must be a JSON object")
@@ -165,7 +176,9 @@ def _base64(value: Any, what: str) -> bytes:
 
 def _number(body: dict[str, Any], key: str) -> Any:
     value = body.get(key)
-    if value is not None and (not isinstance(value, (int, float)) or value <= 0):
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e9
+    ):
         raise BadRequest(f"{key}: expected a number greater than 0")
     return value
 

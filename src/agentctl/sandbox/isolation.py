@@ -112,10 +112,13 @@ def command_line(box: Box, command: str, limits: Limits, *, network: bool) -> li
     for name in ETC_FILES:
         args += ["--ro-bind", str(box.etc / name), f"/etc/{name}"]
     args += ["--proc", "/proc", "--dev", "/dev"]
-    args += ["--size", str(limits.memory_bytes), "--tmpfs", "/tmp"]
+    for scratch in ("/tmp", "/dev/shm"):  # in memory: capped
+        args += ["--size", str(limits.memory_bytes), "--tmpfs", scratch]
     args += ["--bind", str(box.workspace), WORKSPACE, "--chdir", WORKSPACE]
     if box.skills is not None:
         args += ["--ro-bind", str(box.skills), SKILLS]
+    # The root and /dev are bubblewrap's own in-memory folders: read-only once set up.
+    args += ["--remount-ro", "/dev", "--remount-ro", "/"]
     args += ["--clearenv"]
     for name, value in _environment().items():
         args += ["--setenv", name, value]

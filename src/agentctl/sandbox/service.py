@@ -46,6 +46,10 @@ class SandboxNotFound(UserError):
     status = 404
 
 
+class SandboxBusy(UserError):
+    status = 409
+
+
 class SandboxRefused(UserError):
     """A sandbox that cannot be made as asked: an image or template not prepared here."""
 
@@ -138,7 +142,7 @@ class SandboxService:
     async def ensure(self, name: str, spec: SandboxSpec) -> bool:
         _check_name(name)
         await self.start()
-        async with self._locks.setdefault(name, asyncio.Lock()):
+        async with self._lock(name):
             return await asyncio.to_thread(self._ensure, name, spec)
 
     async def execute(
@@ -153,8 +157,7 @@ class SandboxService:
         _check_name(name)
         await self.start()
         folder = self.boxes / name
-        self._busy[name] = self._busy.get(name, 0) + 1
-        try:
+        async with self._lock(name):  # not while it is being made, changed or removed
             state = self._state(folder)
             if state is None:
                 raise SandboxNotFound(f"there is no sandbox {name}")
@@ -165,6 +168,8 @@ class SandboxService:
                 workspace=folder / "workspace",
                 skills=folder / "skills" if (folder / "skills").is_dir() else None,
             )
+            self._busy[name] = self._busy.get(name, 0) + 1
+        try:
             network = self.settings.network == "host"
             argv = isolation.command_line(box, command, self.limits, network=network)
             return await isolation.run(
@@ -180,12 +185,17 @@ class SandboxService:
 
     async def delete(self, name: str) -> bool:
         _check_name(name)
-        async with self._locks.setdefault(name, asyncio.Lock()):
+        async with self._lock(name):
             folder = self.boxes / name
             if not folder.is_dir():
                 return False
+            if self._busy.get(name):
+                raise SandboxBusy(f"sandbox {name} is running a command: delete it after")
             await asyncio.to_thread(_remove, folder)
             return True
+
+    def _lock(self, name: str) -> asyncio.Lock:
+        return self._locks.setdefault(name, asyncio.Lock())
 
     async def list_sandboxes(self) -> list[SandboxInfo]:
         return await asyncio.to_thread(self._list)
@@ -202,9 +212,12 @@ class SandboxService:
     async def start(self) -> None:
         """Prepare the folders, drop the previous run's thread sandboxes, prove that a
         sandbox can run here, and start expiring idle ones; done once, on first use."""
-        if self._started is None:
-            self._started = asyncio.ensure_future(self._first_start())
-        await asyncio.shield(self._started)
+        started = self._started
+        if started is None or (
+            started.done() and not started.cancelled() and started.exception() is not None
+        ):  # not yet, or it failed: try (again)
+            self._started = started = asyncio.ensure_future(self._first_start())
+        await asyncio.shield(started)
 
     async def _first_start(self) -> None:
         isolation.bwrap()
@@ -243,26 +256,30 @@ class SandboxService:
     # -- sandboxes on disk -----------------------------------------------------------------
 
     def _ensure(self, name: str, spec: SandboxSpec) -> bool:
+        _check_skills(spec)
         folder = self.boxes / name
         state = self._state(folder)
-        created = state is None
-        if state is None:
+        if state is None:  # made whole aside, then renamed: never seen half made
             self._root(spec.image)
             template = self._template(spec.template)
             staging = self.boxes / f".new-{name}"
             _remove(staging)
-            self._create(staging, spec, template)
+            try:
+                self._create(staging, spec, template)
+                self._sync_skills(staging, spec)
+            except BaseException:
+                _remove(staging)
+                raise
             staging.rename(folder)
-            state = self._state(folder)
-            assert state is not None
             log.info("sandbox %s created (image %s)", name, spec.image)
+            return True
         if state["image"] != spec.image:  # a new revision may change it; the files stay
             self._root(spec.image)
             state["image"] = spec.image
-            (folder / STATE).write_text(json.dumps(state))
+            _write_state(folder, state)
         if state.get("skills_digest") != spec.digest:
             self._sync_skills(folder, spec)
-        return created
+        return False
 
     def _create(self, folder: Path, spec: SandboxSpec, template: Path | None = None) -> None:
         folder.mkdir(parents=True)
@@ -277,19 +294,20 @@ class SandboxService:
                 os.lchown(path, self.uid, self.uid)
         now = time.time()
         state = {"image": spec.image, "template": spec.template, "created_at": now}
-        (folder / STATE).write_text(json.dumps(state))
+        _write_state(folder, state)
 
     def _sync_skills(self, folder: Path, spec: SandboxSpec) -> None:
         """Replace the sandbox's skills with `spec`'s, whole (commands see one or the other)."""
         staging = folder / "skills.new"
         _remove(staging)
         staging.mkdir()
-        for path, data in spec.skills.items():
-            target = staging / path
-            if ".." in Path(path).parts or Path(path).is_absolute():
-                raise SandboxRefused(f"skill file {path!r} is outside the skills folder")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+        try:
+            for path, data in spec.skills.items():
+                (staging / path).parent.mkdir(parents=True, exist_ok=True)
+                (staging / path).write_bytes(data)
+        except OSError as exc:  # e.g. both `a` and `a/b`
+            _remove(staging)
+            raise SandboxRefused(f"the skill files cannot be written: {exc.strerror}") from None
         for written in [staging, *staging.rglob("*")]:
             written.chmod(0o755 if written.is_dir() else 0o644)
         old = folder / "skills.old"
@@ -300,7 +318,7 @@ class SandboxService:
         _remove(old)
         state = self._state(folder) or {}
         state["skills_digest"] = spec.digest
-        (folder / STATE).write_text(json.dumps(state))
+        _write_state(folder, state)
 
     def _state(self, folder: Path) -> dict[str, Any] | None:
         try:
@@ -372,11 +390,11 @@ class SandboxService:
                 for info in await self.list_sandboxes():
                     if not self._idle(info.name):
                         continue
-                    async with self._locks.setdefault(info.name, asyncio.Lock()):
+                    async with self._lock(info.name):
                         if self._idle(info.name):  # still, now that no ensure runs
                             await asyncio.to_thread(_remove, self.boxes / info.name)
                             log.info("sandbox %s expired", info.name)
-            except OSError:
+            except Exception:  # the next round tries again
                 log.exception("expiring idle sandboxes failed")
 
     def _idle(self, name: str) -> bool:
@@ -413,6 +431,20 @@ def _check_reachable(folder: Path, uid: int) -> None:
             )
 
 
+def _write_state(folder: Path, state: dict[str, Any]) -> None:
+    """Replace `sandbox.json` whole: a command starting meanwhile reads the old or the new."""
+    staging = folder / f".{STATE}.new"
+    staging.write_text(json.dumps(state))
+    os.replace(staging, folder / STATE)
+
+
+def _check_skills(spec: SandboxSpec) -> None:
+    for path in spec.skills:
+        parts = Path(path).parts
+        if not path or "\0" in path or Path(path).is_absolute() or ".." in parts:
+            raise SandboxRefused(f"skill file {path!r} is not a path inside the skills folder")
+
+
 def _check_name(name: str) -> None:
     if not NAME.fullmatch(name):
         raise SandboxNotFound(f"{name!r} is not a sandbox name")
@@ -422,9 +454,9 @@ def _remove(folder: Path) -> None:
     """Remove `folder`, even where a command made parts of it unreadable."""
 
     def unlock(function: Any, path: str, _: Any) -> None:
-        os.chmod(os.path.dirname(path), 0o700)
-        if os.path.isdir(path) and not os.path.islink(path):
-            os.chmod(path, 0o700)
+        for folder in (os.path.dirname(path), path):
+            if os.path.isdir(folder) and not os.path.islink(folder):
+                os.chmod(folder, 0o700)
         function(path)
 
     if folder.exists() or folder.is_symlink():
