@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from agentctl.sandbox import SandboxKey, SandboxService, SandboxSpec
 from agentctl.sandbox.platform import PlatformPool, PlatformSandbox
 from agentctl.settings import SandboxSettings
+from tests.conftest import eventually
 
 OpenSandbox = Callable[..., Awaitable[PlatformSandbox]]
 LimitedSandbox = Callable[..., Awaitable[PlatformSandbox]]
@@ -69,3 +71,18 @@ def sandbox_processes() -> int:
             except (FileNotFoundError, ProcessLookupError):
                 continue
     return count
+
+
+async def cancel_and_wait_for_the_end(command: Awaitable[object]) -> None:
+    """Start `command`, give up on it after half a second, and wait until no process of the
+    sandbox is left."""
+    running = asyncio.ensure_future(command)
+    await asyncio.sleep(0.5)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+
+    async def gone() -> bool:
+        return sandbox_processes() == 0
+
+    await eventually(gone, 5, "the cancelled command's processes to end")

@@ -21,7 +21,7 @@ from agentctl.sandbox.service import SandboxBusy, SandboxRefused
 from agentctl.server.http import uvicorn_config
 from agentctl.settings import SandboxSettings
 from tests.conftest import eventually
-from tests.sandbox.conftest import sandbox_processes
+from tests.sandbox.conftest import cancel_and_wait_for_the_end
 
 KEY = "sandbox-test-key"
 
@@ -138,16 +138,7 @@ async def test_idle_sandboxes_expire(sandbox_dir: Path, monkeypatch: pytest.Monk
 
 async def test_a_command_whose_caller_gave_up_is_stopped(client: SandboxClient) -> None:
     await client.ensure("t.coder.t1", SandboxSpec())
-    command = asyncio.create_task(client.execute("t.coder.t1", "sleep 30; echo never"))
-    await asyncio.sleep(0.5)
-    command.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await command
-
-    async def gone() -> bool:
-        return sandbox_processes() == 0
-
-    await eventually(gone, 5, "the command to be stopped")
+    await cancel_and_wait_for_the_end(client.execute("t.coder.t1", "sleep 30; echo never"))
 
 
 async def test_what_cannot_be_done_is_refused_not_failed(client: SandboxClient, url: str) -> None:

@@ -12,8 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import eventually
-from tests.sandbox.conftest import LimitedSandbox, OpenSandbox, sandbox_processes
+from tests.sandbox.conftest import (
+    LimitedSandbox,
+    OpenSandbox,
+    cancel_and_wait_for_the_end,
+    sandbox_processes,
+)
 
 SECRET = "s3cret-platform-key-4d1f"
 
@@ -160,13 +164,4 @@ async def test_file_size_is_limited(limited_sandbox: LimitedSandbox) -> None:
 
 async def test_a_cancelled_command_does_not_outlive_its_run(open_sandbox: OpenSandbox) -> None:
     sandbox = await open_sandbox()
-    command = asyncio.create_task(sandbox.aexecute("sleep 30 & sleep 30; echo never"))
-    await asyncio.sleep(0.5)
-    command.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await command
-
-    async def gone() -> bool:
-        return sandbox_processes() == 0
-
-    await eventually(gone, 5, "the cancelled command's processes to end")
+    await cancel_and_wait_for_the_end(sandbox.aexecute("sleep 30 & sleep 30; echo never"))
