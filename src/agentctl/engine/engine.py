@@ -62,6 +62,9 @@ class RunEngine:
         self._wake = asyncio.Event()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._cancel_actions: dict[str, StopReason] = {}
+        # Runs recording how they ended: their status is no longer `running`, so their
+        # lease is not renewed, yet they are not lost: they must not be stopped mid-way.
+        self._finishing: set[str] = set()
         # Cancels that arrived for a run this process claimed but had not started yet.
         self._early_cancels: dict[str, tuple[CancelAction, float]] = {}
         self._background: list[asyncio.Task[None]] = []
@@ -204,7 +207,7 @@ class RunEngine:
                 held = await self.storage.runs.renew(self.worker, self.lease)
                 for run_id in executing:
                     task = self._tasks.get(run_id)
-                    if run_id not in held and task is not None:
+                    if run_id not in held and task is not None and run_id not in self._finishing:
                         log.warning("run %s: lease lost to another replica; stopping", run_id)
                         self._cancel_actions.setdefault(run_id, "lease lost")
                         task.cancel("lease lost")
@@ -252,6 +255,7 @@ class RunEngine:
             finally:
                 self._tasks.pop(run.run_id, None)
                 self._cancel_actions.pop(run.run_id, None)
+                self._finishing.discard(run.run_id)
                 self._slots.release()
                 self._wake.set()
                 run_finished(run, status, time.monotonic() - started)
@@ -286,6 +290,7 @@ class RunEngine:
         return outcome.status
 
     async def _finish(self, run: Run, graph: Any, outcome: executor.Outcome) -> None:
+        self._finishing.add(run.run_id)
         await self.storage.runs.finish(run.run_id, outcome.status, error=outcome.error)
         await self._settle_thread(run, graph, outcome.status)
         await self._append_end(run, outcome.status)
@@ -293,6 +298,7 @@ class RunEngine:
             await self.storage.threads.delete(run.thread_id)
 
     async def _finish_cancelled(self, run: Run, graph: Any, action: CancelAction) -> None:
+        self._finishing.add(run.run_id)
         if action == "rollback":
             await self.storage.runs.delete(run.run_id)
             await self.storage.checkpointer.adelete_for_run(run.thread_id, run.run_id)
