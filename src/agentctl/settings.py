@@ -169,7 +169,12 @@ class Settings:
 
     def describe(self) -> dict[str, Any]:
         """Every setting by variable name, secrets masked: safe to print or log."""
-        return _describe(self, "serve")
+        shown: dict[str, Any] = {}
+        for s in SETTINGS:
+            if s.scope == "serve":
+                value = getattr(self, s.field)
+                shown[s.name] = "***" if s.secret and value else _without_password(value)
+        return shown
 
 
 @dataclass(frozen=True)
@@ -204,15 +209,6 @@ def _read(scope: Scope, env: Mapping[str, str] | None, overrides: Mapping[str, A
     values = {s.field: parse(s, env.get(s.name)) for s in SETTINGS if s.scope == scope}
     values.update({k: v for k, v in overrides.items() if v is not None})
     return values
-
-
-def _describe(settings: Settings, scope: Scope) -> dict[str, Any]:
-    shown: dict[str, Any] = {}
-    for s in SETTINGS:
-        if s.scope == scope:
-            value = getattr(settings, s.field)
-            shown[s.name] = "***" if s.secret and value else _without_password(value)
-    return shown
 
 
 def _without_password(value: Any) -> Any:

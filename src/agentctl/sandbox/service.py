@@ -25,7 +25,7 @@ import re
 import shutil
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -461,7 +461,3 @@ def _remove(folder: Path) -> None:
 
     if folder.exists() or folder.is_symlink():
         shutil.rmtree(folder, onerror=unlock)
-
-
-def info_json(info: SandboxInfo) -> dict[str, Any]:
-    return asdict(info)
