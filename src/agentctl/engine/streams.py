@@ -60,7 +60,8 @@ async def follow(
             return
         while True:
             try:
-                event = await asyncio.wait_for(subscription.next(), heartbeat)
+                async with asyncio.timeout(heartbeat):
+                    event = await subscription.next()
             except TimeoutError:
                 yield None
                 continue

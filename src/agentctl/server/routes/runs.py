@@ -77,8 +77,9 @@ async def start_run(
             thread = Thread(thread_id=thread_id, metadata=caller.stamp({}))
             if not await server.storage.threads.create(thread):
                 raise conflict(f"thread {thread_id!r} was created meanwhile — send the run again")
-        pending = thread.interrupts or await server.storage.runs.active(thread_id)
-        if body.is_resume and not pending:
+        if body.is_resume and not (
+            thread.interrupts or await server.storage.runs.active(thread_id)
+        ):
             raise ApiError(
                 409,
                 f"thread {thread_id!r} has no pending interrupt to resume — "

@@ -44,6 +44,5 @@ class SqliteStorage:
 
     async def close(self) -> None:
         await self.bus.close()
-        self.events.flush()
         close(self.conn)
         close(self.store_conn)

@@ -3,20 +3,36 @@
 The library's async variants hand every call to a thread and commit each write with a full
 sync; on the embedded database that overhead is most of a one-turn run's storage cost. These
 subclasses call the library's synchronous code directly (see `database.py` for why that is
-safe here) and share the server's connection.
+safe here) and share the server's connection. Checkpoints and writes are appended with the
+next commit (`database.defer`), many in one statement; every read flushes them first.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from langgraph.checkpoint.base import WRITES_IDX_MAP, get_checkpoint_metadata
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.sqlite import SqliteStore
 
 from agentctl.storage.sqlite import database
+
+_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id"
+PUT_CHECKPOINT = (
+    f"INSERT OR REPLACE INTO checkpoints ({_COLUMNS}, parent_checkpoint_id, type, checkpoint, "
+    "metadata) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+_WRITES = (
+    f"INTO writes ({_COLUMNS}, task_id, task_path, idx, channel, type, value) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+# As the library: special channels (errors, interrupts, ...) replace, the others keep the first.
+REPLACE_WRITES = f"INSERT OR REPLACE {_WRITES}"
+KEEP_WRITES = f"INSERT OR IGNORE {_WRITES}"
 
 
 class LoopSqliteSaver(SqliteSaver):  # type: ignore[misc]
@@ -24,6 +40,7 @@ class LoopSqliteSaver(SqliteSaver):  # type: ignore[misc]
     def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
         """The library's writes join the server's batched transactions (see `database`)."""
         self.setup()
+        database.flush(self.conn)
         cur = self.conn.cursor()
         try:
             if transaction:
@@ -34,6 +51,48 @@ class LoopSqliteSaver(SqliteSaver):  # type: ignore[misc]
                     yield cur
         finally:
             cur.close()
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        """The library's row, appended with the next commit."""
+        configurable = config["configurable"]
+        thread_id, checkpoint_ns = str(configurable["thread_id"]), configurable["checkpoint_ns"]
+        type_, serialized = self.serde.dumps_typed(checkpoint)
+        meta = json.dumps(get_checkpoint_metadata(config, metadata), ensure_ascii=False)
+        row = (
+            thread_id,
+            checkpoint_ns,
+            checkpoint["id"],
+            configurable.get("checkpoint_id"),
+            type_,
+            serialized,
+            meta.encode("utf-8", "ignore"),
+        )
+        database.defer(self.conn, PUT_CHECKPOINT, [row])
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
+
+    def put_writes(
+        self, config: Any, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        """The library's rows, appended with the next commit."""
+        configurable = config["configurable"]
+        key = (
+            str(configurable["thread_id"]),
+            str(configurable["checkpoint_ns"]),
+            str(configurable["checkpoint_id"]),
+        )
+        statement = REPLACE_WRITES if all(w[0] in WRITES_IDX_MAP for w in writes) else KEEP_WRITES
+        rows = []
+        for index, (channel, value) in enumerate(writes):
+            type_, blob = self.serde.dumps_typed(value)
+            index = WRITES_IDX_MAP.get(channel, index)
+            rows.append((*key, task_id, task_path, index, channel, type_, blob))
+        database.defer(self.conn, statement, rows)
 
     async def aget_tuple(self, config: Any) -> Any:
         return self.get_tuple(config)

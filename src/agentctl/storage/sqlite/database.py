@@ -144,9 +144,7 @@ def lock_of(conn: sqlite3.Connection) -> threading.RLock:
 
 
 def close(conn: sqlite3.Connection) -> None:
-    with lock_of(conn):
-        if conn.in_transaction:
-            conn.execute("COMMIT")
+    commit(conn)
     _locks.pop(id(conn), None)
     conn.close()
 
@@ -159,6 +157,7 @@ def transaction(conn: sqlite3.Connection, *, durable: bool = False) -> Iterator[
     commits before returning, for writes a client is about to be told about (an accepted
     run). Off the loop, every block commits at once."""
     with lock_of(conn):
+        flush(conn)  # the deferred rows go first: the block may read or delete them
         if not conn.in_transaction:
             conn.execute("BEGIN")
         conn.execute("SAVEPOINT op")
@@ -175,8 +174,39 @@ def transaction(conn: sqlite3.Connection, *, durable: bool = False) -> Iterator[
 
 def commit(conn: sqlite3.Connection) -> None:
     with lock_of(conn):
+        flush(conn)
         if conn.in_transaction:
             conn.execute("COMMIT")
+
+
+# Appends waiting for the next commit, per connection: (statement, rows) in arrival order.
+_deferred: dict[int, list[tuple[str, list[tuple[Any, ...]]]]] = {}
+
+
+def defer(conn: sqlite3.Connection, statement: str, rows: list[tuple[Any, ...]]) -> None:
+    """Execute `statement` for each of `rows` with the next commit, in order with the other
+    deferred rows: one `executemany` for the rows of many calls, and no savepoint. For
+    appends (checkpoints, events) whose readers call `flush` first. Off the loop, at once."""
+    with lock_of(conn):
+        queue = _deferred.setdefault(id(conn), [])
+        if queue and queue[-1][0] == statement:
+            queue[-1][1].extend(rows)
+        else:
+            queue.append((statement, list(rows)))
+    if not _commit_soon(conn):
+        commit(conn)
+
+
+def flush(conn: sqlite3.Connection) -> None:
+    """Write the deferred rows into the open transaction, so that reads see them."""
+    with lock_of(conn):
+        queue = _deferred.pop(id(conn), None)
+        if not queue:
+            return
+        if not conn.in_transaction:
+            conn.execute("BEGIN")
+        for statement, rows in queue:
+            conn.executemany(statement, rows)
 
 
 _pending_commits: set[int] = set()

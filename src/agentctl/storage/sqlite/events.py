@@ -12,7 +12,13 @@ import time
 from collections import defaultdict
 
 from agentctl.storage.base import Event, event_position
-from agentctl.storage.sqlite.database import transaction
+from agentctl.storage.sqlite import database
+
+# Appended events reach the table with the next commit (`database.defer`): live subscribers
+# get them at once, and reads flush them first.
+INSERT_EVENT = (
+    "INSERT INTO events (thread_id, ms, seq, run_id, event, data) VALUES (?, ?, ?, ?, ?, ?)"
+)
 
 
 class Subscription:
@@ -35,13 +41,10 @@ class SqliteEventLog:
         self.conn = conn
         self._last: dict[str, tuple[int, int]] = {}
         self._subscribers: defaultdict[str, set[Subscription]] = defaultdict(set)
-        self._pending: list[tuple[str, int, int, str, str, bytes]] = []
-        self._flush_scheduled = False
 
     async def append(self, thread_id: str, run_id: str, event: str, data: bytes) -> Event:
         ms, seq = self._next_position(thread_id)
-        self._pending.append((thread_id, ms, seq, run_id, event, data))
-        self._schedule_flush()
+        database.defer(self.conn, INSERT_EVENT, [(thread_id, ms, seq, run_id, event, data)])
         item = Event(f"{ms}-{seq}", run_id, event, data)
         for subscription in self._subscribers.get(thread_id, ()):
             subscription.queue.put_nowait(item)
@@ -60,28 +63,10 @@ class SqliteEventLog:
         self._last[thread_id] = position
         return position
 
-    def _schedule_flush(self) -> None:
-        """Events appended in one turn of the loop are written in one transaction."""
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self.flush)
-
-    def flush(self) -> None:
-        self._flush_scheduled = False
-        if not self._pending:
-            return
-        pending, self._pending = self._pending, []
-        with transaction(self.conn):
-            self.conn.executemany(
-                "INSERT INTO events (thread_id, ms, seq, run_id, event, data) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                pending,
-            )
-
     async def read(
         self, thread_id: str, *, after: str | None, run_id: str | None = None
     ) -> list[Event]:
-        self.flush()
+        database.flush(self.conn)
         ms, seq = event_position(after) if after else (-1, -1)
         query = (
             "SELECT ms, seq, run_id, event, data FROM events WHERE thread_id = ? "
@@ -107,7 +92,6 @@ class SqliteEventLog:
                 del self._subscribers[subscription.thread_id]
 
     async def delete(self, thread_id: str) -> None:
-        self.flush()
-        with transaction(self.conn):
+        with database.transaction(self.conn):
             self.conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
         self._last.pop(thread_id, None)
