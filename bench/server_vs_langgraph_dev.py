@@ -12,22 +12,29 @@ servers) with the same scripted model is served by
   checkpointer and store (the revision's seeds are copied into that store over its HTTP API),
 
 and both are driven over HTTP by the official `langgraph-sdk` async client. The floor is
-`bench/runtime_floor.py`'s `measure` on the same agent in this process (InMemorySaver).
+`bench/runtime_floor.py`'s `one_run` on the same agent in this process (InMemorySaver).
 The scripted model and the MCP servers run in a helper subprocess shared by all three, so
 neither server competes with them for this process's GIL.
 
 Each run is a one-turn streamed run, `client.runs.stream(thread, assistant, input=...,
-stream_mode="values")`, on a fresh thread. Thread creation is EXCLUDED from every figure: the
-sequential phase creates each thread just before its (timed) run, and the concurrent phase
-creates all its threads before the clock starts. Per server:
+stream_mode="values")`, on a fresh thread; the floor's is `graph.ainvoke` on a fresh thread
+id. Thread creation is EXCLUDED from every figure: each batch of runs creates its threads
+before the clock starts. The targets are all started first, then:
 
 0. one run that echoes the system prompt (the scripted model's `@say {system}`): a warning is
    printed when a server's prompt differs from the floor's, i.e. when it does other work;
-1. warm-up (20 sequential runs, then `--concurrency` concurrent ones), then RSS "before";
-2. `--latency-runs` sequential runs: latency p50/p95 (request sent → stream closed), time to
-   first event (the `metadata` event) and to the first `values` event;
+1. warm-up of each (20 sequential runs, then `--concurrency` concurrent ones), then the
+   servers' RSS "before";
+2. `--latency-runs` sequential runs of each: latency p50/p95 (request sent → stream closed),
+   time to first event (the `metadata` event) and to the first `values` event, and the CPU
+   time per run of the process that runs the graph;
 3. the rest of `--runs` at `--concurrency` concurrent streams: throughput (runs/s);
-4. RSS "after" (VmRSS of the process that listens on the server's port), growth per 1000 runs.
+4. the servers' RSS "after" (VmRSS of the process that listens on the port), growth per
+   1000 runs.
+
+In phases 2 and 3 the targets take turns (`--turns`, 5 by default): a fifth of the runs of
+each, then the next fifth, so that the machine's drift (a shared VM's speed moves by ±20%
+within minutes) is shared by all of them instead of showing as a difference between them.
 
 It prints one table with the three columns, the ratios ours/floor and ours/langgraph dev, and
 the targets of DESIGN.md §6: sequential p50 ≤ 1.3× floor, throughput ≥ 0.8× floor and ≥ 2×
@@ -35,7 +42,8 @@ langgraph dev, RSS growth < 10 MiB / 1000 runs.
 
     .venv/bin/pip install -e '.[dev,bench]'      # or: make bench-server
     .venv/bin/python bench/server_vs_langgraph_dev.py [--runs 1000] [--latency-runs 300]
-        [--concurrency 16] [--targets floor,ours,langgraph] [--ours-cmd embedded|dev]
+        [--concurrency 16] [--turns 5] [--targets floor,ours,langgraph]
+        [--ours-cmd embedded|dev]
         [--user ID]
 
 By default no run has a user, so user memory is skipped everywhere: agentctl takes the user
@@ -63,7 +71,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +158,6 @@ class Figures:
     runs: int = 0
     system_prompt: str | None = None
     error: str | None = None
-    notes: list[str] = field(default_factory=list)
 
     @property
     def rss_growth_per_1000(self) -> float | None:
@@ -411,64 +418,130 @@ class Harness:
     async def fresh_run(self, index: int) -> Sample:
         return await self.checked_run(await self.thread(), index)
 
-    async def concurrent(self, count: int, concurrency: int, first: int) -> tuple[float, float]:
-        """`count` runs, `concurrency` at a time, on threads made beforehand: (runs/s, p50)."""
-        threads = [await self.thread() for _ in range(count)]
-        gate = asyncio.Semaphore(concurrency)
 
-        async def bounded(i: int) -> Sample:
-            async with gate:
-                return await self.checked_run(threads[i], first + i)
-
-        started = time.perf_counter()
-        samples = await asyncio.gather(*(bounded(i) for i in range(count)))
-        elapsed = time.perf_counter() - started
-        return count / elapsed, statistics.median(s.latency for s in samples)
+# ---------------------------------------------------------------------------------------------
+# Targets, measured in turns
 
 
-async def measure_server(
-    url: str,
-    pid: int,
-    *,
-    runs: int,
-    latency_runs: int,
-    concurrency: int,
-    user: str | None,
-    before: Callable[[LangGraphClient], Awaitable[None]] | None = None,
-    progress: Callable[[str], None] = print,
-) -> Figures:
-    client = get_client(url=url, api_key=None)
-    figures = Figures()
-    try:
-        if before is not None:
-            await before(client)
-        harness = Harness(client, await assistant_of(client), user)
-        _, figures.system_prompt = await harness.run(await harness.thread(), "@say {system}")
-        for i in range(WARMUP):
-            await harness.fresh_run(-1 - i)
-        await harness.concurrent(concurrency, concurrency, -1000)
-        await asyncio.sleep(0.5)
-        figures.rss_before_mib = rss_mib(pid)
-        progress(f"  {latency_runs} sequential runs")
-        cpu_before = cpu_seconds(pid)
-        samples = [await harness.fresh_run(i) for i in range(latency_runs)]
-        figures.cpu_ms_per_run = (cpu_seconds(pid) - cpu_before) * 1000 / latency_runs
-        latencies = [s.latency * 1000 for s in samples]
-        figures.p50_ms = statistics.median(latencies)
-        figures.p95_ms = p95(latencies)
-        figures.first_event_ms = statistics.median(s.first_event * 1000 for s in samples)
-        figures.first_values_ms = statistics.median(s.first_values * 1000 for s in samples)
-        rest = runs - latency_runs
-        if rest > 0:
-            progress(f"  {rest} runs, {concurrency} concurrent")
-            throughput, loaded = await harness.concurrent(rest, concurrency, latency_runs)
-            figures.runs_per_s, figures.loaded_p50_ms = throughput, loaded * 1000
-        figures.runs = max(runs, latency_runs)
-        await asyncio.sleep(0.5)
-        figures.rss_after_mib = rss_mib(pid)
-    finally:
-        await client.http.client.aclose()
+class Target:
+    """What the interleaved measurement drives: one run at a time, on what `prepare` made."""
+
+    label: str
+
+    async def prepare(self, count: int) -> list[Any]:
+        """What `count` runs need beforehand (servers: a fresh thread each; not timed)."""
+        return [None] * count
+
+    async def run(self, prepared: Any, index: int) -> Sample:
+        raise NotImplementedError
+
+    def cpu(self) -> float:
+        """CPU seconds its process used so far."""
+        raise NotImplementedError
+
+
+class FloorTarget(Target):
+    """The graph in this process: `runtime_floor.one_run` (InMemorySaver, InMemoryStore)."""
+
+    label = "floor"
+
+    def __init__(self, graph: Any) -> None:
+        self.graph = graph
+
+    async def run(self, prepared: Any, index: int) -> Sample:
+        from runtime_floor import one_run
+
+        latency = await one_run(self.graph, index)
+        return Sample(latency, 0.0, 0.0)
+
+    def cpu(self) -> float:
+        return time.process_time()
+
+
+class ServerTarget(Target):
+    """A server driven by the official SDK through `Harness`."""
+
+    def __init__(self, label: str, harness: Harness, pid: int) -> None:
+        self.label = label
+        self.harness = harness
+        self.pid = pid
+
+    async def prepare(self, count: int) -> list[Any]:
+        return [await self.harness.thread() for _ in range(count)]
+
+    async def run(self, prepared: Any, index: int) -> Sample:
+        return await self.harness.checked_run(prepared, index)
+
+    def cpu(self) -> float:
+        return cpu_seconds(self.pid)
+
+
+def shares(total: int, turns: int) -> list[int]:
+    """`total` split into `turns` near-equal parts."""
+    return [total // turns + (1 if i < total % turns else 0) for i in range(turns)]
+
+
+async def measure_in_turns(
+    targets: dict[str, Target], setup: Setup, progress: Callable[[str], None] = print
+) -> dict[str, Figures]:
+    """Sequential, then concurrent runs of every target, `setup.turns` times in turn, so
+    that all of them see the same machine: on a shared VM its speed drifts by ±20% within
+    minutes, which would otherwise show as a difference between the targets."""
+    figures = {key: Figures() for key in targets}
+    samples: dict[str, list[Sample]] = {key: [] for key in targets}
+    cpu = dict.fromkeys(targets, 0.0)
+    progress(f"  {setup.latency_runs} sequential runs each, in {setup.turns} turns")
+    for turn, count in enumerate(shares(setup.latency_runs, setup.turns)):
+        for key, target in targets.items():
+            prepared = await target.prepare(count)
+            before = target.cpu()
+            for i, item in enumerate(prepared):
+                samples[key].append(await target.run(item, turn * 100_000 + i))
+            cpu[key] += target.cpu() - before
+    for key, figure in figures.items():
+        latencies = [s.latency * 1000 for s in samples[key]]
+        figure.p50_ms, figure.p95_ms = statistics.median(latencies), p95(latencies)
+        figure.cpu_ms_per_run = cpu[key] * 1000 / len(latencies)
+        if isinstance(targets[key], ServerTarget):
+            figure.first_event_ms = statistics.median(s.first_event * 1000 for s in samples[key])
+            figure.first_values_ms = statistics.median(s.first_values * 1000 for s in samples[key])
+    rest = setup.runs - setup.latency_runs
+    if rest <= 0:
+        return figures
+    progress(f"  {rest} runs each, {setup.concurrency} concurrent, in {setup.turns} turns")
+    elapsed = dict.fromkeys(targets, 0.0)
+    loaded: dict[str, list[float]] = {key: [] for key in targets}
+    for turn, count in enumerate(shares(rest, setup.turns)):
+        for key, target in targets.items():
+            seconds, latencies = await concurrently(target, count, setup.concurrency, turn)
+            elapsed[key] += seconds
+            loaded[key] += latencies
+    for key, figure in figures.items():
+        figure.runs_per_s = rest / elapsed[key]
+        figure.loaded_p50_ms = statistics.median(loaded[key]) * 1000
     return figures
+
+
+async def concurrently(
+    target: Target, count: int, concurrency: int, turn: int
+) -> tuple[float, list[float]]:
+    """`count` runs, `concurrency` at a time: (seconds, latencies)."""
+    prepared = await target.prepare(count)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def bounded(i: int) -> Sample:
+        async with gate:
+            return await target.run(prepared[i], 1_000_000 + turn * 100_000 + i)
+
+    started = time.perf_counter()
+    samples = await asyncio.gather(*(bounded(i) for i in range(count)))
+    return time.perf_counter() - started, [s.latency for s in samples]
+
+
+async def warm_up(target: Target, concurrency: int) -> None:
+    for i in range(WARMUP):
+        await target.run((await target.prepare(1))[0], -1 - i)
+    await concurrently(target, concurrency, concurrency, -1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -483,6 +556,7 @@ class Setup:
     runs: int
     latency_runs: int
     concurrency: int
+    turns: int
     ours_cmd: str
     user: str | None
 
@@ -508,10 +582,18 @@ class WithoutUser:
         return await self.graph.ainvoke(input, {**config, "configurable": configurable})
 
 
-async def run_floor(setup: Setup) -> Figures:
+@dataclass
+class Started:
+    """A target ready to measure, with what the report needs of it beyond the figures."""
+
+    target: Target
+    system_prompt: str
+    pid: int | None = None  # a server's: its RSS is read
+
+
+async def start_floor(setup: Setup, stack: contextlib.AsyncExitStack) -> Started:
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.store.memory import InMemoryStore
-    from runtime_floor import measure
 
     agent = await load_agent(
         load_project(setup.project), "bench", store=InMemoryStore(), checkpointer=InMemorySaver()
@@ -521,50 +603,41 @@ async def run_floor(setup: Setup) -> Figures:
         configurable[USER_ID_KEY] = setup.user
     graph = agent.graph if setup.user else WithoutUser(agent.graph)
     state = await graph.ainvoke(user_input("@say {system}"), {"configurable": configurable})
-    floor = await measure(graph, setup.latency_runs, setup.concurrency)
-    return Figures(
-        p50_ms=floor["p50_ms"],
-        p95_ms=floor["p95_ms"],
-        runs_per_s=floor["concurrent_runs_per_s"],
-        cpu_ms_per_run=floor["cpu_ms_per_run"],
-        system_prompt=str(state["messages"][-1].content),
-        notes=[f"sequential throughput {floor['sequential_runs_per_s']:.1f} runs/s"],
-    )
+    return Started(FloorTarget(graph), str(state["messages"][-1].content))
 
 
-async def serve_and_measure(
+async def start_server(
     label: str,
     command: list[str],
     port: int,
     setup: Setup,
+    stack: contextlib.AsyncExitStack,
     *,
     env: dict[str, str],
     cwd: Path | None,
     before: Callable[[LangGraphClient], Awaitable[None]] | None = None,
-) -> Figures:
-    """Start `command` (a server listening on `port`), measure it, stop it; its log's tail
-    is in the error when it fails."""
+) -> Started:
+    """Start `command` (a server listening on `port`) until `stack` closes; a failure's
+    error ends with the tail of its log."""
     log = setup.tmp / (label.split(" (")[0].replace(" ", "-") + ".log")
-    with child(command, log, env=env, cwd=cwd) as process:
-        url = f"http://127.0.0.1:{port}"
+    process = stack.enter_context(child(command, log, env=env, cwd=cwd))
+    url = f"http://127.0.0.1:{port}"
+    try:
         await wait_ready(url, process, log)
         pid = serving_pid(process.pid, port)
         print(f"{label}: {url}, serving pid {pid} (launched pid {process.pid})")
-        try:
-            return await measure_server(
-                url,
-                pid,
-                runs=setup.runs,
-                latency_runs=setup.latency_runs,
-                concurrency=setup.concurrency,
-                user=setup.user,
-                before=before,
-            )
-        except Exception as exc:
-            raise RuntimeError(f"{exc}\n--- {label} log:\n{tail(log)}") from exc
+        client = get_client(url=url, api_key=None)
+        stack.push_async_callback(client.http.client.aclose)
+        if before is not None:
+            await before(client)
+        harness = Harness(client, await assistant_of(client), setup.user)
+        _, prompt = await harness.run(await harness.thread(), "@say {system}")
+    except Exception as exc:
+        raise RuntimeError(f"{exc}\n--- {label} log:\n{tail(log)}") from exc
+    return Started(ServerTarget(label, harness, pid), prompt, pid)
 
 
-async def run_langgraph_dev(setup: Setup) -> Figures:
+async def start_langgraph_dev(setup: Setup, stack: contextlib.AsyncExitStack) -> Started:
     folder = setup.tmp / "langgraph"
     folder.mkdir()
     (folder / "bench_graph.py").write_text(
@@ -597,12 +670,12 @@ async def run_langgraph_dev(setup: Setup) -> Figures:
         for namespace, key, value in items:
             await client.store.put_item(list(namespace), key=key, value=value)
 
-    return await serve_and_measure(
-        "langgraph dev", command, port, setup, env=env, cwd=folder, before=seed
+    return await start_server(
+        "langgraph dev", command, port, setup, stack, env=env, cwd=folder, before=seed
     )
 
 
-async def run_ours(setup: Setup) -> Figures:
+async def start_ours(setup: Setup, stack: contextlib.AsyncExitStack) -> Started:
     port = free_port()
     if setup.ours_cmd == "dev":
         agentctl = Path(sys.executable).parent / "agentctl"
@@ -612,9 +685,51 @@ async def run_ours(setup: Setup) -> Figures:
         data = setup.tmp / "ours-data"
         command = [sys.executable, __file__, "_ours", str(setup.project), str(data), str(port)]
         cwd = None
-    return await serve_and_measure(
-        f"agentctl ({setup.ours_cmd})", command, port, setup, env=setup.env, cwd=cwd
+    return await start_server(
+        f"agentctl ({setup.ours_cmd})", command, port, setup, stack, env=setup.env, cwd=cwd
     )
+
+
+STARTERS: dict[str, Callable[[Setup, contextlib.AsyncExitStack], Awaitable[Started]]] = {
+    "floor": start_floor,
+    "ours": start_ours,
+    "langgraph": start_langgraph_dev,
+}
+
+
+async def measure_all(setup: Setup, keys: list[str]) -> dict[str, Figures]:
+    """Start every target, warm each up, measure them in turns, and read the servers' RSS
+    before and after; a target that fails to start is reported, the others measured."""
+    results: dict[str, Figures] = {}
+    async with contextlib.AsyncExitStack() as stack:
+        started: dict[str, Started] = {}
+        for key in keys:
+            print(f"starting {key} …", flush=True)
+            try:
+                ready = await STARTERS[key](setup, stack)
+                await warm_up(ready.target, setup.concurrency)
+                started[key] = ready
+            except Exception as exc:
+                results[key] = Figures(error=str(exc))
+                print(f"  {key} failed: {exc}")
+        await asyncio.sleep(0.5)
+        rss_before = {k: rss_mib(s.pid) for k, s in started.items() if s.pid is not None}
+        began = time.perf_counter()
+        try:
+            figures = await measure_in_turns({k: s.target for k, s in started.items()}, setup)
+        except Exception as exc:  # a run failed: no figure of this session is comparable
+            print(f"  the measurement failed: {exc}")
+            return {**results, **{key: Figures(error=str(exc)) for key in started}}
+        print(f"  measured in {time.perf_counter() - began:.0f} s", flush=True)
+        await asyncio.sleep(0.5)
+        for key, item in started.items():
+            figure = figures[key]
+            figure.system_prompt = item.system_prompt
+            if item.pid is not None:
+                figure.rss_before_mib, figure.rss_after_mib = rss_before[key], rss_mib(item.pid)
+                figure.runs = max(setup.runs, setup.latency_runs)
+            results[key] = figure
+    return results
 
 
 # ---------------------------------------------------------------------------------------------
@@ -719,8 +834,6 @@ def report(results: dict[str, Figures], setup: Setup) -> None:
             start = max(0, at - 80)
             print(f"  floor, from character {start}:  {reference[start : at + 160]!r}")
             print(f"  {label}, from character {start}:  {other[start : at + 160]!r}")
-    for note in floor.notes:
-        print(f"floor: {note}")
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -743,20 +856,11 @@ async def main(args: argparse.Namespace) -> None:
                 runs=args.runs,
                 latency_runs=args.latency_runs,
                 concurrency=args.concurrency,
+                turns=args.turns,
                 ours_cmd=args.ours_cmd,
                 user=args.user,
             )
-            runners = {"floor": run_floor, "langgraph": run_langgraph_dev, "ours": run_ours}
-            results: dict[str, Figures] = {}
-            for target in targets:
-                print(f"measuring {target} …", flush=True)
-                started = time.perf_counter()
-                try:
-                    results[target] = await runners[target](setup)
-                except Exception as exc:
-                    results[target] = Figures(error=str(exc))
-                    print(f"  {target} failed: {exc}")
-                print(f"  done in {time.perf_counter() - started:.0f} s", flush=True)
+            results = await measure_all(setup, targets)
             report(results, setup)
 
 
@@ -769,6 +873,12 @@ def parse_args() -> argparse.Namespace:
         "--latency-runs", type=int, default=300, help="sequential runs for latency (default 300)"
     )
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument(
+        "--turns",
+        type=int,
+        default=5,
+        help="the targets take turns this many times in each phase (default 5)",
+    )
     parser.add_argument(
         "--targets",
         default="floor,ours,langgraph",
@@ -792,6 +902,8 @@ def parse_args() -> argparse.Namespace:
         parser.error(f"unknown targets: {', '.join(sorted(unknown))}")
     if args.latency_runs < 2 or args.runs < 1:
         parser.error("--latency-runs must be ≥ 2 and --runs ≥ 1")
+    if not 1 <= args.turns <= args.latency_runs:
+        parser.error("--turns must be between 1 and --latency-runs")
     return args
 
 
