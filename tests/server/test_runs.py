@@ -265,6 +265,11 @@ async def gated(tmp_path: Path) -> Any:
     root.mkdir()
     (root / "agent.toml").write_text(GATED)
     (root / "AGENTS.md").write_text("Gated.\n")
+    (root / "subagents/helper").mkdir(parents=True)
+    (root / "subagents/helper/agent.toml").write_text(
+        '[agent]\nname = "helper"\ndescription = "Helps"\n'
+    )
+    (root / "subagents/helper/AGENTS.md").write_text("You help.\n")
     async with running_server(root, tmp_path / "gated-data") as running:
         yield running
 
@@ -294,6 +299,23 @@ async def test_approval_gate_pauses_and_approve_resumes(gated: Running) -> None:
         thread_id, "gated", command={"resume": {"decisions": [{"type": "approve"}]}}
     )
     assert last_answer(values) == "Updated file /notes.md"
+
+
+async def test_approval_gate_in_a_subagent_pauses_the_run(gated: Running) -> None:
+    # The subagent's own script (its task description) hits the gate.
+    script = call("task", description=WRITE, subagent_type="helper") + "\n@say done"
+    thread_id = new_thread_id()
+    paused = await gated.client.runs.wait(
+        thread_id, "gated", input=user(script), if_not_exists="create"
+    )
+    [interrupt] = paused["__interrupt__"]
+    assert interrupt["value"]["action_requests"][0]["name"] == "write_file"
+    [run] = await gated.client.runs.list(thread_id)
+    assert run["status"] == "interrupted"
+    values = await gated.client.runs.wait(
+        thread_id, "gated", command={"resume": {"decisions": [{"type": "approve"}]}}
+    )
+    assert last_answer(values) == "done"
 
 
 async def test_approval_gate_edit_and_reject(gated: Running) -> None:
