@@ -90,8 +90,8 @@ class LoopSqliteSaver(SqliteSaver):  # type: ignore[misc]
         rows = []
         for index, (channel, value) in enumerate(writes):
             type_, blob = self.serde.dumps_typed(value)
-            index = WRITES_IDX_MAP.get(channel, index)
-            rows.append((*key, task_id, task_path, index, channel, type_, blob))
+            position = WRITES_IDX_MAP.get(channel, index)
+            rows.append((*key, task_id, task_path, position, channel, type_, blob))
         database.defer(self.conn, statement, rows)
 
     async def aget_tuple(self, config: Any) -> Any:
