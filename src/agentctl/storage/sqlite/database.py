@@ -8,7 +8,7 @@ handing work to a thread. A committed transaction survives the process being kil
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+log = logging.getLogger("agentctl.storage")
 
 MIGRATIONS: list[str] = [
     # 1: the server's own tables (the checkpointer and the store create theirs).
@@ -144,9 +146,13 @@ def lock_of(conn: sqlite3.Connection) -> threading.RLock:
 
 
 def close(conn: sqlite3.Connection) -> None:
-    commit(conn)
-    _locks.pop(id(conn), None)
-    conn.close()
+    try:
+        commit(conn)
+    finally:
+        _locks.pop(id(conn), None)
+        _deferred.pop(id(conn), None)
+        _refused.pop(id(conn), None)
+        conn.close()
 
 
 @contextmanager
@@ -181,13 +187,23 @@ def commit(conn: sqlite3.Connection) -> None:
 
 # Appends waiting for the next commit, per connection: (statement, rows) in arrival order.
 _deferred: dict[int, list[tuple[str, list[tuple[Any, ...]]]]] = {}
+# Why a flush dropped rows the database refused, per connection: told to the next writer.
+_refused: dict[int, sqlite3.Error] = {}
 
 
 def defer(conn: sqlite3.Connection, statement: str, rows: list[tuple[Any, ...]]) -> None:
     """Execute `statement` for each of `rows` with the next commit, in order with the other
     deferred rows: one `executemany` for the rows of many calls, and no savepoint. For
-    appends (checkpoints, events) whose readers call `flush` first. Off the loop, at once."""
+    appends (checkpoints, events) whose readers call `flush` first. Off the loop, at once.
+
+    Raises when rows deferred before were refused, so that a run does not go on as if its
+    checkpoints were stored."""
     with lock_of(conn):
+        refused = _refused.pop(id(conn), None)
+        if refused is not None:
+            raise sqlite3.DatabaseError(
+                f"the embedded database refused earlier writes: {refused}"
+            ) from refused
         queue = _deferred.setdefault(id(conn), [])
         if queue and queue[-1][0] == statement:
             queue[-1][1].extend(rows)
@@ -198,15 +214,31 @@ def defer(conn: sqlite3.Connection, statement: str, rows: list[tuple[Any, ...]])
 
 
 def flush(conn: sqlite3.Connection) -> None:
-    """Write the deferred rows into the open transaction, so that reads see them."""
+    """Write the deferred rows into the open transaction, so that reads see them: all or
+    none. When the database cannot write (locked, full, an I/O error) they stay queued and
+    the error is raised; rows it refuses (a constraint) are dropped, logged, and the next
+    `defer` raises."""
     with lock_of(conn):
         queue = _deferred.pop(id(conn), None)
         if not queue:
             return
         if not conn.in_transaction:
             conn.execute("BEGIN")
-        for statement, rows in queue:
-            conn.executemany(statement, rows)
+        conn.execute("SAVEPOINT deferred")
+        try:
+            for statement, rows in queue:
+                conn.executemany(statement, rows)
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK TO deferred")
+            conn.execute("RELEASE deferred")
+            if isinstance(exc, sqlite3.OperationalError):
+                _deferred[id(conn)] = queue + _deferred.get(id(conn), [])
+                raise
+            _refused[id(conn)] = exc
+            count = sum(len(rows) for _, rows in queue)
+            log.error("the embedded database refused %d rows; they were dropped: %s", count, exc)
+            return
+        conn.execute("RELEASE deferred")
 
 
 _pending_commits: set[int] = set()
@@ -216,10 +248,11 @@ _pending_commits: set[int] = set()
 # one. A crash loses at most these writes, which a retried run makes again from its last
 # checkpoint; an accepted run is committed at once (`durable`).
 COMMIT_DELAY = 0.01
+RETRY_DELAY = 1.0  # after a commit failed (a locked or full disk)
 
 
-def _commit_soon(conn: sqlite3.Connection) -> bool:
-    """Schedule a commit `COMMIT_DELAY` from now on the running loop; False off the loop."""
+def _commit_soon(conn: sqlite3.Connection, delay: float = COMMIT_DELAY) -> bool:
+    """Schedule a commit `delay` from now on the running loop; False off the loop."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -229,10 +262,15 @@ def _commit_soon(conn: sqlite3.Connection) -> bool:
 
         def run() -> None:
             _pending_commits.discard(id(conn))
-            with contextlib.suppress(sqlite3.ProgrammingError):  # closed meanwhile
+            try:
                 commit(conn)
+            except sqlite3.ProgrammingError:  # closed: only writes made after close get here
+                log.warning("writes made after the embedded database closed were dropped")
+            except sqlite3.Error:
+                log.exception("committing to the embedded database failed; retrying in 1 s")
+                _commit_soon(conn, RETRY_DELAY)
 
-        loop.call_later(COMMIT_DELAY, run)
+        loop.call_later(delay, run)
     return True
 
 

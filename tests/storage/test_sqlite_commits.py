@@ -1,0 +1,79 @@
+"""The embedded database's deferred appends (`storage/sqlite/database.py`): rows appended on
+the loop reach the file with the shared commit, readers see them before it, and a failure to
+write them loses nothing silently."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agentctl.storage.sqlite import database
+
+ROW = "INSERT INTO events (thread_id, ms, seq, run_id, event, data) VALUES (?, ?, ?, ?, ?, ?)"
+
+
+def event(seq: int, data: bytes | None = b"{}") -> tuple[object, ...]:
+    return ("t", 1, seq, "r", "values", data)
+
+
+def stored(path: Path) -> list[int]:
+    """The events' seq as another connection sees the file: only what is committed."""
+    with sqlite3.connect(path) as other:
+        return [seq for (seq,) in other.execute("SELECT seq FROM events ORDER BY seq")]
+
+
+async def test_appends_are_committed_together_and_read_before(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    conn = database.connect(path)
+    try:
+        for seq in range(3):
+            database.defer(conn, ROW, [event(seq)])
+        assert stored(path) == []  # not yet committed ...
+        database.flush(conn)  # ... but a reader on this connection sees them
+        assert conn.execute("SELECT COUNT(*) FROM events").fetchone() == (3,)
+        await asyncio.sleep(database.COMMIT_DELAY * 5)
+        assert stored(path) == [0, 1, 2]
+    finally:
+        database.close(conn)
+
+
+async def test_refused_rows_are_dropped_whole_and_the_next_writer_hears_of_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "a.db"
+    conn = database.connect(path)
+    try:
+        database.defer(conn, ROW, [event(0), event(1, data=None)])  # data is NOT NULL
+        with caplog.at_level(logging.ERROR, "agentctl.storage"):
+            database.flush(conn)
+        assert "refused 2 rows" in caplog.text
+        assert conn.execute("SELECT COUNT(*) FROM events").fetchone() == (0,)  # none of them
+        with pytest.raises(sqlite3.DatabaseError, match="refused earlier writes"):
+            database.defer(conn, ROW, [event(2)])
+        database.defer(conn, ROW, [event(3)])  # told once; writing goes on
+        database.commit(conn)
+        assert stored(path) == [3]
+    finally:
+        database.close(conn)
+
+
+async def test_rows_that_cannot_be_written_yet_stay_queued(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    conn = database.connect(path)
+    conn.execute("PRAGMA busy_timeout=0")
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        database.defer(conn, ROW, [event(0)])
+        holder.execute("BEGIN IMMEDIATE")  # another writer holds the file
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            database.commit(conn)
+        holder.execute("COMMIT")
+        database.commit(conn)
+        assert stored(path) == [0]
+    finally:
+        holder.close()
+        database.close(conn)
