@@ -64,7 +64,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -85,6 +84,7 @@ from agentctl.runtime.agent import seed_revision
 from agentctl.runtime.memory import USER_ID_KEY
 from agentctl.testing import PLAIN_PREFIX
 from agentctl.testing.demo import write_demo
+from agentctl.testing.services import free_port
 
 BENCH = Path(__file__).resolve().parent
 GRAPH_ID = "demo"
@@ -275,13 +275,6 @@ def stop_group(process: subprocess.Popen[Any]) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def tail(log: Path, lines: int = 30) -> str:

@@ -31,17 +31,11 @@ from agentctl.server.blocking import BlockingCallError, detect_blocking
 from agentctl.server.devloop import Build, DevServer
 from agentctl.server.http import listen_socket
 from agentctl.testing import ScriptedModelServer
+from agentctl.testing.services import free_port
 from tests.conftest import WriteFiles
 
 ROOT = Path(__file__).parents[1]
 READY_TIMEOUT = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def user(text: str) -> dict[str, Any]:

@@ -13,9 +13,10 @@ from langgraph_sdk import get_client
 
 from agentctl.testing import ScriptedModelServer
 from agentctl.testing.mcp_servers import Ledger
+from agentctl.testing.services import free_port
 from tests.conftest import PAYING_SCRIPT as SCRIPT
 from tests.conftest import ledger_project
-from tests.test_dev import DevProcess, free_port
+from tests.test_dev import DevProcess
 
 
 async def test_sigkilled_dev_server_resumes_the_run_with_attempt_2(

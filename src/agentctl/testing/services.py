@@ -108,7 +108,8 @@ def _redis_answers(url: str) -> bool:
 # -- throwaway servers -------------------------------------------------------------------
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
@@ -141,7 +142,7 @@ def _start_postgres() -> str:
         check=True,
         capture_output=True,
     )
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [*run_as, postgres, "-D", str(data), "-p", str(port), "-k", str(sockets),
          "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=300"],
@@ -161,7 +162,7 @@ def _start_redis() -> str:
             "no Redis answers at REDIS_URL or 127.0.0.1:6379, and none can be started here — "
             "install it (Debian: apt-get install redis-server) or set REDIS_URL"
         )
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,
