@@ -263,9 +263,9 @@ async def test_a_valid_token_works_end_to_end(
                     thread["thread_id"], "demo", input=user("@say {system}"), stream_mode="values"
                 )
             )
-            assert parts[0].event == "metadata"
+            assert [parts[0].event, parts[-1].event] == ["metadata", "end"]
             # The run knows its user: their memory (seeded from user/AGENTS.md) is preloaded.
-            assert "# About the user" in last_answer(parts[-1].data)
+            assert "# About the user" in last_answer(parts[-2].data)
             done = await alice.threads.get(thread["thread_id"])
             assert done["status"] == "idle"
             assert [t["thread_id"] for t in await alice.threads.search()] == [thread["thread_id"]]

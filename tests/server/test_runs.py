@@ -41,8 +41,8 @@ async def test_stateless_wait_and_stream_leave_nothing_behind(agent: Running) ->
     values = await agent.client.runs.wait(None, "demo", input=user("stateless"))
     assert last_answer(values) == "scripted reply to: stateless"
     parts = await collect(agent.client.runs.stream(None, "demo", input=user("streamed")))
-    assert parts[0].event == "metadata"
-    assert last_answer(parts[-1].data) == "scripted reply to: streamed"
+    assert [parts[0].event, parts[-1].event] == ["metadata", "end"]
+    assert last_answer(parts[-2].data) == "scripted reply to: streamed"
     threads, total = await agent.server.storage.threads.search(
         metadata={}, status=None, ids=None, page=_page()
     )
@@ -93,7 +93,7 @@ async def test_join_stream_replays_from_the_start_or_after_an_id(agent: Running)
     only_values = await collect(
         agent.client.runs.join_stream(thread_id, run_id, stream_mode="values")
     )
-    assert {p.event for p in only_values} == {"metadata", "values"}
+    assert {p.event for p in only_values} == {"metadata", "values", "end"}
 
 
 async def test_join_stream_of_a_running_run_gets_every_event(agent: Running) -> None:
@@ -200,8 +200,9 @@ async def test_after_seconds_delays_the_start(agent: Running) -> None:
 
 async def test_failed_run_streams_an_error_and_wait_reports_it(agent: Running) -> None:
     parts = await collect(agent.client.runs.stream(None, "demo", input=user("@fail 400 bad")))
-    assert parts[-1].event == "error"
-    assert parts[-1].data["error"]
+    assert [p.event for p in parts[-2:]] == ["error", "end"]
+    assert parts[-2].data["error"]
+    assert parts[-1].data["status"] == "error"
     with pytest.raises(Exception, match="bad"):
         await agent.client.runs.wait(None, "demo", input=user("@fail 400 bad"))
 

@@ -24,10 +24,14 @@ async def test_stream_values_starts_with_metadata_and_ends_with_the_answer(agent
     ]
     assert parts[0].event == "metadata"
     assert parts[0].data["attempt"] == 1
-    assert {p.event for p in parts[1:]} == {"values"}
-    assert parts[-1].data["messages"][-1]["content"] == "scripted reply to: hello"
+    assert {p.event for p in parts[1:-1]} == {"values"}
+    assert parts[-2].data["messages"][-1]["content"] == "scripted reply to: hello"
+    # The terminal `end` event tells the client the run is over (the SDK then does not
+    # ask for the run's status).
+    run_id = parts[0].data["run_id"]
+    assert (parts[-1].event, parts[-1].data) == ("end", {"run_id": run_id, "status": "success"})
     assert all(p.id for p in parts)
-    run = await agent.client.runs.get(thread["thread_id"], parts[0].data["run_id"])
+    run = await agent.client.runs.get(thread["thread_id"], run_id)
     assert run["status"] == "success"
 
 
@@ -44,7 +48,7 @@ async def test_list_of_modes_and_messages_tuple(agent: Running) -> None:
         )
     ]
     events = {p.event for p in parts}
-    assert events == {"metadata", "updates", "messages"}
+    assert events == {"metadata", "updates", "messages", "end"}
     chunk, metadata = next(p.data for p in parts if p.event == "messages")
     assert "content" in chunk
     assert isinstance(metadata, dict)
@@ -65,7 +69,7 @@ async def test_every_stream_mode_names_its_events(agent: Running, mode: str) -> 
         )
     ]
     names = {p.event.split("/")[0] for p in parts}
-    assert names == {"metadata", mode, "values"}, names
+    assert names == {"metadata", mode, "values", "end"}, names
     last_values = [p.data for p in parts if p.event == "values"][-1]
     assert last_values["messages"][-1]["content"] == "scripted reply to: modes"
 

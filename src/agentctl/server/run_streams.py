@@ -70,6 +70,7 @@ async def _run_frames(
                 yield HEARTBEAT
             elif event.event == END_EVENT:
                 ended = True
+                yield frame("end", event.data, event.id)
             elif wanted(event, modes):
                 yield frame(event.event, event.data, event.id)
         ended = True
