@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP, get_checkpoint_metadata
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.store.base import GetOp, ListNamespacesOp, SearchOp
 from langgraph.store.sqlite import SqliteStore
 
 from agentctl.storage.sqlite import database
@@ -170,6 +172,55 @@ class LoopSqliteSaver(SqliteSaver):  # type: ignore[misc]
 
 
 class LoopSqliteStore(SqliteStore):  # type: ignore[misc]
+    """The library's store, with reads answered from memory until the next write.
+
+    Every run reads the agent's skills and instructions (a search and a get), which cost a
+    quarter of a millisecond each in SQLite. This process is the only writer of the
+    embedded database, so a write here is the only thing that can make a read stale: any
+    write empties the cache. Results are shared, as `InMemoryStore` shares its items."""
+
+    CACHE_SIZE = 1024  # reads kept; past it the cache starts again
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        super().__init__(conn)
+        self._reads: dict[str, Any] = {}
+        self._writes = 0  # writes ended: a read racing one is not kept
+        self._reads_lock = threading.Lock()
+
+    def batch(self, ops: Iterable[Any]) -> list[Any]:
+        ops = list(ops)
+        keys = [_read_key(op) for op in ops]
+        if None in keys:  # a write
+            try:
+                return list(super().batch(ops))
+            finally:
+                with self._reads_lock:
+                    self._writes += 1
+                    self._reads.clear()
+        with self._reads_lock:
+            results = [self._reads.get(key, _MISSING) for key in keys]  # type: ignore[arg-type]
+            writes = self._writes
+        missing = [i for i, result in enumerate(results) if result is _MISSING]
+        if missing:
+            fetched = super().batch([ops[i] for i in missing])
+            with self._reads_lock:
+                keep = writes == self._writes  # no write ended while these were read
+                if keep and len(self._reads) + len(missing) > self.CACHE_SIZE:
+                    self._reads.clear()
+                for i, result in zip(missing, fetched, strict=True):
+                    results[i] = result
+                    if keep:
+                        self._reads[keys[i]] = result  # type: ignore[index]
+        return [list(r) if isinstance(r, list) else r for r in results]
+
     async def abatch(self, ops: Iterable[Any]) -> list[Any]:
-        result: list[Any] = self.batch(ops)
-        return result
+        return self.batch(ops)
+
+
+_MISSING = object()
+
+
+def _read_key(op: Any) -> str | None:
+    """What identifies a read's result (None for a write): the operation's repr, which
+    names its type and every field."""
+    return repr(op) if isinstance(op, GetOp | SearchOp | ListNamespacesOp) else None
