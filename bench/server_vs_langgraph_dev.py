@@ -198,17 +198,21 @@ def serve_fixtures() -> None:
 
 
 def serve_ours(project: Path, data: Path, port: int) -> None:
-    """`_ours`: agentctl's server on the embedded storage, the way tests/server starts it."""
-    import uvicorn
-
+    """`_ours`: agentctl's server on the embedded storage, as `agentctl dev` serves it
+    without the file watcher and the blocking-call checks."""
     from agentctl.server import create_app
     from agentctl.server.embedded import open_embedded_server
-    from agentctl.server.http import uvicorn_config
+    from agentctl.server.heap import settle_heap
+    from agentctl.server.http import NotifyingUvicorn, uvicorn_config
+
+    async def stopping() -> None:
+        pass
 
     async def main() -> None:
         server = await open_embedded_server(load_project(project), "bench", data)
         config = uvicorn_config(create_app(server), host="127.0.0.1", port=port)
-        await uvicorn.Server(config).serve()
+        # As `agentctl dev` does once it serves.
+        await NotifyingUvicorn(config, on_started=settle_heap, on_stopping=stopping).serve()
 
     try:  # what uvicorn's loop="auto" picks, as under `langgraph dev`
         import uvloop

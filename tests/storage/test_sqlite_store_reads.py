@@ -72,9 +72,7 @@ def test_a_read_racing_a_write_is_not_kept(store: LoopSqliteStore) -> None:
     answers: list[Any] = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(LoopSqliteStore.__mro__[1], "batch", slow_batch)
-        reader = threading.Thread(
-            target=lambda: answers.append(store.get(NS, "a")), name="reader"
-        )
+        reader = threading.Thread(target=lambda: answers.append(store.get(NS, "a")), name="reader")
         reader.start()
         assert fetched.wait(5)
         store.put(NS, "a", {"content": "new"})  # while the reader holds the old row

@@ -51,6 +51,7 @@ def serve(host: str | None, port: int | None) -> None:
 async def run(settings: Settings, sock: socket.socket) -> None:
     from agentctl.errors import RuntimeFailure
     from agentctl.server.app import create_app
+    from agentctl.server.heap import settle_heap
     from agentctl.server.http import NotifyingUvicorn, base_url, uvicorn_config
     from agentctl.server.production import open_production_server
 
@@ -59,6 +60,7 @@ async def run(settings: Settings, sock: socket.socket) -> None:
     url = base_url(host, port)
 
     def started() -> None:
+        settle_heap()
         deployment = server.deployment
         if deployment.ready:
             what = f"revision {deployment.number} ({deployment.revision_id[:12]}) of agent "

@@ -19,6 +19,7 @@ from agentctl.runtime.agent import AgentRuntime
 from agentctl.sandbox import Sandboxes
 from agentctl.server import errors
 from agentctl.server.access import AccessPolicy, Authentication
+from agentctl.server.heap import resettle_heap
 from agentctl.server.limits import BodyLimit
 from agentctl.storage.base import Assistant, Storage
 
@@ -81,6 +82,7 @@ class Server:
                 await replaced.authenticator.aclose()
         self.info["revision"] = runtime.revision_id
         await self.ensure_default_assistant()
+        resettle_heap()
 
     async def ensure_default_assistant(self) -> None:
         """The agent itself is an assistant whose id is a uuid5 of its name."""

@@ -30,6 +30,7 @@ from agentctl.runtime import AgentRuntime, load_agent
 from agentctl.server.app import Server, create_app
 from agentctl.server.blocking import BlockingDetector
 from agentctl.server.embedded import dev_access, open_embedded_server
+from agentctl.server.heap import settle_heap
 from agentctl.server.http import (
     NotifyingUvicorn,
     base_url,
@@ -143,6 +144,7 @@ class DevServer:
 
     def _started(self) -> None:
         assert self.server is not None
+        settle_heap()
         if not self.allow_blocking:
             self.detector = BlockingDetector(
                 asyncio.get_running_loop(),

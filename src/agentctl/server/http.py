@@ -3,7 +3,8 @@
 uvicorn writes to the socket on every ASGI `send`: the status line and headers, then each
 body chunk, each a system call. A streamed run sends a dozen small pieces, and on a
 loopback socket the write itself is the dearest part of a send. Writes made in one turn
-of the loop go out together here, in one call, at the end of that turn.
+of the loop go out together here, in one call, at the end of that turn, or at once when they
+finish a response: the client is waiting for nothing else.
 """
 
 from __future__ import annotations
@@ -31,16 +32,16 @@ class _GatheredWrites:
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         if not self._pending:
-            self._loop.call_soon(self._flush)
+            self._loop.call_soon(self.flush)
         self._pending.append(bytes(data))
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
         if self._pending and not self._transport.is_closing():
             self._transport.write(b"".join(self._pending))
         self._pending.clear()
 
     def close(self) -> None:
-        self._flush()
+        self.flush()
         self._transport.close()
 
     def __getattr__(self, name: str) -> Any:
@@ -53,6 +54,10 @@ class GatheringHttpProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         gathered = _GatheredWrites(transport, asyncio.get_running_loop())  # type: ignore[arg-type]
         super().connection_made(gathered)  # type: ignore[arg-type]
+
+    def on_response_complete(self) -> None:
+        self.transport.flush()  # type: ignore[attr-defined]
+        super().on_response_complete()
 
 
 def uvicorn_config(app: ASGIApp, **options: Any) -> uvicorn.Config:
