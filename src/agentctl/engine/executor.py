@@ -101,6 +101,11 @@ async def execute(
     modes = normalize_modes(kwargs.get("stream_mode"))
     subgraphs = bool(kwargs.get("stream_subgraphs"))
     await publish("metadata", {"run_id": run.run_id, "attempt": run.attempt})
+    # The graph's first steps hold the loop for milliseconds: before they begin, let the
+    # streams send the metadata event (one turn of the loop to write it, one for the write
+    # to go out), so the client learns at once that the run has started.
+    for _ in range(2):
+        await asyncio.sleep(0)
     options: dict[str, Any] = {
         "stream_mode": langgraph_modes(modes),
         # Subgraph streams cost a run more than half a millisecond: only when asked for.
