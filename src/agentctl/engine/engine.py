@@ -100,7 +100,7 @@ class RunEngine:
         if tasks:
             released = await self.storage.runs.release(self.worker)
             log.info("handed %d unfinished runs to the other replicas", len(released))
-            await self.storage.bus.publish("wake", {})
+            await self._wake_others()
 
     # -- accepting runs ----------------------------------------------------------------
 
@@ -125,7 +125,7 @@ class RunEngine:
             run.not_before = now() + timedelta(seconds=float(run.kwargs["after_seconds"]))
         await self.storage.runs.create(run)
         self._wake.set()
-        await self.storage.bus.publish("wake", {})
+        await self._wake_others()
         return run
 
     async def cancel(self, run: Run, action: CancelAction = "interrupt") -> None:
@@ -156,8 +156,13 @@ class RunEngine:
         if not self._cancel_here(run_id, action):
             self._early_cancels[run_id] = (action, time.monotonic())
 
+    async def _wake_others(self) -> None:
+        """Wake the other replicas' dispatchers (this one's own wakes at once)."""
+        await self.storage.bus.publish("wake", {"from": self.worker})
+
     async def _on_wake(self, message: Message) -> None:
-        self._wake.set()
+        if message.get("from") != self.worker:
+            self._wake.set()
 
     def is_executing(self, run_id: str) -> bool:
         return run_id in self._tasks
@@ -226,7 +231,8 @@ class RunEngine:
             log.info("run %s lost its replica; retrying it (attempt %d)", run.run_id,
                      run.attempt + 1)  # fmt: skip
         if requeued:
-            await self.storage.bus.publish("wake", {})
+            self._wake.set()
+            await self._wake_others()
 
     async def _sleep_until_woken(self) -> None:
         self._wake.clear()

@@ -103,17 +103,18 @@ class SqliteRuns:
         return [_run(row) for row in rows]
 
     async def claim(self, at: datetime, *, worker: str, lease: float) -> Run | None:
-        # One process uses the file, and no statement here awaits: the block is atomic.
+        # One process uses the file, and nothing here awaits: the read and the update are
+        # atomic. Most claims find nothing: they read without opening a transaction.
+        row = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM runs r WHERE status = 'pending' "
+            "AND (not_before IS NULL OR not_before <= ?) "
+            "AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.thread_id = r.thread_id "
+            "AND o.status = 'running') ORDER BY created_at, run_id LIMIT 1",
+            (timestamp(at),),
+        ).fetchone()
+        if row is None:
+            return None
         with transaction(self.conn):
-            row = self.conn.execute(
-                f"SELECT {_COLUMNS} FROM runs r WHERE status = 'pending' "
-                "AND (not_before IS NULL OR not_before <= ?) "
-                "AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.thread_id = r.thread_id "
-                "AND o.status = 'running') ORDER BY created_at, run_id LIMIT 1",
-                (timestamp(at),),
-            ).fetchone()
-            if row is None:
-                return None
             run = _run(row)
             run.status, run.attempt, run.updated_at = "running", run.attempt + 1, now()
             self.conn.execute(
