@@ -40,10 +40,16 @@ def _assistant(row: tuple[Any, ...]) -> Assistant:
 
 
 class SqliteAssistants:
+    """Assistants and their versions. Every run reads its assistant: the current rows are
+    kept in memory, and every change here drops them (this process is the file's only
+    writer)."""
+
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
+        self._current: dict[str, tuple[Any, ...]] = {}  # assistant_id -> row of `get`
 
     async def put(self, assistant: Assistant) -> None:
+        self._current.pop(assistant.assistant_id, None)
         with transaction(self.conn):
             self.conn.execute(
                 "INSERT OR REPLACE INTO assistant_versions (assistant_id, version, graph_id, "
@@ -74,10 +80,15 @@ class SqliteAssistants:
             )
 
     async def get(self, assistant_id: str) -> Assistant | None:
-        row = self.conn.execute(
-            f"{_SELECT} AND v.version = a.version WHERE a.assistant_id = ?", (assistant_id,)
-        ).fetchone()
-        return None if row is None else _assistant(row)
+        row = self._current.get(assistant_id)
+        if row is None:
+            row = self.conn.execute(
+                f"{_SELECT} AND v.version = a.version WHERE a.assistant_id = ?", (assistant_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            self._current[assistant_id] = row
+        return _assistant(row)
 
     async def search(
         self, *, graph_id: str | None, name: str | None, metadata: dict[str, Any], page: Page
@@ -102,6 +113,7 @@ class SqliteAssistants:
         return [_assistant(row) for row in rows], total
 
     async def delete(self, assistant_id: str) -> bool:
+        self._current.pop(assistant_id, None)
         with transaction(self.conn):
             cursor = self.conn.execute(
                 "DELETE FROM assistants WHERE assistant_id = ?", (assistant_id,)
@@ -130,6 +142,7 @@ class SqliteAssistants:
         return int(version)
 
     async def set_latest(self, assistant_id: str, version: int) -> Assistant | None:
+        self._current.pop(assistant_id, None)
         with transaction(self.conn):
             exists = self.conn.execute(
                 "SELECT 1 FROM assistant_versions WHERE assistant_id = ? AND version = ?",
