@@ -156,14 +156,19 @@ def close(conn: sqlite3.Connection) -> None:
 
 
 @contextmanager
-def transaction(conn: sqlite3.Connection, *, durable: bool = False) -> Iterator[None]:
+def transaction(
+    conn: sqlite3.Connection, *, durable: bool = False, sees_appends: bool = True
+) -> Iterator[None]:
     """Apply the block's writes atomically (a savepoint), rolled back on error.
 
     Writes made on the event loop share one COMMIT, run `COMMIT_DELAY` later. `durable`
     commits before returning, for writes a client is about to be told about (an accepted
-    run). Off the loop, every block commits at once."""
+    run). Off the loop, every block commits at once. The deferred rows are written first,
+    as the block may read or delete them; `sees_appends=False` says it touches none of
+    their tables, so they wait for the commit (which is atomic either way)."""
     with lock_of(conn):
-        flush(conn)  # the deferred rows go first: the block may read or delete them
+        if sees_appends:
+            flush(conn)
         if not conn.in_transaction:
             conn.execute("BEGIN")
         conn.execute("SAVEPOINT op")

@@ -114,7 +114,7 @@ class SqliteRuns:
         ).fetchone()
         if row is None:
             return None
-        with transaction(self.conn):
+        with transaction(self.conn, sees_appends=False):
             run = _run(row)
             run.status, run.attempt, run.updated_at = "running", run.attempt + 1, now()
             self.conn.execute(
@@ -177,14 +177,14 @@ class SqliteRuns:
     async def finish(
         self, run_id: str, status: RunStatus, *, error: dict[str, Any] | None = None
     ) -> None:
-        with transaction(self.conn):
+        with transaction(self.conn, sees_appends=False):
             self.conn.execute(
                 "UPDATE runs SET status = ?, error = ?, updated_at = ? WHERE run_id = ?",
                 (status, None if error is None else dumps(error), timestamp(now()), run_id),
             )
 
     async def set_status(self, run_id: str, status: RunStatus, reason: str | None = None) -> None:
-        with transaction(self.conn):
+        with transaction(self.conn, sees_appends=False):
             self.conn.execute(
                 "UPDATE runs SET status = ?, cancel_reason = COALESCE(?, cancel_reason), "
                 "updated_at = ? WHERE run_id = ?",

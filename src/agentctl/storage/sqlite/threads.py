@@ -72,7 +72,7 @@ class SqliteThreads:
         status: ThreadStatus | None = None,
         interrupts: dict[str, list[dict[str, Any]]] | None = None,
     ) -> Thread | None:
-        with transaction(self.conn):
+        with transaction(self.conn, sees_appends=False):
             thread = await self.get(thread_id)
             if thread is None:
                 return None
