@@ -185,6 +185,9 @@ class RunEngine:
     async def _dispatch(self) -> None:
         while True:
             await self._slots.acquire()
+            # Cleared before the claim: a wake-up that arrives while a claim awaits the
+            # database (PostgreSQL) makes the next sleep return at once.
+            self._wake.clear()
             try:
                 run = await self.storage.runs.claim(now(), worker=self.worker, lease=self.lease)
             except Exception:
@@ -235,7 +238,6 @@ class RunEngine:
             await self._wake_others()
 
     async def _sleep_until_woken(self) -> None:
-        self._wake.clear()
         timeout = None
         wakeup = await self.storage.runs.next_wakeup()
         if wakeup is not None:
