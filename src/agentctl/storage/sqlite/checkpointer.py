@@ -179,7 +179,8 @@ class LoopSqliteStore(SqliteStore):  # type: ignore[misc]
     embedded database, so a write here is the only thing that can make a read stale: any
     write empties the cache. Results are shared, as `InMemoryStore` shares its items."""
 
-    CACHE_SIZE = 1024  # reads kept; past it the cache starts again
+    CACHE_SIZE = 256  # reads kept; past it the cache starts again
+    CACHE_ITEMS = 50  # a read answering more items than this is not kept
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         super().__init__(conn)
@@ -209,7 +210,7 @@ class LoopSqliteStore(SqliteStore):  # type: ignore[misc]
                     self._reads.clear()
                 for i, result in zip(missing, fetched, strict=True):
                     results[i] = result
-                    if keep:
+                    if keep and not (isinstance(result, list) and len(result) > self.CACHE_ITEMS):
                         self._reads[keys[i]] = result  # type: ignore[index]
         return [list(r) if isinstance(r, list) else r for r in results]
 

@@ -117,9 +117,9 @@ class SqliteRuns:
         with transaction(self.conn, sees_appends=False):
             run = _run(row)
             run.status, run.attempt, run.updated_at = "running", run.attempt + 1, now()
-            self.conn.execute(
+            claimed = self.conn.execute(
                 "UPDATE runs SET status = 'running', attempt = ?, worker = ?, "
-                "lease_expires_at = ?, updated_at = ? WHERE run_id = ?",
+                "lease_expires_at = ?, updated_at = ? WHERE run_id = ? AND status = 'pending'",
                 (
                     run.attempt,
                     worker,
@@ -127,8 +127,8 @@ class SqliteRuns:
                     timestamp(run.updated_at),
                     run.run_id,
                 ),
-            )
-        return run
+            ).rowcount
+        return run if claimed == 1 else None
 
     async def renew(self, worker: str, lease: float) -> set[str]:
         with transaction(self.conn):
