@@ -152,6 +152,9 @@ def close(conn: sqlite3.Connection) -> None:
         _locks.pop(id(conn), None)
         _deferred.pop(id(conn), None)
         _refused.pop(id(conn), None)
+        # A commit still scheduled finds the connection closed; a new connection that gets
+        # this one's id must still have its own commits scheduled.
+        _pending_commits.discard(id(conn))
         conn.close()
 
 
