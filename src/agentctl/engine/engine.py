@@ -313,7 +313,7 @@ class RunEngine:
         else:
             await self.storage.runs.set_status(run.run_id, "interrupted", "cancelled")
         await self._settle_thread(run, graph, "interrupted" if action == "interrupt" else "success")
-        await self._append_end(run, "interrupted")
+        await self._append_end(run, "interrupted", cancelled=True)
         if run.temporary:
             await self.storage.threads.delete(run.thread_id)
 
@@ -334,6 +334,9 @@ class RunEngine:
             interrupts=interrupts,
         )
 
-    async def _append_end(self, run: Run, status: RunStatus) -> None:
-        data = serde.dumps({"run_id": run.run_id, "status": status})
+    async def _append_end(self, run: Run, status: RunStatus, *, cancelled: bool = False) -> None:
+        end: dict[str, Any] = {"run_id": run.run_id, "status": status}
+        if cancelled:
+            end["cancelled"] = True
+        data = serde.dumps(end)
         await self.storage.events.append(run.thread_id, run.run_id, END_EVENT, data)

@@ -15,8 +15,11 @@ STREAM_MODES = {
     "custom": "custom",
     "tasks": "tasks",
     "checkpoints": "checkpoints",
+    "tools": "tools",  # tool calls starting and finishing (`tool-started`, `tool-finished`, …)
     "events": None,  # from astream_events, not a langgraph stream mode
 }
+# What a run started through the thread stream protocol streams: everything its channels show.
+PROTOCOL_MODES = ["values", "updates", "messages-tuple", "custom", "tools", "tasks", "checkpoints"]
 END_EVENT = "__end__"  # in the log only: marks the end of a run's events
 
 

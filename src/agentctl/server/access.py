@@ -18,7 +18,7 @@ not theirs look like 404, and no request can set or change an owner.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,16 +147,17 @@ class Authentication:
         self.policy = policy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+        if scope["type"] not in ("http", "websocket") or scope["path"] in PUBLIC_PATHS:
             await self.app(scope, receive, send)
             return
+        refuse = _refuse if scope["type"] == "http" else _refuse_socket(receive)
         try:
             caller = await self._resolve(scope)
         except AuthError as exc:
-            await _refuse(send, 401, str(exc))
+            await refuse(send, 401, str(exc))
             return
         except AuthUnavailable as exc:
-            await _refuse(send, 503, str(exc))
+            await refuse(send, 503, str(exc))
             return
         scope.setdefault("state", {})["caller"] = caller
         await self.app(scope, receive, send)
@@ -189,6 +190,18 @@ def _from_dev_ui(scope: Scope, headers: Mapping[bytes, bytes]) -> bool:
     client = scope.get("client")
     loopback = client is not None and client[0] in _LOOPBACK
     return loopback and headers.get(DEV_UI_HEADER[0]) == DEV_UI_HEADER[1]
+
+
+def _refuse_socket(receive: Receive) -> Callable[[Send, int, str], Awaitable[None]]:
+    """Refuse a WebSocket the way a browser can read: accept it, then close it with
+    4000 + the HTTP status (4401: sign in) and the reason."""
+
+    async def refuse(send: Send, status: int, detail: str) -> None:
+        await receive()  # websocket.connect
+        await send({"type": "websocket.accept"})
+        await send({"type": "websocket.close", "code": 4000 + status, "reason": detail[:120]})
+
+    return refuse
 
 
 async def _refuse(send: Send, status: int, detail: str) -> None:

@@ -1,0 +1,89 @@
+"""The thread-centric stream protocol: commands, and the events as SSE or on a WebSocket
+(see `agentctl.server.protocol`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Request, WebSocket
+from starlette.responses import Response, StreamingResponse
+
+from agentctl import serde
+from agentctl.server import lookup
+from agentctl.server.access import caller_of
+from agentctl.server.app import Server, server_of
+from agentctl.server.errors import ApiError
+from agentctl.server.protocol.commands import Commands, error, malformed
+from agentctl.server.protocol.filters import FilterError, parse_filter, parse_since
+from agentctl.server.protocol.socket import SocketSession
+from agentctl.server.protocol.stream import thread_events
+from agentctl.server.sse import HEARTBEAT, frame, stream_headers
+from agentctl.server.views import json_response
+
+router = APIRouter(tags=["thread streams"])
+
+
+async def _json_body(request: Request) -> Any:
+    try:
+        return serde.loads(await request.body())
+    except ValueError:
+        raise ApiError(400, "the body must be JSON") from None
+
+
+@router.post("/threads/{thread_id}/commands")
+async def thread_command(thread_id: str, request: Request) -> Response:
+    """One protocol command (`{"id", "method", "params"}`) on the thread; the answer is
+    `{"type": "success" | "error", "id", …}`."""
+    message = await _json_body(request)
+    problem = malformed(message)
+    if problem is not None:
+        command_id = message.get("id") if isinstance(message, dict) else None
+        return json_response(error(command_id, "invalid_argument", problem), 400)
+    commands = Commands(server_of(request), caller_of(request), thread_id)
+    return json_response(await commands.handle(message))
+
+
+@router.post("/threads/{thread_id}/stream/events")
+async def thread_events_stream(thread_id: str, request: Request) -> Response:
+    """The thread's events (`{channels, namespaces?, depth?, since?}`) as server-sent events,
+    from the start of the thread (after `since`), then live, until the client hangs up."""
+    body = await _json_body(request)
+    try:
+        event_filter = parse_filter(body)
+        since = parse_since(body)
+    except FilterError as exc:
+        raise ApiError(400, str(exc)) from None
+    server = server_of(request)
+    await lookup.get_thread(server, thread_id, caller_of(request))
+    return StreamingResponse(
+        _frames(server, thread_id, event_filter.matches, since),
+        media_type="text/event-stream; charset=utf-8",
+        headers=stream_headers(None, None),
+    )
+
+
+async def _frames(
+    server: Server, thread_id: str, wanted: Any, since: int | None
+) -> AsyncIterator[bytes]:
+    async for event in thread_events(server, thread_id, wanted, since):
+        if event is None:
+            yield HEARTBEAT
+        else:
+            yield frame(event["method"], serde.dumps(event), str(event["seq"]))
+
+
+@router.websocket("/threads/{thread_id}/stream/events")
+async def thread_socket(thread_id: str, websocket: WebSocket) -> None:
+    """Commands and events on one socket; a refusal closes it with 4000 + the HTTP status."""
+    server: Server = websocket.app.state.server
+    await websocket.accept()
+    caller = websocket.scope.get("state", {}).get("caller")
+    try:
+        if caller is None:
+            raise ApiError(401, "the request was not authenticated")
+        await lookup.get_thread(server, thread_id, caller)
+    except ApiError as exc:
+        await websocket.close(code=4000 + exc.status, reason=exc.detail[:120])
+        return
+    await SocketSession(server, caller, thread_id, websocket).serve()
