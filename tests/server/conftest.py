@@ -86,6 +86,28 @@ async def agent(demo: Path, tmp_path: Path) -> AsyncIterator[Running]:
         yield running
 
 
+GATED = '[agent]\nname = "gated"\nmodel = "openai:scripted"\n[interrupt_on]\nwrite_file = true\n'
+
+
+def write_gated(root: Path) -> Path:
+    """An agent whose `write_file` waits for approval, with a subagent `helper`."""
+    root.mkdir(parents=True)
+    (root / "agent.toml").write_text(GATED)
+    (root / "AGENTS.md").write_text("Gated.\n")
+    (root / "subagents/helper").mkdir(parents=True)
+    (root / "subagents/helper/agent.toml").write_text(
+        '[agent]\nname = "helper"\ndescription = "Helps"\n'
+    )
+    (root / "subagents/helper/AGENTS.md").write_text("You help.\n")
+    return root
+
+
+@pytest.fixture
+async def gated(tmp_path: Path) -> AsyncIterator[Running]:
+    async with running_server(write_gated(tmp_path / "gated"), tmp_path / "gated-data") as running:
+        yield running
+
+
 @pytest.fixture
 async def http(agent: Running) -> AsyncIterator[httpx.AsyncClient]:
     """A plain HTTP client on the server, for requests the SDK would never send."""

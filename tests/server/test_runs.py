@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError
 from langgraph_sdk.schema import StreamPart
 
-from tests.server.conftest import Running, call, running_server, user
+from tests.server.conftest import Running, call, user
 
 
 def new_thread_id() -> str:
@@ -255,24 +254,6 @@ def _page() -> Any:
     from agentctl.storage.base import Page
 
     return Page(limit=100)
-
-
-GATED = '[agent]\nname = "gated"\nmodel = "openai:scripted"\n[interrupt_on]\nwrite_file = true\n'
-
-
-@pytest.fixture
-async def gated(tmp_path: Path) -> Any:
-    root = tmp_path / "gated"
-    root.mkdir()
-    (root / "agent.toml").write_text(GATED)
-    (root / "AGENTS.md").write_text("Gated.\n")
-    (root / "subagents/helper").mkdir(parents=True)
-    (root / "subagents/helper/agent.toml").write_text(
-        '[agent]\nname = "helper"\ndescription = "Helps"\n'
-    )
-    (root / "subagents/helper/AGENTS.md").write_text("You help.\n")
-    async with running_server(root, tmp_path / "gated-data") as running:
-        yield running
 
 
 WRITE = call("write_file", file_path="/notes.md", content="hello") + "\n@say {last_tool_result}"

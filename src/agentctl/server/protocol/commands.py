@@ -20,7 +20,7 @@ from agentctl.engine.wire import PROTOCOL_MODES
 from agentctl.server import lookup
 from agentctl.server.access import Caller
 from agentctl.server.app import Server
-from agentctl.server.errors import ApiError, describe_validation
+from agentctl.server.errors import ApiError, describe_validation, not_found
 from agentctl.server.protocol.projection import RunView, ThreadProjection
 from agentctl.server.run_requests import RunCreate
 from agentctl.server.state_view import state_view, thread_config
@@ -110,7 +110,7 @@ class Commands:
     async def run_start(self, params: Data) -> Data:
         """Start a run on the thread (creating the thread if it is new). Input sent while the
         thread waits at an interrupt answers the interrupt, as the reference server does."""
-        thread = await self._thread_or_none()
+        thread = await self.visible_thread(missing_ok=True)
         request: Data = {
             "assistant_id": params.get("assistant_id"),
             "config": params.get("config"),
@@ -125,7 +125,7 @@ class Commands:
 
     async def input_respond(self, params: Data) -> Data:
         """Answer interrupts (`{interrupt_id, response}` or `{responses: [...]}`) and resume."""
-        thread = await lookup.get_thread(self.server, self.thread_id, self.caller)
+        thread = await self.thread()
         answers = params.get("responses")
         if answers is None:
             answers = [params]
@@ -159,7 +159,7 @@ class Commands:
 
     async def state_fork(self, params: Data) -> Data:
         """A new run from an earlier checkpoint of the thread."""
-        await lookup.get_thread(self.server, self.thread_id, self.caller)
+        await self.thread()
         checkpoint_id = params.get("checkpoint_id")
         if not isinstance(checkpoint_id, str) or not checkpoint_id:
             raise CommandError("invalid_argument", "state.fork needs the `checkpoint_id`")
@@ -201,7 +201,7 @@ class Commands:
     # -- the thread's state -------------------------------------------------------------
 
     async def state_get(self, params: Data) -> Data:
-        await lookup.get_thread(self.server, self.thread_id, self.caller)
+        await self.thread()
         if params.get("namespace"):
             raise CommandError("no_such_namespace", "state.get reads the root graph's state")
         graph = self.server.deployment.runtime.graph
@@ -216,7 +216,7 @@ class Commands:
         return result
 
     async def state_list_checkpoints(self, params: Data) -> Data:
-        await lookup.get_thread(self.server, self.thread_id, self.caller)
+        await self.thread()
         limit = params.get("limit", 10)
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
             raise CommandError("invalid_argument", "`limit` must be a whole number 1–1000")
@@ -241,7 +241,7 @@ class Commands:
 
     async def agent_get_tree(self, params: Data) -> Data:
         """The root graph and the subgraphs (subagents) its latest run (or `run_id`) opened."""
-        await lookup.get_thread(self.server, self.thread_id, self.caller)
+        await self.thread()
         projection = ThreadProjection(self.server.deployment.graph_id)
         wanted = params.get("run_id")
         view: RunView | None = None
@@ -254,12 +254,21 @@ class Commands:
             raise CommandError("no_such_run", f"no run {wanted!r} on this thread")
         return {"tree": tree(view, self.server.deployment.graph_id)}
 
-    async def _thread_or_none(self) -> Thread | None:
-        try:
-            return await lookup.get_thread(self.server, self.thread_id, self.caller)
-        except ApiError:
-            lookup.check_uuid("thread_id", self.thread_id)
-            return None  # a new thread: the run creates it (or says why it cannot)
+    async def visible_thread(self, *, missing_ok: bool) -> Thread | None:
+        """The thread, when the caller may see it; None for a thread not created yet (with
+        `missing_ok`). 404 for another user's thread, as for a missing one."""
+        lookup.check_uuid("thread_id", self.thread_id)
+        thread = await self.server.storage.threads.get(self.thread_id)
+        if thread is None and missing_ok:
+            return None
+        if thread is None or not self.caller.owns(thread.metadata):
+            raise not_found("thread", self.thread_id)
+        return thread
+
+    async def thread(self) -> Thread:
+        thread = await self.visible_thread(missing_ok=False)
+        assert thread is not None
+        return thread
 
 
 def tree(view: RunView | None, graph_name: str) -> Data:

@@ -4,9 +4,10 @@
 into the protocol events it stands for: `values`, `updates`, `messages`, `tools`, `tasks`,
 `checkpoints`, `custom`, `input.requested` (an interrupt) and `lifecycle` (a run, or a
 subgraph such as a subagent, starting and ending). Every event gets `seq` (1, 2, … over the
-whole thread) and an `event_id` made from the stored event's id, so any connection that
-reads the same log numbers the same events the same way: a client that reconnects with
-`since` resumes exactly where it was, whichever replica it reaches.
+whole thread) and an `event_id` made from the stored event's id (a lifecycle event's from
+its run's id: `synth:<run_id>:lc|<namespace>|<status>`, where clients read it), so any
+connection that reads the same log numbers the same events the same way: a client that
+reconnects with `since` resumes exactly where it was, whichever replica it reaches.
 """
 
 from __future__ import annotations
@@ -267,10 +268,13 @@ class ThreadProjection:
             params: Data = {"namespace": namespace, "timestamp": timestamp, "data": data}
             if node is not None:
                 params["node"] = node
+            event_id = f"{event.id}.{index}"
+            if method == "lifecycle":  # clients read the run id from a lifecycle event's id
+                event_id = f"synth:{event.run_id}:lc|{'/'.join(namespace)}|{data['event']}"
             out.append(
                 {
                     "type": "event",
-                    "event_id": f"{event.id}.{index}",
+                    "event_id": event_id,
                     "seq": self.seq,
                     "method": method,
                     "params": params,

@@ -19,6 +19,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from agentctl import serde
 from agentctl.server.access import Caller
 from agentctl.server.app import Server
+from agentctl.server.errors import ApiError
 from agentctl.server.protocol.commands import Commands, error, malformed, success
 from agentctl.server.protocol.filters import EventFilter, FilterError, parse_filter, parse_since
 from agentctl.server.protocol.stream import thread_events
@@ -38,6 +39,11 @@ class SocketSession:
         self._sending = asyncio.Lock()
 
     async def serve(self) -> None:
+        try:
+            await self.commands.visible_thread(missing_ok=True)
+        except ApiError as exc:
+            await self.socket.close(code=4000 + exc.status, reason=exc.detail[:120])
+            return
         try:
             while True:
                 await self._answer(await self.socket.receive_text())
@@ -66,7 +72,7 @@ class SocketSession:
             return
         method, params = message["method"], message.get("params") or {}
         if method == "subscription.subscribe":
-            answer = self._subscribe(message["id"], params)
+            answer = await self._subscribe(message["id"], params)
         elif method == "subscription.unsubscribe":
             subscription_id = params.get("subscription_id")
             if self.filters.pop(str(subscription_id), None) is None:
@@ -81,11 +87,14 @@ class SocketSession:
             answer = await self.commands.handle(message)
         await self._send(answer)
 
-    def _subscribe(self, command_id: int, params: dict[str, Any]) -> dict[str, Any]:
+    async def _subscribe(self, command_id: int, params: dict[str, Any]) -> dict[str, Any]:
         try:
             event_filter, since = parse_filter(params), parse_since(params)
+            await self.commands.visible_thread(missing_ok=False)
         except FilterError as exc:
             return error(command_id, "invalid_argument", str(exc))
+        except ApiError as exc:
+            return error(command_id, "invalid_argument", exc.detail)
         subscription_id = str(next(_subscription_ids))
         self.filters[subscription_id] = event_filter
         if self.pump is None:

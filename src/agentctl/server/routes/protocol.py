@@ -11,7 +11,7 @@ from starlette.responses import Response, StreamingResponse
 
 from agentctl import serde
 from agentctl.server import lookup
-from agentctl.server.access import caller_of
+from agentctl.server.access import Caller, caller_of
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError
 from agentctl.server.protocol.commands import Commands, error, malformed
@@ -75,15 +75,12 @@ async def _frames(
 
 @router.websocket("/threads/{thread_id}/stream/events")
 async def thread_socket(thread_id: str, websocket: WebSocket) -> None:
-    """Commands and events on one socket; a refusal closes it with 4000 + the HTTP status."""
-    server: Server = websocket.app.state.server
+    """Commands and events on one socket; a refusal closes it with 4000 + the HTTP status.
+    The thread may not exist yet (a `run.start` on the socket creates it); its events are
+    only sent once it does, to its owner."""
     await websocket.accept()
     caller = websocket.scope.get("state", {}).get("caller")
-    try:
-        if caller is None:
-            raise ApiError(401, "the request was not authenticated")
-        await lookup.get_thread(server, thread_id, caller)
-    except ApiError as exc:
-        await websocket.close(code=4000 + exc.status, reason=exc.detail[:120])
+    if not isinstance(caller, Caller):  # `Authentication` did not run: no one is let in
+        await websocket.close(code=4401, reason="the request was not authenticated")
         return
-    await SocketSession(server, caller, thread_id, websocket).serve()
+    await SocketSession(websocket.app.state.server, caller, thread_id, websocket).serve()
