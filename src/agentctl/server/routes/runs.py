@@ -9,11 +9,12 @@ from fastapi import APIRouter, Body, Header, Query, Request
 from starlette.responses import Response
 
 from agentctl.engine.engine import ThreadBusyError
-from agentctl.engine.wire import normalize_modes
+from agentctl.engine.wire import STREAM_MODES, normalize_modes
 from agentctl.server import lookup
 from agentctl.server.access import Caller, caller_of
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict, not_found
+from agentctl.server.routes.common import query_modes
 from agentctl.server.run_requests import CancelMany, RunCreate
 from agentctl.server.run_streams import (
     run_paths,
@@ -175,7 +176,7 @@ async def join_run_stream(
         server,
         run,
         last_event_id=checked_event_id(last_event_id),
-        modes=[mode for mode in stream_mode or () if mode] or None,  # the SDK sends "" for none
+        modes=query_modes(stream_mode, STREAM_MODES) or None,
         cancel_on_disconnect=cancel_on_disconnect,
     )
 
