@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError
 from langgraph_sdk.schema import StreamPart
@@ -19,8 +20,14 @@ def new_thread_id() -> str:
     return str(uuid.uuid4())
 
 
-async def collect(stream: Any) -> list[StreamPart]:
-    return [part async for part in stream]
+async def collect(stream: Any, limit: int | None = None) -> list[StreamPart]:
+    """The stream's parts (the first `limit` only, when given)."""
+    parts: list[StreamPart] = []
+    async for part in stream:
+        parts.append(part)
+        if len(parts) == limit:
+            break
+    return parts
 
 
 def last_answer(values: dict[str, Any]) -> str:
@@ -94,6 +101,44 @@ async def test_join_stream_replays_from_the_start_or_after_an_id(agent: Running)
         agent.client.runs.join_stream(thread_id, run_id, stream_mode="values")
     )
     assert {p.event for p in only_values} == {"metadata", "values", "end"}
+
+
+async def test_join_stream_last_event_id_minus_one_replays_like_dash(agent: Running) -> None:
+    thread_id = new_thread_id()
+    run = await agent.client.runs.create(
+        thread_id, "demo", input=user("hi"), if_not_exists="create"
+    )
+    await agent.client.runs.join(thread_id, run["run_id"])
+    dash = await collect(agent.client.runs.join_stream(thread_id, run["run_id"], last_event_id="-"))
+    minus_one = await collect(
+        agent.client.runs.join_stream(thread_id, run["run_id"], last_event_id="-1")
+    )  # what the JS SDK's useStream sends when it rejoins a run
+    assert [p.id for p in minus_one] == [p.id for p in dash]
+    assert minus_one[-1].event == "end"
+    thread = await collect(await agent.client.threads.join_stream(thread_id, last_event_id="-1"), 2)
+    assert [p.id for p in thread] == [p.id for p in dash[:2]]
+
+
+async def test_join_stream_after_an_id_that_names_no_event_goes_on_live(agent: Running) -> None:
+    thread_id = new_thread_id()
+    run = await agent.client.runs.create(
+        thread_id, "demo", input=user("@sleep 1 @say later"), if_not_exists="create"
+    )
+    await _until_status(agent, thread_id, run["run_id"], "running")
+    unknown = "99999999999999-0"  # well formed, past every event
+    parts = await asyncio.wait_for(
+        collect(agent.client.runs.join_stream(thread_id, run["run_id"], last_event_id=unknown)), 10
+    )
+    assert parts[-1].event == "end"
+    assert last_answer(parts[-2].data) == "later"
+    async with httpx.AsyncClient(base_url=agent.url) as http:
+        for malformed in ("banana", "5--3", "1" * 30):
+            response = await http.get(
+                f"/threads/{thread_id}/runs/{run['run_id']}/stream",
+                headers={"Last-Event-ID": malformed},
+            )
+            assert response.status_code == 422, malformed
+            assert "not an event id" in response.json()["detail"]
 
 
 async def test_join_stream_of_a_running_run_gets_every_event(agent: Running) -> None:

@@ -3,12 +3,14 @@ stateless (`thread_id: null`: a temporary thread, deleted when the run ends)."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Header, Query, Request
 from starlette.responses import Response
 
 from agentctl.engine.engine import ThreadBusyError
+from agentctl.engine.streams import REPLAY_ALL
 from agentctl.engine.wire import STREAM_MODES, normalize_modes
 from agentctl.server import lookup
 from agentctl.server.access import Caller, caller_of
@@ -28,7 +30,6 @@ from agentctl.storage.base import (
     FINAL_RUN_STATUSES,
     Run,
     Thread,
-    event_position,
     new_id,
 )
 
@@ -268,13 +269,22 @@ async def cancel_many(
     return Response(status_code=204)
 
 
+# `<ms>-<seq>` (or `<ms>`) within what both backends store (64-bit signed).
+_EVENT_ID = re.compile(r"\d{1,18}(?:-\d{1,18})?")
+# Ids that mean "from the start": `-`, and `-1`, the JS SDK's `useStream` default.
+_FROM_START = frozenset({REPLAY_ALL, "-1"})
+
+
 def checked_event_id(value: str | None) -> str | None:
-    if value in (None, "", "-"):
-        return value or None
-    try:
-        event_position(value)
-    except ValueError:
+    """A `Last-Event-ID` as `follow` takes it. A well-formed id that names no event is
+    fine (the stream goes on after that position, or live past the end of the log); only
+    what cannot be an id at all is a 422."""
+    if not value:
+        return None
+    if value in _FROM_START:
+        return REPLAY_ALL
+    if not _EVENT_ID.fullmatch(value):
         raise ApiError(
             422, f"Last-Event-ID {value!r} is not an event id — send an id from the stream or '-'"
-        ) from None
+        )
     return value
