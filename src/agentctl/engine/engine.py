@@ -37,6 +37,13 @@ StopReason = Literal["interrupt", "rollback", "lease lost"]
 SHUTDOWN = "shutdown"
 
 
+def thread_labels(graph_id: str, assistant_id: str) -> dict[str, str]:
+    """What a run writes into its thread's metadata, as the reference does: the graph and
+    the assistant it runs, which `threads/search` filters on (agent-chat-ui lists its
+    history by `graph_id` or `assistant_id`) and `delete_threads` of an assistant finds."""
+    return {"graph_id": graph_id, "assistant_id": assistant_id}
+
+
 class ThreadBusyError(Exception):
     """`multitask_strategy: reject` on a thread with a run in flight."""
 
@@ -274,7 +281,10 @@ class RunEngine:
         assistant = await self.storage.assistants.get(run.assistant_id)
         config = executor.run_config(run, assistant, self.deployment)
         resume = await executor.resumes_from_checkpoint(self.storage, run)
-        await self.storage.threads.update(run.thread_id, status="busy")
+        graph_id = assistant.graph_id if assistant is not None else self.deployment.graph_id
+        await self.storage.threads.update(
+            run.thread_id, status="busy", metadata=thread_labels(graph_id, run.assistant_id)
+        )
 
         async def publish(event: str, data: Any) -> None:
             await self.storage.events.append(run.thread_id, run.run_id, event, serde.dumps(data))

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Body, Header, Query, Request
 from starlette.responses import Response
 
-from agentctl.engine.engine import ThreadBusyError
+from agentctl.engine.engine import ThreadBusyError, thread_labels
 from agentctl.engine.streams import REPLAY_ALL
 from agentctl.engine.wire import STREAM_MODES, normalize_modes
 from agentctl.server import lookup
@@ -49,6 +49,9 @@ async def start_run(
     executes as `caller`'s user (their memory), whatever the request's config says.
     `run_id`: the new run's id, when the caller chose it (A2A task ids name their run)."""
     assistant = await lookup.get_assistant(server, body.assistant_id)
+    # A thread the run creates has the run's metadata and names its graph and assistant;
+    # an existing one gets the names when the run starts (engine).
+    labels = {**(body.metadata or {}), **thread_labels(assistant.graph_id, assistant.assistant_id)}
     stream_mode = None
     if wait:  # a waiting client gets the final values
         stream_mode = list(dict.fromkeys([*normalize_modes(body.stream_mode), "values"]))
@@ -61,7 +64,7 @@ async def start_run(
             )
         temporary = body.on_completion != "keep"
         thread_id = new_id()
-        await server.storage.threads.create(Thread(thread_id, metadata=caller.stamp({})))
+        await server.storage.threads.create(Thread(thread_id, metadata=caller.stamp(labels)))
         run = body.to_run(thread_id, assistant.assistant_id, user=caller.user,
                           temporary=temporary, stream_mode=stream_mode, run_id=run_id)  # fmt: skip
     else:
@@ -76,7 +79,7 @@ async def start_run(
                     f"thread {thread_id!r} not found — create it first (POST /threads) or "
                     'send "if_not_exists": "create"',
                 )
-            thread = Thread(thread_id=thread_id, metadata=caller.stamp({}))
+            thread = Thread(thread_id=thread_id, metadata=caller.stamp(labels))
             if not await server.storage.threads.create(thread):
                 raise conflict(f"thread {thread_id!r} was created meanwhile — send the run again")
         if body.is_resume and not (
