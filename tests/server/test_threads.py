@@ -149,6 +149,49 @@ async def test_a_run_names_its_graph_and_assistant_in_the_thread(agent: Running)
     assert metadata["assistant_id"] == other["assistant_id"]
 
 
+async def test_search_extracts_values_by_path(agent: Running, http: httpx.AsyncClient) -> None:
+    answered = await ran(agent, "extract me", topic="t")
+    await agent.client.threads.create(metadata={"topic": "t"})  # no values yet
+    found = await agent.client.threads.search(
+        metadata={"topic": "t"},
+        select=["thread_id"],
+        sort_by="created_at",
+        sort_order="asc",
+        extract={
+            "last": "values.messages[-1].content",
+            "first_kind": "values.messages[0].type",
+            "topic": "metadata.topic",
+            "nowhere": "values.messages[99].content",
+            "graph": "metadata.graph_id",
+        },
+    )
+    assert found[0] == {
+        "thread_id": answered,
+        "extracted": {
+            "last": "scripted reply to: extract me",
+            "first_kind": "human",
+            "topic": "t",
+            "nowhere": None,
+            "graph": "demo",
+        },
+    }
+    assert found[1]["extracted"]["last"] is None
+    assert found[1]["extracted"]["topic"] == "t"
+    # Without `extract` nothing changes; `select` alone still selects.
+    plain = await agent.client.threads.search(metadata={"topic": "t"}, select=["thread_id"])
+    assert all(set(t) == {"thread_id"} for t in plain)
+    for extract, detail in (
+        ({f"a{i}": "metadata.x" for i in range(11)}, "at most 10 paths"),
+        ({"values": "metadata.x"}, "cannot name an extracted value"),
+        ({"bad-alias": "metadata.x"}, "cannot name an extracted value"),
+        ({"a": "state.x"}, "is not a path"),
+        ({"a": "values.messages[last]"}, "is not a path"),
+    ):
+        response = await http.post("/threads/search", json={"extract": extract})
+        assert response.status_code == 422, extract
+        assert detail in response.json()["detail"]
+
+
 async def test_delete_removes_thread_runs_and_state(agent: Running) -> None:
     thread_id = await ran(agent)
     runs = await agent.client.runs.list(thread_id)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from fastapi import APIRouter, Header, Request
 from langgraph.channels.delta import DeltaChannel
@@ -17,7 +17,7 @@ from langgraph.types import StateUpdate
 from starlette.responses import Response
 
 from agentctl import serde
-from agentctl.server import lookup, views
+from agentctl.server import extract, lookup, views
 from agentctl.server.access import Caller, caller_of, without_owner
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict, not_found
@@ -78,6 +78,7 @@ class ThreadSearch(ThreadCount):
     sort_by: ThreadSort | None = None
     sort_order: SortOrder | None = None
     select: list[ThreadField] | None = None
+    extract: dict[str, str] | None = None  # see server/extract.py
 
 
 class ThreadPrune(Body):
@@ -192,7 +193,8 @@ async def _search(
 async def search_threads(request: Request, body: ThreadSearch | None = None) -> Response:
     server = server_of(request)
     body = body or ThreadSearch()
-    with_values = not body.select or "values" in body.select
+    paths = extract.check_extract(body.extract or {}, get_args(ThreadField))
+    with_values = not body.select or "values" in body.select or "values" in extract.roots(paths)
     found, total = await _search(
         server,
         caller_of(request),
@@ -200,9 +202,12 @@ async def search_threads(request: Request, body: ThreadSearch | None = None) -> 
         page(body.limit, body.offset, body.sort_by, body.sort_order),
         with_values=with_values,
     )
+    shown = [select_fields(view, body.select) for view in found]
+    if paths:
+        for view, thread in zip(found, shown, strict=True):
+            thread["extracted"] = extract.extracted(view, paths)
     return views.json_response(
-        [select_fields(view, body.select) for view in found],
-        headers=views.page_headers(body.offset, body.limit, len(found), total),
+        shown, headers=views.page_headers(body.offset, body.limit, len(found), total)
     )
 
 
