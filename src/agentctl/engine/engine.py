@@ -35,6 +35,9 @@ CancelAction = Literal["interrupt", "rollback"]
 # to another replica. A task cancelled for none of these is stopped by its replica's shutdown.
 StopReason = Literal["interrupt", "rollback", "lease lost"]
 SHUTDOWN = "shutdown"
+# How long a cancel waits for the run to stop: a run stops at its next await, so this is
+# reached only when its replica died (then its lease expires and another one stops it).
+STOP_TIMEOUT = 10.0
 
 
 def thread_labels(graph_id: str, assistant_id: str) -> dict[str, str]:
@@ -148,6 +151,16 @@ class RunEngine:
         # Running on another replica (or claimed since it was read): its replica stops it.
         await self.storage.bus.publish("cancel", {"run_id": run.run_id, "action": action})
 
+    async def cancel_and_wait(
+        self, runs: list[Run], action: CancelAction = "interrupt", timeout: float = STOP_TIMEOUT
+    ) -> None:
+        """Cancel `runs` and wait (at most `timeout` s) until each has stopped and recorded
+        it, here or on another replica: once this returns, reading a run shows it ended."""
+        for run in runs:
+            await self.cancel(run, action)
+        for run in runs:
+            await self.stopped(run.run_id, timeout)
+
     def _cancel_here(self, run_id: str, action: CancelAction) -> bool:
         """Cancel the run if this process executes it; False if it does not."""
         task = self._tasks.get(run_id)
@@ -174,7 +187,7 @@ class RunEngine:
     def is_executing(self, run_id: str) -> bool:
         return run_id in self._tasks
 
-    async def stopped(self, run_id: str, timeout: float = 10.0) -> None:
+    async def stopped(self, run_id: str, timeout: float = STOP_TIMEOUT) -> None:
         """Wait (at most `timeout` s) until `run_id` is not executing, here or elsewhere."""
         task = self._tasks.get(run_id)
         if task is not None:

@@ -196,8 +196,10 @@ async def cancel_run(
     server = server_of(request)
     run = await lookup.get_run(server, thread_id, run_id, caller_of(request))
     if run.status in FINAL_RUN_STATUSES:
-        raise conflict(f"run {run_id} already ended ({run.status}); there is nothing to cancel")
-    await server.engine.cancel(run, action)
+        # 404, as the reference answers: "no run to cancel" (the detail says why).
+        raise ApiError(404, f"run {run_id} already ended ({run.status}) — nothing to cancel")
+    # Answered once the run has stopped and recorded it: a read right after shows it ended.
+    await server.engine.cancel_and_wait([run], action)
     if wait:
         return waiting_response(wait_for_result(server, run, from_events=True), run, "join")
     return Response(status_code=202)
@@ -266,9 +268,9 @@ async def cancel_many(
     statuses: tuple[str, ...] = ACTIVE_RUN_STATUSES
     if body.status and body.status != "all":
         statuses = (body.status,)
-    for run in candidates:
-        if run.status in statuses:
-            await server.engine.cancel(run, action)
+    await server.engine.cancel_and_wait(
+        [run for run in candidates if run.status in statuses], action
+    )
     return Response(status_code=204)
 
 

@@ -41,7 +41,6 @@ ThreadField = Literal[
     "context", "status", "values", "interrupts",
 ]  # fmt: skip
 ThreadSort = Literal["thread_id", "status", "created_at", "updated_at", "state_updated_at"]
-STOP_TIMEOUT = 10.0  # seconds to wait for a cancelled run to let go of its thread
 
 
 class Update(Body):
@@ -92,18 +91,9 @@ async def thread_json(server: Server, thread: Thread, *, values: bool = True) ->
     return views.thread_view(thread, state)
 
 
-async def stop_runs(server: Server, thread_id: str) -> None:
-    """Cancel the thread's pending and running runs and wait until none is executing."""
-    active = await server.storage.runs.active(thread_id)
-    for run in active:
-        await server.engine.cancel(run, "interrupt")
-    for run in active:
-        await server.engine.stopped(run.run_id, STOP_TIMEOUT)
-
-
 async def delete_thread(server: Server, thread_id: str) -> bool:
     """Delete a thread with its runs (cancelled first), events, checkpoints and crons."""
-    await stop_runs(server, thread_id)
+    await server.engine.cancel_and_wait(await server.storage.runs.active(thread_id))
     await delete_crons_where(server, thread_id=thread_id)
     return await server.storage.threads.delete(thread_id)
 
