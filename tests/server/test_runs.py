@@ -253,11 +253,15 @@ async def test_failed_run_streams_an_error_and_wait_reports_it(agent: Running) -
         await agent.client.runs.wait(None, "demo", input=user("@fail 400 bad"))
 
 
-async def test_resume_without_a_pending_interrupt_is_refused(agent: Running) -> None:
+async def test_resume_without_a_pending_interrupt_is_ignored(agent: Running) -> None:
     thread_id = new_thread_id()
-    await agent.client.runs.wait(thread_id, "demo", input=user("hi"), if_not_exists="create")
-    with pytest.raises(ConflictError, match="no pending interrupt"):
-        await agent.client.runs.create(thread_id, "demo", command={"resume": "yes"})
+    before = await agent.client.runs.wait(
+        thread_id, "demo", input=user("hi"), if_not_exists="create"
+    )
+    run = await agent.client.runs.create(thread_id, "demo", command={"resume": "yes"})
+    after = await agent.client.runs.join(thread_id, run["run_id"])
+    assert after == before
+    assert (await agent.client.runs.get(thread_id, run["run_id"]))["status"] == "success"
 
 
 async def test_unknown_thread_is_404_unless_created(agent: Running) -> None:
@@ -387,3 +391,35 @@ async def test_approval_gate_edit_and_reject(gated: Running) -> None:
         command={"resume": {"decisions": [{"type": "reject", "message": "not now"}]}},
     )  # fmt: skip
     assert "not now" in last_answer(rejected)
+
+
+async def test_strict_resume_refuses_an_interrupt_that_is_not_waiting(gated: Running) -> None:
+    info = await gated.client.http.get("/info")
+    assert info["flags"]["strict_resume"] is True
+    thread_id = new_thread_id()
+    paused = await gated.client.runs.wait(
+        thread_id, "gated", input=user(WRITE), if_not_exists="create"
+    )
+    [interrupt] = paused["__interrupt__"]
+    approve = {"decisions": [{"type": "approve"}]}
+    unknown = {"0" * 32: approve}  # a resume map naming an interrupt that is not pending
+    parts = await collect(
+        gated.client.runs.stream(
+            thread_id, "gated", command={"resume": unknown}, strict_resume=True
+        )
+    )
+    assert [p.event for p in parts[-2:]] == ["error", "end"]
+    assert parts[-2].data["error"] == "UnknownInterruptError"
+    assert parts[-1].data["status"] == "error"
+    # The thread stays as it was: the gate still waits, and can be answered.
+    thread = await gated.client.threads.get(thread_id)
+    assert [i["id"] for i in next(iter(thread["interrupts"].values()))] == [interrupt["id"]]
+    values = await gated.client.runs.wait(
+        thread_id, "gated", command={"resume": {interrupt["id"]: approve}}, strict_resume=True
+    )
+    assert last_answer(values) == "Updated file /notes.md"
+    # Without strict_resume, the same unknown answer is ignored.
+    ignored = await gated.client.runs.create(thread_id, "gated", command={"resume": unknown})
+    await gated.client.runs.join(thread_id, ignored["run_id"])
+    status = (await gated.client.runs.get(thread_id, ignored["run_id"]))["status"]
+    assert status == "success"

@@ -343,7 +343,9 @@ class RunEngine:
     async def _settle_thread(self, run: Run, graph: Any, status: RunStatus) -> None:
         """The thread's status and pending interrupts after `run`."""
         interrupts: dict[str, list[dict[str, Any]]] = {}
-        if status == "interrupted" and not run.temporary and graph is not None:
+        # A failed run (e.g. a strict resume of an interrupt that is not waiting) leaves
+        # the interrupts that were pending still pending.
+        if status in ("interrupted", "error") and not run.temporary and graph is not None:
             state = await graph.aget_state({"configurable": {"thread_id": run.thread_id}})
             for task in state.tasks:
                 if task.interrupts:

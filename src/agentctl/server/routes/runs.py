@@ -82,14 +82,6 @@ async def start_run(
             thread = Thread(thread_id=thread_id, metadata=caller.stamp(labels))
             if not await server.storage.threads.create(thread):
                 raise conflict(f"thread {thread_id!r} was created meanwhile — send the run again")
-        if body.is_resume and not (
-            thread.interrupts or await server.storage.runs.active(thread_id)
-        ):
-            raise ApiError(
-                409,
-                f"thread {thread_id!r} has no pending interrupt to resume — "
-                "send input instead of command.resume",
-            )
         run = body.to_run(
             thread_id, assistant.assistant_id, user=caller.user, stream_mode=stream_mode,
             run_id=run_id,
