@@ -114,6 +114,8 @@ class OriginGuard:
     def __init__(self, app: ASGIApp, policy: OriginPolicy) -> None:
         self.app = app
         self.policy = policy
+        # `Host` values found good, as sent: one set lookup a request (names × ports).
+        self._good_hosts: set[bytes] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -121,19 +123,20 @@ class OriginGuard:
             await self.app(scope, receive, send)
             return
         headers = dict(scope["headers"])
-        raw_origin = headers.get(b"origin")
-        hosts = self.policy.hosts
-        host = ""
-        if hosts is not None or raw_origin is not None:  # else: the hot path, two lookups
-            host = headers.get(b"host", b"").decode("latin-1").lower()
-            if hosts is not None and host and _host_name(host) not in hosts:
-                await _refuse(scope, send, f"host {host!r} is not served here — use {_LOOPBACK}")
+        raw_host = headers.get(b"host", b"")
+        if self.policy.hosts is not None and raw_host not in self._good_hosts:
+            name = raw_host.decode("latin-1").lower()
+            if raw_host and _host_name(name) not in self.policy.hosts:
+                await _refuse(scope, send, f"host {name!r} is not served here — use {_LOOPBACK}")
                 return
+            self._good_hosts.add(raw_host)
+        raw_origin = headers.get(b"origin")
         if raw_origin is None:  # not a browser's cross-site request: nothing to check
             if kind == "http":
                 _read_as_json(scope, headers)
             await self.app(scope, receive, send)
             return
+        host = raw_host.decode("latin-1").lower()
         origin = raw_origin.decode("latin-1").lower()
         allowed = self.policy.allows(origin)
         if not allowed and not _same_origin(origin, host):
