@@ -190,3 +190,29 @@ def test_dry_run_names_the_missing_identity_provider_variables(
             assert f"error: missing environment variables: {missing}" in result.err
             assert "Traceback" not in result.err
             assert not (root / ".agentctl/build").exists()
+
+
+def test_every_option_is_documented() -> None:
+    """Each option `--help` lists is in the command's heading of docs/cli.md, and in its
+    line of the README's command table when that line shows options."""
+    import importlib
+    import re
+
+    import click
+
+    root = Path(__file__).parents[1]
+    cli_doc = (root / "docs" / "cli.md").read_text()
+    usage = dict(re.findall(r"^## `agentctl ([a-z-]+)(.*)`$", cli_doc, re.M))
+    readme = {
+        name: line
+        for line in (root / "README.md").read_text().splitlines()
+        for name in COMMANDS
+        if line.startswith(f"| `agentctl {name} [--")
+    }
+    for name, (module, attribute, _) in COMMANDS.items():
+        command: click.Command = getattr(importlib.import_module(module), attribute)
+        for param in command.params:
+            if isinstance(param, click.Option):
+                flag = param.opts[0]
+                assert flag in usage[name], f"docs/cli.md: agentctl {name} lacks {flag}"
+                assert flag in readme.get(name, flag), f"README: agentctl {name} lacks {flag}"

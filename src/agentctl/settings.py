@@ -51,6 +51,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTCTL_PUBLIC_URL", str, None,
             "The URL clients reach the deployment at (behind the load balancer); shown by "
             "`/info` and printed by `agentctl deploy`. Unset: the URL the request came to."),
+    Setting("AGENTCTL_CORS_ORIGINS", str, None,
+            "Comma-separated origins (`https://chat.example.com`) whose web pages may call "
+            "the API from a browser; `*` for any (then without credentials). Requests from "
+            "other pages (a foreign `Origin`) are refused with 403. Unset: none."),
     Setting("AGENTCTL_DATA_DIR", str, ".agentctl/serve",
             "Where a replica unpacks revisions, and the SQLite database when there is no "
             "`DATABASE_URL`."),
@@ -146,6 +150,7 @@ class Settings:
     port: int
     forwarded_allow_ips: str
     public_url: str | None
+    cors_origins: str | None
     data_dir: str
     workers: int
     run_timeout_seconds: float | None

@@ -94,6 +94,16 @@ async def test_join_and_cancel_reach_the_replica_running_the_run(
     assert await run_status(other, thread_id, run["run_id"]) == "interrupted"
     assert events[0].event == "metadata"
     assert events[0].data["run_id"] == run["run_id"]
+    # A cancel answers once the run has stopped, wherever it ran: never `running` after.
+    for _ in range(3):
+        again = await any_client.runs.create(thread_id, "demo", input=user("@sleep 30 @say no"))
+        run_id = again["run_id"]
+        await eventually(lambda r=run_id: _is(any_client, thread_id, r, "running"), 20)
+        _, elsewhere = cluster.executing(run_id)
+        canceller = cluster.client(elsewhere)
+        await canceller.runs.cancel(thread_id, run_id)
+        assert await run_status(canceller, thread_id, run_id) == "interrupted"
+        await canceller.aclose()
     await any_client.aclose()
     await other.aclose()
 

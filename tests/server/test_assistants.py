@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import httpx
@@ -9,7 +10,7 @@ import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
 from agentctl.engine import assistant_uuid
-from tests.server.conftest import Running, assert_json_error
+from tests.server.conftest import Running, assert_json_error, user
 
 
 async def test_the_deployment_assistant_exists_under_its_graph_name(agent: Running) -> None:
@@ -142,12 +143,38 @@ async def test_delete_and_the_default_is_protected(agent: Running) -> None:
 async def test_delete_with_threads(agent: Running) -> None:
     created = await agent.client.assistants.create("demo")
     aid = created["assistant_id"]
-    mine = await agent.client.threads.create(metadata={"assistant_id": aid})
+    # The threads its runs named (as agent-chat-ui finds them), and one set by hand.
+    ran = await agent.client.threads.create()
+    await agent.client.runs.wait(ran["thread_id"], aid, input=user("hi"))
+    labelled = await agent.client.threads.create(metadata={"assistant_id": aid})
     other = await agent.client.threads.create(metadata={"assistant_id": "someone-else"})
+    by_default = await agent.client.threads.create()
+    await agent.client.runs.wait(by_default["thread_id"], "demo", input=user("hi"))
     await agent.client.assistants.delete(aid, delete_threads=True)
-    with pytest.raises(NotFoundError):
-        await agent.client.threads.get(mine["thread_id"])
-    assert (await agent.client.threads.get(other["thread_id"]))["thread_id"] == other["thread_id"]
+    for gone in (ran, labelled):
+        with pytest.raises(NotFoundError):
+            await agent.client.threads.get(gone["thread_id"])
+    for kept in (other, by_default):
+        assert (await agent.client.threads.get(kept["thread_id"]))["thread_id"] == kept["thread_id"]
+
+
+async def test_delete_cancels_the_assistants_runs_in_flight(agent: Running) -> None:
+    created = await agent.client.assistants.create("demo")
+    aid = created["assistant_id"]
+    thread = await agent.client.threads.create()
+    tid = thread["thread_id"]
+    running = await agent.client.runs.create(tid, aid, input=user("@sleep 30 @say never"))
+    queued = await agent.client.runs.create(tid, aid, input=user("next"))
+    for _ in range(200):
+        if (await agent.client.runs.get(tid, running["run_id"]))["status"] == "running":
+            break
+        await asyncio.sleep(0.02)
+    await agent.client.assistants.delete(aid)
+    for run in (running, queued):
+        assert (await agent.client.runs.get(tid, run["run_id"]))["status"] == "interrupted"
+    # The thread is free again for others' runs.
+    values = await agent.client.runs.wait(tid, "demo", input=user("after"))
+    assert values["messages"][-1]["content"] == "scripted reply to: after"
 
 
 async def test_graph_drawing(agent: Running, http: httpx.AsyncClient) -> None:

@@ -69,6 +69,12 @@ async def assert_forbidden(requests: dict[str, Request], root: list[str]) -> Non
         assert str(root) in detail(forbidden.value), name
 
 
+def labels(users: TwoUsers) -> dict[str, str]:
+    """What a run of the deployment's assistant writes into its thread's metadata."""
+    deployment = users.running.server.deployment
+    return {"graph_id": deployment.graph_id, "assistant_id": deployment.assistant_id}
+
+
 def ids(records: Any, key: str = "thread_id") -> set[str]:
     return {record[key] for record in records}
 
@@ -143,14 +149,15 @@ async def test_a_thread_is_its_owners_alone(two_users: TwoUsers) -> None:
 
     # Alice's thread is as she left it, and still all hers.
     after = await alice.threads.get(tid)
-    assert after["metadata"] == {"topic": "secret", "owner": ALICE}
+    assert after["metadata"] == {"topic": "secret", "owner": ALICE, **labels(two_users)}
     assert after["values"] == before["values"]
     assert len(await alice.threads.get_history(tid, limit=100)) == len(history)
     assert ids(await alice.threads.search(metadata={"owner": ALICE})) == {tid}
     assert await alice.threads.count() == 1
     patched = await alice.threads.update(tid, metadata={"owner": BOB, "topic": "mine"})
-    assert patched["metadata"] == {"topic": "mine", "owner": ALICE}
-    assert (await alice.threads.get(tid))["metadata"] == {"topic": "mine", "owner": ALICE}
+    mine = {"topic": "mine", "owner": ALICE, **labels(two_users)}
+    assert patched["metadata"] == mine
+    assert (await alice.threads.get(tid))["metadata"] == mine
     state = await alice.threads.get_state(tid, checkpoint=at_checkpoint)
     assert state["checkpoint"]["checkpoint_id"] == checkpoint_id
     copy: Any = await alice.threads.copy(tid)  # type: ignore[func-returns-value]

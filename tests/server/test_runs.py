@@ -7,6 +7,7 @@ import asyncio
 import uuid
 from typing import Any
 
+import httpx
 import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError
 from langgraph_sdk.schema import StreamPart
@@ -18,8 +19,14 @@ def new_thread_id() -> str:
     return str(uuid.uuid4())
 
 
-async def collect(stream: Any) -> list[StreamPart]:
-    return [part async for part in stream]
+async def collect(stream: Any, limit: int | None = None) -> list[StreamPart]:
+    """The stream's parts (the first `limit` only, when given)."""
+    parts: list[StreamPart] = []
+    async for part in stream:
+        parts.append(part)
+        if len(parts) == limit:
+            break
+    return parts
 
 
 def last_answer(values: dict[str, Any]) -> str:
@@ -93,6 +100,44 @@ async def test_join_stream_replays_from_the_start_or_after_an_id(agent: Running)
         agent.client.runs.join_stream(thread_id, run_id, stream_mode="values")
     )
     assert {p.event for p in only_values} == {"metadata", "values", "end"}
+
+
+async def test_join_stream_last_event_id_minus_one_replays_like_dash(agent: Running) -> None:
+    thread_id = new_thread_id()
+    run = await agent.client.runs.create(
+        thread_id, "demo", input=user("hi"), if_not_exists="create"
+    )
+    await agent.client.runs.join(thread_id, run["run_id"])
+    dash = await collect(agent.client.runs.join_stream(thread_id, run["run_id"], last_event_id="-"))
+    minus_one = await collect(
+        agent.client.runs.join_stream(thread_id, run["run_id"], last_event_id="-1")
+    )  # what the JS SDK's useStream sends when it rejoins a run
+    assert [p.id for p in minus_one] == [p.id for p in dash]
+    assert minus_one[-1].event == "end"
+    thread = await collect(await agent.client.threads.join_stream(thread_id, last_event_id="-1"), 2)
+    assert [p.id for p in thread] == [p.id for p in dash[:2]]
+
+
+async def test_join_stream_after_an_id_that_names_no_event_goes_on_live(agent: Running) -> None:
+    thread_id = new_thread_id()
+    run = await agent.client.runs.create(
+        thread_id, "demo", input=user("@sleep 1 @say later"), if_not_exists="create"
+    )
+    await _until_status(agent, thread_id, run["run_id"], "running")
+    unknown = "99999999999999-0"  # well formed, past every event
+    parts = await asyncio.wait_for(
+        collect(agent.client.runs.join_stream(thread_id, run["run_id"], last_event_id=unknown)), 10
+    )
+    assert parts[-1].event == "end"
+    assert last_answer(parts[-2].data) == "later"
+    async with httpx.AsyncClient(base_url=agent.url) as http:
+        for malformed in ("banana", "5--3", "1" * 30):
+            response = await http.get(
+                f"/threads/{thread_id}/runs/{run['run_id']}/stream",
+                headers={"Last-Event-ID": malformed},
+            )
+            assert response.status_code == 422, malformed
+            assert "not an event id" in response.json()["detail"]
 
 
 async def test_join_stream_of_a_running_run_gets_every_event(agent: Running) -> None:
@@ -182,7 +227,8 @@ async def test_cancel_a_running_run(agent: Running) -> None:
     await _until_status(agent, thread_id, run["run_id"], "running")
     await agent.client.runs.cancel(thread_id, run["run_id"], wait=True)
     assert (await agent.client.runs.get(thread_id, run["run_id"]))["status"] == "interrupted"
-    with pytest.raises(ConflictError, match="already ended"):
+    # As the reference answers: there is no run in flight to cancel.
+    with pytest.raises(NotFoundError, match="already ended"):
         await agent.client.runs.cancel(thread_id, run["run_id"])
 
 
@@ -206,11 +252,15 @@ async def test_failed_run_streams_an_error_and_wait_reports_it(agent: Running) -
         await agent.client.runs.wait(None, "demo", input=user("@fail 400 bad"))
 
 
-async def test_resume_without_a_pending_interrupt_is_refused(agent: Running) -> None:
+async def test_resume_without_a_pending_interrupt_is_ignored(agent: Running) -> None:
     thread_id = new_thread_id()
-    await agent.client.runs.wait(thread_id, "demo", input=user("hi"), if_not_exists="create")
-    with pytest.raises(ConflictError, match="no pending interrupt"):
-        await agent.client.runs.create(thread_id, "demo", command={"resume": "yes"})
+    before = await agent.client.runs.wait(
+        thread_id, "demo", input=user("hi"), if_not_exists="create"
+    )
+    run = await agent.client.runs.create(thread_id, "demo", command={"resume": "yes"})
+    after = await agent.client.runs.join(thread_id, run["run_id"])
+    assert after == before
+    assert (await agent.client.runs.get(thread_id, run["run_id"]))["status"] == "success"
 
 
 async def test_unknown_thread_is_404_unless_created(agent: Running) -> None:
@@ -322,3 +372,35 @@ async def test_approval_gate_edit_and_reject(gated: Running) -> None:
         command={"resume": {"decisions": [{"type": "reject", "message": "not now"}]}},
     )  # fmt: skip
     assert "not now" in last_answer(rejected)
+
+
+async def test_strict_resume_refuses_an_interrupt_that_is_not_waiting(gated: Running) -> None:
+    info = await gated.client.http.get("/info")
+    assert info["flags"]["strict_resume"] is True
+    thread_id = new_thread_id()
+    paused = await gated.client.runs.wait(
+        thread_id, "gated", input=user(WRITE), if_not_exists="create"
+    )
+    [interrupt] = paused["__interrupt__"]
+    approve = {"decisions": [{"type": "approve"}]}
+    unknown = {"0" * 32: approve}  # a resume map naming an interrupt that is not pending
+    parts = await collect(
+        gated.client.runs.stream(
+            thread_id, "gated", command={"resume": unknown}, strict_resume=True
+        )
+    )
+    assert [p.event for p in parts[-2:]] == ["error", "end"]
+    assert parts[-2].data["error"] == "UnknownInterruptError"
+    assert parts[-1].data["status"] == "error"
+    # The thread stays as it was: the gate still waits, and can be answered.
+    thread = await gated.client.threads.get(thread_id)
+    assert [i["id"] for i in next(iter(thread["interrupts"].values()))] == [interrupt["id"]]
+    values = await gated.client.runs.wait(
+        thread_id, "gated", command={"resume": {interrupt["id"]: approve}}, strict_resume=True
+    )
+    assert last_answer(values) == "Updated file /notes.md"
+    # Without strict_resume, the same unknown answer is ignored.
+    ignored = await gated.client.runs.create(thread_id, "gated", command={"resume": unknown})
+    await gated.client.runs.join(thread_id, ignored["run_id"])
+    status = (await gated.client.runs.get(thread_id, ignored["run_id"]))["status"]
+    assert status == "success"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+import httpx
 import pytest
 
 from tests.server.conftest import Running, call, user
@@ -119,3 +120,59 @@ async def test_batch_and_bulk_cancel(agent: Running) -> None:
             break
         await asyncio.sleep(0.02)
     assert run["status"] == "interrupted"
+
+
+def sse_events(text: str) -> list[str]:
+    return [line[len("event: ") :] for line in text.splitlines() if line.startswith("event: ")]
+
+
+async def test_join_stream_takes_modes_as_a_json_list_or_repeated(agent: Running) -> None:
+    thread_id = str(uuid.uuid4())
+    run = await agent.client.runs.create(
+        thread_id, "demo", input=user("hi"), if_not_exists="create",
+        stream_mode=["values", "updates", "messages-tuple"],
+    )  # fmt: skip
+    await agent.client.runs.join(thread_id, run["run_id"])
+    path = f"/threads/{thread_id}/runs/{run['run_id']}/stream"
+    async with httpx.AsyncClient(base_url=agent.url) as http:
+        for query, modes in (
+            ('stream_mode=["updates"]', {"updates"}),  # as the JS SDK's joinStream sends it
+            ('stream_mode=["values","updates"]', {"values", "updates"}),
+            ("stream_mode=values&stream_mode=updates", {"values", "updates"}),
+            ("stream_mode=updates", {"updates"}),
+            ("stream_mode=", {"values", "updates", "messages"}),  # none: every event
+        ):
+            events = sse_events((await http.get(f"{path}?{query}")).text)
+            assert set(events) == {"metadata", "end", *modes}, query
+        for query, detail in (
+            ('stream_mode=["updates"', "is not a JSON list of modes"),
+            ("stream_mode=[1]", "is not a JSON list of modes"),
+            ('stream_mode=["everything"]', "unknown stream mode 'everything'"),
+        ):
+            response = await http.get(f"{path}?{query}")
+            assert response.status_code == 422, query
+            assert detail in response.json()["detail"]
+    parts = [p async for p in agent.client.runs.join_stream(thread_id, run["run_id"],
+                                                             stream_mode=["updates"])]  # fmt: skip
+    assert {p.event for p in parts} == {"metadata", "updates", "end"}
+
+
+async def test_thread_stream_takes_modes_as_a_json_list(agent: Running) -> None:
+    thread_id = str(uuid.uuid4())
+    await agent.client.runs.wait(thread_id, "demo", input=user("one"), if_not_exists="create")
+    async with (
+        httpx.AsyncClient(base_url=agent.url, timeout=10) as http,
+        http.stream(
+            "GET",
+            f'/threads/{thread_id}/stream?stream_mode=["lifecycle"]',
+            headers={"Last-Event-ID": "-"},
+        ) as response,
+    ):
+        assert response.status_code == 200
+        events = []
+        async for line in response.aiter_lines():
+            if line.startswith("event: "):
+                events.append(line[len("event: ") :])
+            if '"run_done"' in line:
+                break
+    assert events == ["metadata", "metadata"]  # the run's start and its end, nothing else

@@ -124,6 +124,74 @@ async def test_search_count_and_pagination(agent: Running, http: httpx.AsyncClie
     assert len(raw.json()) == 2
 
 
+async def test_a_run_names_its_graph_and_assistant_in_the_thread(agent: Running) -> None:
+    threads, graph = agent.client.threads, agent.server.deployment
+    thread = await threads.create(metadata={"topic": "x"})
+    await agent.client.runs.wait(thread["thread_id"], "demo", input=user("hi"))
+    labels = {"graph_id": "demo", "assistant_id": graph.assistant_id}
+    assert (await threads.get(thread["thread_id"]))["metadata"] == {"topic": "x", **labels}
+    # How agent-chat-ui lists its history.
+    for wanted in ({"graph_id": "demo"}, {"assistant_id": graph.assistant_id}):
+        assert [t["thread_id"] for t in await threads.search(metadata=wanted)] == [
+            thread["thread_id"]
+        ]
+    # A thread the run creates has the run's metadata and the names at once.
+    created = str(uuid.uuid4())
+    await agent.client.runs.create(
+        created, "demo", input=user("later"), if_not_exists="create", after_seconds=60,
+        metadata={"source": "cron"},
+    )  # fmt: skip
+    assert (await threads.get(created))["metadata"] == {"source": "cron", **labels}
+    # A run of another assistant renames it.
+    other = await agent.client.assistants.create("demo", name="other")
+    await agent.client.runs.wait(thread["thread_id"], other["assistant_id"], input=user("again"))
+    metadata = (await threads.get(thread["thread_id"]))["metadata"]
+    assert metadata["assistant_id"] == other["assistant_id"]
+
+
+async def test_search_extracts_values_by_path(agent: Running, http: httpx.AsyncClient) -> None:
+    answered = await ran(agent, "extract me", topic="t")
+    await agent.client.threads.create(metadata={"topic": "t"})  # no values yet
+    found = await agent.client.threads.search(
+        metadata={"topic": "t"},
+        select=["thread_id"],
+        sort_by="created_at",
+        sort_order="asc",
+        extract={
+            "last": "values.messages[-1].content",
+            "first_kind": "values.messages[0].type",
+            "topic": "metadata.topic",
+            "nowhere": "values.messages[99].content",
+            "graph": "metadata.graph_id",
+        },
+    )
+    assert found[0] == {
+        "thread_id": answered,
+        "extracted": {
+            "last": "scripted reply to: extract me",
+            "first_kind": "human",
+            "topic": "t",
+            "nowhere": None,
+            "graph": "demo",
+        },
+    }
+    assert found[1]["extracted"]["last"] is None
+    assert found[1]["extracted"]["topic"] == "t"
+    # Without `extract` nothing changes; `select` alone still selects.
+    plain = await agent.client.threads.search(metadata={"topic": "t"}, select=["thread_id"])
+    assert all(set(t) == {"thread_id"} for t in plain)
+    for extract, detail in (
+        ({f"a{i}": "metadata.x" for i in range(11)}, "at most 10 paths"),
+        ({"values": "metadata.x"}, "cannot name an extracted value"),
+        ({"bad-alias": "metadata.x"}, "cannot name an extracted value"),
+        ({"a": "state.x"}, "is not a path"),
+        ({"a": "values.messages[last]"}, "is not a path"),
+    ):
+        response = await http.post("/threads/search", json={"extract": extract})
+        assert response.status_code == 422, extract
+        assert detail in response.json()["detail"]
+
+
 async def test_delete_removes_thread_runs_and_state(agent: Running) -> None:
     thread_id = await ran(agent)
     runs = await agent.client.runs.list(thread_id)
@@ -160,7 +228,8 @@ async def test_copy(agent: Running) -> None:
     source = await ran(agent, "copy me", origin="source")
     copy = await agent.client.threads.copy(source)
     assert copy["thread_id"] != source
-    assert copy["metadata"] == {"origin": "source"}
+    assert copy["metadata"] == (await agent.client.threads.get(source))["metadata"]
+    assert copy["metadata"]["origin"] == "source"
     assert contents(copy["values"]) == ["copy me", "scripted reply to: copy me"]
     # The copy goes on by itself.
     await agent.client.runs.wait(copy["thread_id"], "demo", input=user("again"))

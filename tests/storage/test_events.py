@@ -126,6 +126,27 @@ async def test_last_event_id_semantics(backend: Backend) -> None:
     )
 
 
+async def test_an_id_past_the_end_of_the_log_follows_live(backend: Backend) -> None:
+    log = backend.log
+    assert await log.last_id("t") is None
+    stored = [await log.append("t", "r", "values", b"{}") for _ in range(2)]
+    assert await log.last_id("t") == stored[-1].id
+    ms, _ = event_position(stored[-1].id)
+    future = f"{ms + 3_600_000}-0"  # names no event: e.g. another server's id
+    follower = asyncio.create_task(collect(log, "t", run_id="r", last_event_id=future, limit=99))
+    await asyncio.sleep(0.2)  # the follower has read the log and waits for live events
+    live = [await backend.other.append("t", "r", "values", b"{}")]
+    live.append(await backend.other.append("t", "r", END_EVENT, b"{}"))
+    assert await asyncio.wait_for(follower, 5) == live
+    # A real id at the end of the log still means "seen up to here".
+    follower = asyncio.create_task(
+        collect(log, "t", run_id="r2", last_event_id=live[-1].id, limit=99)
+    )
+    await asyncio.sleep(0.2)
+    later = [await backend.other.append("t", "r2", END_EVENT, b"{}")]
+    assert await asyncio.wait_for(follower, 5) == later
+
+
 async def test_subscription_sees_what_another_process_appends(backend: Backend) -> None:
     subscription = backend.log.subscribe("t")
     quiet = backend.log.subscribe("t-quiet")

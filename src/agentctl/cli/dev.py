@@ -1,4 +1,5 @@
-"""`agentctl dev [--config PATH] [--port 2024] [--host 127.0.0.1] [--allow-blocking]`."""
+"""`agentctl dev [--config PATH] [--port 2024] [--host 127.0.0.1] [--cors-origin ORIGIN]...
+[--allow-blocking]`."""
 
 from __future__ import annotations
 
@@ -30,11 +31,22 @@ if TYPE_CHECKING:
               help="Port to listen on (0: any free port).")  # fmt: skip
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
+    "--cors-origin",
+    "cors_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    callback=lambda ctx, param, values: _origins(values),
+    help="Also let web pages of ORIGIN (https://chat.example.com) call the server from a "
+    "browser; repeatable. Pages on this machine and LangGraph Studio always may.",
+)
+@click.option(
     "--allow-blocking",
     is_flag=True,
     help="Allow blocking calls on the server's event loop instead of failing the run.",
 )
-def dev(config: Path, port: int, host: str, allow_blocking: bool) -> None:
+def dev(
+    config: Path, port: int, host: str, cors_origins: tuple[str, ...], allow_blocking: bool
+) -> None:
     """Run the project locally: one process on an embedded SQLite database, reloaded when a
     file of the project changes.
 
@@ -44,6 +56,7 @@ def dev(config: Path, port: int, host: str, allow_blocking: bool) -> None:
     """
     from agentctl.server.devloop import DevServer, configure_logging
     from agentctl.server.http import listen_socket
+    from agentctl.server.origins import OriginPolicy
 
     environ = dict(os.environ)  # before any .env value is exported
     step("Validating", str(config))
@@ -57,6 +70,7 @@ def dev(config: Path, port: int, host: str, allow_blocking: bool) -> None:
             events=_Printer(),
             allow_blocking=allow_blocking,
             environ=environ,
+            origins=OriginPolicy.for_dev(cors_origins, host),
         )
         step("Starting", f'agent "{first.project.name}" on {server.url}')
         configure_logging()
@@ -68,6 +82,15 @@ def dev(config: Path, port: int, host: str, allow_blocking: bool) -> None:
     finally:
         sock.close()
     click.echo("stopped")
+
+
+def _origins(values: tuple[str, ...]) -> tuple[str, ...]:
+    from agentctl.server.origins import parse_origin
+
+    try:
+        return tuple(parse_origin(value) for value in values)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--cors-origin") from None
 
 
 def prepare(config: Path, environ: Mapping[str, str], *, quiet: bool) -> Build:

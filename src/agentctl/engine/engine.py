@@ -35,6 +35,16 @@ CancelAction = Literal["interrupt", "rollback"]
 # to another replica. A task cancelled for none of these is stopped by its replica's shutdown.
 StopReason = Literal["interrupt", "rollback", "lease lost"]
 SHUTDOWN = "shutdown"
+# How long a cancel waits for the run to stop: a run stops at its next await, so this is
+# reached only when its replica died (then its lease expires and another one stops it).
+STOP_TIMEOUT = 10.0
+
+
+def thread_labels(graph_id: str, assistant_id: str) -> dict[str, str]:
+    """What a run writes into its thread's metadata, as the reference does: the graph and
+    the assistant it runs, which `threads/search` filters on (agent-chat-ui lists its
+    history by `graph_id` or `assistant_id`) and `delete_threads` of an assistant finds."""
+    return {"graph_id": graph_id, "assistant_id": assistant_id}
 
 
 class ThreadBusyError(Exception):
@@ -141,6 +151,16 @@ class RunEngine:
         # Running on another replica (or claimed since it was read): its replica stops it.
         await self.storage.bus.publish("cancel", {"run_id": run.run_id, "action": action})
 
+    async def cancel_and_wait(
+        self, runs: list[Run], action: CancelAction = "interrupt", timeout: float = STOP_TIMEOUT
+    ) -> None:
+        """Cancel `runs` and wait (at most `timeout` s) until each has stopped and recorded
+        it, here or on another replica: once this returns, reading a run shows it ended."""
+        for run in runs:
+            await self.cancel(run, action)
+        for run in runs:
+            await self.stopped(run.run_id, timeout)
+
     def _cancel_here(self, run_id: str, action: CancelAction) -> bool:
         """Cancel the run if this process executes it; False if it does not."""
         task = self._tasks.get(run_id)
@@ -167,7 +187,7 @@ class RunEngine:
     def is_executing(self, run_id: str) -> bool:
         return run_id in self._tasks
 
-    async def stopped(self, run_id: str, timeout: float = 10.0) -> None:
+    async def stopped(self, run_id: str, timeout: float = STOP_TIMEOUT) -> None:
         """Wait (at most `timeout` s) until `run_id` is not executing, here or elsewhere."""
         task = self._tasks.get(run_id)
         if task is not None:
@@ -274,7 +294,10 @@ class RunEngine:
         assistant = await self.storage.assistants.get(run.assistant_id)
         config = executor.run_config(run, assistant, self.deployment)
         resume = await executor.resumes_from_checkpoint(self.storage, run)
-        await self.storage.threads.update(run.thread_id, status="busy")
+        graph_id = assistant.graph_id if assistant is not None else self.deployment.graph_id
+        await self.storage.threads.update(
+            run.thread_id, status="busy", metadata=thread_labels(graph_id, run.assistant_id)
+        )
 
         async def publish(event: str, data: Any) -> None:
             await self.storage.events.append(run.thread_id, run.run_id, event, serde.dumps(data))
@@ -320,7 +343,9 @@ class RunEngine:
     async def _settle_thread(self, run: Run, graph: Any, status: RunStatus) -> None:
         """The thread's status and pending interrupts after `run`."""
         interrupts: dict[str, list[dict[str, Any]]] = {}
-        if status == "interrupted" and not run.temporary and graph is not None:
+        # A failed run (e.g. a strict resume of an interrupt that is not waiting) leaves
+        # the interrupts that were pending still pending.
+        if status in ("interrupted", "error") and not run.temporary and graph is not None:
             state = await graph.aget_state({"configurable": {"thread_id": run.thread_id}})
             for task in state.tasks:
                 if task.interrupts:

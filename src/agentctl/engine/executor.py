@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from langgraph._internal import _constants
 from langgraph.types import Command
 
 from agentctl.engine.deployment import Deployment
@@ -21,6 +22,10 @@ from agentctl.runtime.memory import USER_ID_KEY
 from agentctl.storage.base import Assistant, Run, RunStatus, Storage
 
 log = logging.getLogger("agentctl.engine")
+
+# langgraph's switch for strict resumes (None on a langgraph that has none): a resume that
+# answers an interrupt that is not waiting fails the run with `UnknownInterruptError`.
+STRICT_RESUME_KEY: str | None = getattr(_constants, "CONFIG_KEY_STRICT_RESUME", None)
 
 Publish = Callable[[str, Any], Awaitable[None]]
 
@@ -54,6 +59,10 @@ def run_config(run: Run, assistant: Assistant | None, deployment: Deployment) ->
         "graph_id": deployment.graph_id,
     }
     configurable.update(ids, run_attempt=run.attempt)
+    if STRICT_RESUME_KEY is not None:  # the run's `strict_resume`, never the client's config
+        configurable.pop(STRICT_RESUME_KEY, None)
+        if run.kwargs.get("strict_resume"):
+            configurable[STRICT_RESUME_KEY] = True
     user_id = run.kwargs.get("user_id")
     if user_id:
         configurable[USER_ID_KEY] = user_id

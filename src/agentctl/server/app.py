@@ -21,6 +21,7 @@ from agentctl.server import errors
 from agentctl.server.access import AccessPolicy, Authentication
 from agentctl.server.heap import resettle_heap
 from agentctl.server.limits import BodyLimit
+from agentctl.server.origins import OriginGuard, OriginPolicy
 from agentctl.storage.base import Assistant, Storage
 
 
@@ -33,6 +34,8 @@ class Server:
     engine: RunEngine
     # Who may call, and as whom; the default lets no one in.
     access: AccessPolicy = field(default_factory=AccessPolicy)
+    # Which web pages may call it; the default: none but its own.
+    origins: OriginPolicy = field(default_factory=OriginPolicy)
     # Facts shown by `/info`.
     info: dict[str, Any] = field(default_factory=dict)
     # Revisions pushed by `agentctl deploy` (a `platform.Deployments`; `serve` only).
@@ -127,6 +130,9 @@ def create_app(server: Server) -> FastAPI:
     app.state.server = server
     app.add_middleware(BodyLimit)
     app.add_middleware(Authentication, policy=lambda: server.access)
+    # Outside authentication: a preflight carries no credentials, and a foreign page's
+    # request is refused before anything else looks at it.
+    app.add_middleware(OriginGuard, policy=server.origins)
     # Outermost, so 401s and 413s are counted and traced too; see docs/server.md.
     app.state.metrics = metrics = Metrics()  # this app's registry, served by /metrics
     app.add_middleware(HttpMetrics, metrics=metrics)

@@ -36,6 +36,7 @@ from agentctl.server.http import (
     base_url,
     uvicorn_config,
 )
+from agentctl.server.origins import OriginPolicy
 
 log = logging.getLogger("agentctl.dev")
 
@@ -85,6 +86,7 @@ class DevServer:
         allow_blocking: bool = False,
         watch: bool = True,
         environ: Mapping[str, str] | None = None,
+        origins: OriginPolicy | None = None,
     ) -> None:
         self.build = first
         self.rebuild = rebuild
@@ -93,6 +95,7 @@ class DevServer:
         self.allow_blocking = allow_blocking
         self.watch = watch
         self.environ = dict(os.environ if environ is None else environ)
+        self.origins = origins
         self.server: Server | None = None
         self.serving = False  # uvicorn handles Ctrl-C and SIGTERM from here on
         self.detector: BlockingDetector | None = None
@@ -118,7 +121,7 @@ class DevServer:
         """Serve until the process is told to stop (Ctrl-C, SIGTERM)."""
         self._export_env(self.build.project.env)
         server = await open_embedded_server(
-            self.build.project, self.build.revision.id, self.data_dir
+            self.build.project, self.build.revision.id, self.data_dir, origins=self.origins
         )
         self.server = server
         config = uvicorn_config(create_app(server), timeout_graceful_shutdown=GRACEFUL_SHUTDOWN)

@@ -14,6 +14,7 @@ from agentctl.project.model import Project
 from agentctl.sandbox import open_sandboxes
 from agentctl.server.access import AccessPolicy
 from agentctl.server.app import Server
+from agentctl.server.origins import OriginPolicy, parse_origins
 from agentctl.settings import SandboxSettings, Settings, SettingsError
 from agentctl.storage.open import open_storage
 
@@ -36,6 +37,10 @@ async def open_production_server(settings: Settings) -> Server:
             "PLATFORM_API_KEY is not set — the server needs the deployment key that "
             "`agentctl deploy` and operators send; set it to a long random string"
         )
+    try:
+        origins = OriginPolicy(parse_origins(settings.cors_origins))
+    except ValueError as exc:
+        raise SettingsError(f"environment variable AGENTCTL_CORS_ORIGINS: {exc}") from None
     storage, close_storage = await open_storage(settings)
     try:
         deployment = Deployment(None)
@@ -51,6 +56,7 @@ async def open_production_server(settings: Settings) -> Server:
             deployment=deployment,
             engine=engine,
             access=serve_access(None, settings),
+            origins=origins,
             info={"storage": storage.kind, "public_url": settings.public_url},
             shutdown_grace=settings.shutdown_grace_seconds,
             on_close=[close_storage],

@@ -29,6 +29,7 @@ RUN_KWARGS = (
     "on_completion",
     "webhook",
     "feedback_keys",
+    "strict_resume",
 )
 
 
@@ -66,6 +67,8 @@ class RunCreate(BaseModel):
     durability: Literal["sync", "async", "exit"] | None = None
     webhook: str | None = None
     feedback_keys: list[str] | None = None
+    # A resume answering an interrupt that is not waiting fails the run (else: is ignored).
+    strict_resume: bool | None = None
 
     @field_validator("stream_mode")
     @classmethod

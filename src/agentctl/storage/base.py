@@ -249,6 +249,9 @@ class EventLog(Protocol):
         """Stored events of the thread (only `run_id`'s when given) after id `after`
         (from the beginning when None)."""
 
+    async def last_id(self, thread_id: str) -> str | None:
+        """The id of the thread's latest stored event (None when it has none)."""
+
     def subscribe(self, thread_id: str) -> Subscription:
         """Live events appended to the thread, in every process, from this call on."""
 

@@ -191,8 +191,13 @@ async def delete_assistant(
             f"assistant {assistant.assistant_id} is the deployment's own assistant for graph "
             f"{server.deployment.graph_id!r} and cannot be deleted — PATCH it instead"
         )
+    # Its runs in flight stop first (as the reference does), then what it scheduled.
+    active = await server.storage.runs.all_active()
+    await server.engine.cancel_and_wait(
+        [run for run in active if run.assistant_id == assistant.assistant_id]
+    )
     await delete_crons_where(server, assistant_id=assistant.assistant_id)
-    if delete_threads:
+    if delete_threads:  # the threads its runs named (metadata.assistant_id)
         await delete_threads_where(server, {"assistant_id": assistant.assistant_id})
     await server.storage.assistants.delete(assistant.assistant_id)
     return Response(status_code=204)

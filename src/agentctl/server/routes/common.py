@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Collection, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -51,3 +52,33 @@ def query_xray(value: str | None) -> bool | int:
     if depth < 0:
         raise ApiError(422, "query parameter xray: the depth must not be negative")
     return depth
+
+
+def query_modes(values: Sequence[str] | None, known: Collection[str]) -> list[str]:
+    """`?stream_mode=` as the SDKs send it: repeated (`?stream_mode=values&stream_mode=
+    updates`), or one JSON list (`?stream_mode=["values","updates"]`, the JS SDK's
+    `joinStream`); empty values (the Python SDK's "none") are dropped. An unknown mode is
+    a 422, not a stream that silently carries nothing."""
+    modes: list[str] = []
+    for value in values or ():
+        if value.startswith("["):
+            try:
+                listed = json.loads(value)
+            except ValueError:
+                listed = None
+            if not isinstance(listed, list) or not all(isinstance(m, str) for m in listed):
+                raise ApiError(
+                    422, f"query parameter stream_mode: {value!r} is not a JSON list of modes"
+                )
+            modes.extend(listed)
+        else:
+            modes.append(value)
+    modes = [mode for mode in dict.fromkeys(modes) if mode]
+    unknown = [mode for mode in modes if mode not in known]
+    if unknown:
+        raise ApiError(
+            422,
+            f"query parameter stream_mode: unknown stream mode {', '.join(map(repr, unknown))}"
+            f" — use one or more of {', '.join(known)}",
+        )
+    return modes

@@ -3,17 +3,20 @@ stateless (`thread_id: null`: a temporary thread, deleted when the run ends)."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Body, Header, Query, Request
 from starlette.responses import Response
 
-from agentctl.engine.engine import ThreadBusyError
-from agentctl.engine.wire import normalize_modes
+from agentctl.engine.engine import ThreadBusyError, thread_labels
+from agentctl.engine.streams import REPLAY_ALL
+from agentctl.engine.wire import STREAM_MODES, normalize_modes
 from agentctl.server import lookup
 from agentctl.server.access import Caller, caller_of
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict, not_found
+from agentctl.server.routes.common import query_modes
 from agentctl.server.run_requests import CancelMany, RunCreate
 from agentctl.server.run_streams import (
     run_paths,
@@ -27,7 +30,6 @@ from agentctl.storage.base import (
     FINAL_RUN_STATUSES,
     Run,
     Thread,
-    event_position,
     new_id,
 )
 
@@ -47,6 +49,9 @@ async def start_run(
     executes as `caller`'s user (their memory), whatever the request's config says.
     `run_id`: the new run's id, when the caller chose it (A2A task ids name their run)."""
     assistant = await lookup.get_assistant(server, body.assistant_id)
+    # A thread the run creates has the run's metadata and names its graph and assistant;
+    # an existing one gets the names when the run starts (engine).
+    labels = {**(body.metadata or {}), **thread_labels(assistant.graph_id, assistant.assistant_id)}
     stream_mode = None
     if wait:  # a waiting client gets the final values
         stream_mode = list(dict.fromkeys([*normalize_modes(body.stream_mode), "values"]))
@@ -59,7 +64,7 @@ async def start_run(
             )
         temporary = body.on_completion != "keep"
         thread_id = new_id()
-        await server.storage.threads.create(Thread(thread_id, metadata=caller.stamp({})))
+        await server.storage.threads.create(Thread(thread_id, metadata=caller.stamp(labels)))
         run = body.to_run(thread_id, assistant.assistant_id, user=caller.user,
                           temporary=temporary, stream_mode=stream_mode, run_id=run_id)  # fmt: skip
     else:
@@ -74,17 +79,9 @@ async def start_run(
                     f"thread {thread_id!r} not found — create it first (POST /threads) or "
                     'send "if_not_exists": "create"',
                 )
-            thread = Thread(thread_id=thread_id, metadata=caller.stamp({}))
+            thread = Thread(thread_id=thread_id, metadata=caller.stamp(labels))
             if not await server.storage.threads.create(thread):
                 raise conflict(f"thread {thread_id!r} was created meanwhile — send the run again")
-        if body.is_resume and not (
-            thread.interrupts or await server.storage.runs.active(thread_id)
-        ):
-            raise ApiError(
-                409,
-                f"thread {thread_id!r} has no pending interrupt to resume — "
-                "send input instead of command.resume",
-            )
         run = body.to_run(
             thread_id, assistant.assistant_id, user=caller.user, stream_mode=stream_mode,
             run_id=run_id,
@@ -175,7 +172,7 @@ async def join_run_stream(
         server,
         run,
         last_event_id=checked_event_id(last_event_id),
-        modes=[mode for mode in stream_mode or () if mode] or None,  # the SDK sends "" for none
+        modes=query_modes(stream_mode, STREAM_MODES) or None,
         cancel_on_disconnect=cancel_on_disconnect,
     )
 
@@ -191,8 +188,10 @@ async def cancel_run(
     server = server_of(request)
     run = await lookup.get_run(server, thread_id, run_id, caller_of(request))
     if run.status in FINAL_RUN_STATUSES:
-        raise conflict(f"run {run_id} already ended ({run.status}); there is nothing to cancel")
-    await server.engine.cancel(run, action)
+        # 404, as the reference answers: "no run to cancel" (the detail says why).
+        raise ApiError(404, f"run {run_id} already ended ({run.status}) — nothing to cancel")
+    # Answered once the run has stopped and recorded it: a read right after shows it ended.
+    await server.engine.cancel_and_wait([run], action)
     if wait:
         return waiting_response(wait_for_result(server, run, from_events=True), run, "join")
     return Response(status_code=202)
@@ -261,19 +260,28 @@ async def cancel_many(
     statuses: tuple[str, ...] = ACTIVE_RUN_STATUSES
     if body.status and body.status != "all":
         statuses = (body.status,)
-    for run in candidates:
-        if run.status in statuses:
-            await server.engine.cancel(run, action)
+    await server.engine.cancel_and_wait(
+        [run for run in candidates if run.status in statuses], action
+    )
     return Response(status_code=204)
 
 
+# `<ms>-<seq>` (or `<ms>`) within what both backends store (64-bit signed).
+_EVENT_ID = re.compile(r"\d{1,18}(?:-\d{1,18})?")
+# Ids that mean "from the start": `-`, and `-1`, the JS SDK's `useStream` default.
+_FROM_START = frozenset({REPLAY_ALL, "-1"})
+
+
 def checked_event_id(value: str | None) -> str | None:
-    if value in (None, "", "-"):
-        return value or None
-    try:
-        event_position(value)
-    except ValueError:
+    """A `Last-Event-ID` as `follow` takes it. A well-formed id that names no event is
+    fine (the stream goes on after that position, or live past the end of the log); only
+    what cannot be an id at all is a 422."""
+    if not value:
+        return None
+    if value in _FROM_START:
+        return REPLAY_ALL
+    if not _EVENT_ID.fullmatch(value):
         raise ApiError(
             422, f"Last-Event-ID {value!r} is not an event id — send an id from the stream or '-'"
-        ) from None
+        )
     return value

@@ -112,9 +112,8 @@ async def get_item(
         item = await store.aget(labels, key, refresh_ttl=refresh_ttl)
     except InvalidNamespaceError as exc:
         raise ApiError(422, f"namespace: {exc}") from None
-    if item is None:
-        raise ApiError(404, f"no item {key!r} in namespace {list(labels)}")
-    return views.json_response(item_view(item))
+    # A missing item is `null`, as the reference answers (the SDK then returns None).
+    return views.json_response(None if item is None else item_view(item))
 
 
 @router.delete("/store/items", status_code=204)

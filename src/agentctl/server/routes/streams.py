@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request
 from starlette.responses import Response
@@ -10,19 +10,20 @@ from starlette.responses import Response
 from agentctl.server import lookup
 from agentctl.server.access import caller_of
 from agentctl.server.app import server_of
+from agentctl.server.routes.common import query_modes
 from agentctl.server.routes.runs import checked_event_id
 from agentctl.server.run_streams import thread_stream_response
 
 router = APIRouter(tags=["threads"])
 
-ThreadStreamMode = Literal["run_modes", "lifecycle", "state_update"]
+THREAD_STREAM_MODES = ("run_modes", "lifecycle", "state_update")
 
 
 @router.get("/threads/{thread_id}/stream")
 async def join_thread_stream(
     thread_id: str,
     request: Request,
-    stream_mode: Annotated[list[ThreadStreamMode | Literal[""]] | None, Query()] = None,
+    stream_mode: Annotated[list[str] | None, Query()] = None,
     last_event_id: Annotated[str | None, Header()] = None,
 ) -> Response:
     """Every event of every run on the thread from now on (or after `Last-Event-ID`;
@@ -33,5 +34,5 @@ async def join_thread_stream(
         server,
         thread_id,
         last_event_id=checked_event_id(last_event_id),
-        modes={mode for mode in stream_mode or () if mode} or {"run_modes"},
+        modes=set(query_modes(stream_mode, THREAD_STREAM_MODES)) or {"run_modes"},
     )

@@ -19,6 +19,7 @@ from prometheus_client import (
 from starlette.responses import Response
 
 from agentctl._version import __version__
+from agentctl.engine.executor import STRICT_RESUME_KEY
 from agentctl.observability.metrics import Metrics
 from agentctl.server import lookup, views
 from agentctl.server.access import caller_of
@@ -60,7 +61,14 @@ async def info(request: Request) -> Response:
             "assistant_id": deployment.assistant_id if ready else None,
             "revision": deployment.revision_id if ready else None,
             "revision_number": deployment.number,
-            "flags": {"assistants": True, "crons": True, "store": True, "langsmith": False},
+            "flags": {
+                "assistants": True,
+                "crons": True,
+                "store": True,
+                "langsmith": False,
+                # Runs honour `strict_resume` (the SDKs look for it here).
+                "strict_resume": STRICT_RESUME_KEY is not None,
+            },
         }
     )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from fastapi import APIRouter, Header, Request
 from langgraph.channels.delta import DeltaChannel
@@ -17,7 +17,7 @@ from langgraph.types import StateUpdate
 from starlette.responses import Response
 
 from agentctl import serde
-from agentctl.server import lookup, views
+from agentctl.server import extract, lookup, views
 from agentctl.server.access import Caller, caller_of, without_owner
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict, not_found
@@ -41,7 +41,6 @@ ThreadField = Literal[
     "context", "status", "values", "interrupts",
 ]  # fmt: skip
 ThreadSort = Literal["thread_id", "status", "created_at", "updated_at", "state_updated_at"]
-STOP_TIMEOUT = 10.0  # seconds to wait for a cancelled run to let go of its thread
 
 
 class Update(Body):
@@ -78,6 +77,7 @@ class ThreadSearch(ThreadCount):
     sort_by: ThreadSort | None = None
     sort_order: SortOrder | None = None
     select: list[ThreadField] | None = None
+    extract: dict[str, str] | None = None  # see server/extract.py
 
 
 class ThreadPrune(Body):
@@ -91,18 +91,9 @@ async def thread_json(server: Server, thread: Thread, *, values: bool = True) ->
     return views.thread_view(thread, state)
 
 
-async def stop_runs(server: Server, thread_id: str) -> None:
-    """Cancel the thread's pending and running runs and wait until none is executing."""
-    active = await server.storage.runs.active(thread_id)
-    for run in active:
-        await server.engine.cancel(run, "interrupt")
-    for run in active:
-        await server.engine.stopped(run.run_id, STOP_TIMEOUT)
-
-
 async def delete_thread(server: Server, thread_id: str) -> bool:
     """Delete a thread with its runs (cancelled first), events, checkpoints and crons."""
-    await stop_runs(server, thread_id)
+    await server.engine.cancel_and_wait(await server.storage.runs.active(thread_id))
     await delete_crons_where(server, thread_id=thread_id)
     return await server.storage.threads.delete(thread_id)
 
@@ -192,7 +183,8 @@ async def _search(
 async def search_threads(request: Request, body: ThreadSearch | None = None) -> Response:
     server = server_of(request)
     body = body or ThreadSearch()
-    with_values = not body.select or "values" in body.select
+    paths = extract.check_extract(body.extract or {}, get_args(ThreadField))
+    with_values = not body.select or "values" in body.select or "values" in extract.roots(paths)
     found, total = await _search(
         server,
         caller_of(request),
@@ -200,9 +192,12 @@ async def search_threads(request: Request, body: ThreadSearch | None = None) -> 
         page(body.limit, body.offset, body.sort_by, body.sort_order),
         with_values=with_values,
     )
+    shown = [select_fields(view, body.select) for view in found]
+    if paths:
+        for view, thread in zip(found, shown, strict=True):
+            thread["extracted"] = extract.extracted(view, paths)
     return views.json_response(
-        [select_fields(view, body.select) for view in found],
-        headers=views.page_headers(body.offset, body.limit, len(found), total),
+        shown, headers=views.page_headers(body.offset, body.limit, len(found), total)
     )
 
 

@@ -233,6 +233,10 @@ class RedisEventLog:
                 return events
             start = f"({events[-1].id}"
 
+    async def last_id(self, thread_id: str) -> str | None:
+        entries = cast(Entries, await self._client.xrevrange(self.key(thread_id), count=1))
+        return _text(entries[0][0]) if entries else None
+
     async def delete(self, thread_id: str) -> None:
         await self._client.delete(self.key(thread_id))
 

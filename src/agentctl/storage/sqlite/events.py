@@ -79,6 +79,14 @@ class SqliteEventLog:
         rows = self.conn.execute(query + " ORDER BY ms, seq", params).fetchall()
         return [Event(f"{m}-{s}", rid, name, bytes(data)) for m, s, rid, name, data in rows]
 
+    async def last_id(self, thread_id: str) -> str | None:
+        database.flush(self.conn)
+        row = self.conn.execute(
+            "SELECT ms, seq FROM events WHERE thread_id = ? ORDER BY ms DESC, seq DESC LIMIT 1",
+            (thread_id,),
+        ).fetchone()
+        return f"{row[0]}-{row[1]}" if row else None
+
     def subscribe(self, thread_id: str) -> Subscription:
         subscription = Subscription(self, thread_id)
         self._subscribers[thread_id].add(subscription)

@@ -1,0 +1,222 @@
+"""Which web pages may call the server (CORS), and the guard against cross-site use.
+
+A browser tells the server which page a request comes from (`Origin`) — on every
+cross-site request, every WebSocket and every same-site POST — and lets the page read the
+answer only when the server allows that origin. Without a guard, any page the developer
+visits could still *send* requests to `agentctl dev` (a JSON body posted as `text/plain`
+needs no preflight) and start runs. So, before anything else runs:
+
+- a request whose `Origin` is neither allowed nor the server's own is refused with 403
+  (HTTP and WebSocket alike); a request without `Origin` (curl, the Python and Node SDKs)
+  passes untouched;
+- preflights (`OPTIONS` with `Access-Control-Request-Method`) from an allowed origin are
+  answered here, on every path and before authentication (they carry no credentials);
+- `agentctl dev` also refuses a `Host` that is not one of its own names: a page on a
+  foreign name that resolves to 127.0.0.1 (DNS rebinding) sends no `Origin` on a GET;
+- a request that passed has its body read as JSON whatever its `Content-Type` says,
+  since proxies drop or change it — safe only here, after the origin check, because a
+  foreign page can send `text/plain` without a preflight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agentctl import serde
+
+STUDIO_ORIGIN = "https://smith.langchain.com"  # LangGraph Studio
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
+WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]", ""})
+# What the LangGraph SDKs (Python, JS), the development UI, MCP and A2A clients send.
+ALLOW_HEADERS = (
+    "accept, authorization, cache-control, content-type, last-event-id, prefer, "
+    "x-api-key, x-auth-scheme, x-request-id, traceparent, tracestate, a2a-version, "
+    "mcp-protocol-version, mcp-session-id"
+)
+# What they read: the run and stream URLs, paging, and the auth challenge.
+EXPOSE_HEADERS = (
+    b"location, content-location, x-pagination-next, x-pagination-total, www-authenticate"
+)
+ALLOW_METHODS = b"GET, POST, PUT, PATCH, DELETE, OPTIONS"
+PREFLIGHT_MAX_AGE = b"600"
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+JSON = b"application/json"
+_LOOPBACK = "localhost, 127.0.0.1 or [::1], or the address given to --host"
+
+
+def parse_origin(text: str) -> str:
+    """An origin as browsers send it (`scheme://host[:port]`, lower case), or `*`; raises
+    ValueError naming what is wrong."""
+    text = text.strip()
+    origin = text.rstrip("/").lower()
+    if origin == "*":
+        return origin
+    scheme, sep, rest = origin.partition("://")
+    if not sep or scheme not in ("http", "https") or not rest or "/" in rest or "@" in rest:
+        raise ValueError(
+            f"{text!r} is not an origin — write it as scheme://host[:port], e.g. "
+            "http://localhost:3000 or https://chat.example.com (no path), or * for any"
+        )
+    return origin
+
+
+def parse_origins(text: str | None) -> frozenset[str]:
+    """A comma-separated list of origins (`AGENTCTL_CORS_ORIGINS`)."""
+    return frozenset(parse_origin(part) for part in (text or "").split(",") if part.strip())
+
+
+def _host_name(host: str) -> str:
+    """A `Host` header (or an origin's host part) without its port."""
+    if host.startswith("["):
+        return host[: host.find("]") + 1]
+    return host.partition(":")[0]
+
+
+@dataclass(frozen=True)
+class OriginPolicy:
+    """`origins`: exact origins allowed (`*` for any); these also get credentials, except
+    `*`. `loopback`: any page served from this machine (any port) is allowed too.
+    `hosts`: the names the server answers to (`Host`, without the port); None: any."""
+
+    origins: frozenset[str] = frozenset()
+    loopback: bool = False
+    hosts: frozenset[str] | None = None
+
+    @classmethod
+    def for_dev(cls, extra: Iterable[str] = (), bind_host: str = "127.0.0.1") -> OriginPolicy:
+        """`agentctl dev`: pages on this machine and LangGraph Studio, plus `extra`; only
+        loopback names and the bound address as `Host` (any, when bound to all addresses:
+        other machines reach it under names it cannot know)."""
+        hosts = None
+        if bind_host.lower() not in WILDCARD_HOSTS:
+            bound = f"[{bind_host}]" if ":" in bind_host else bind_host
+            hosts = LOOPBACK_NAMES | {bound.lower()}
+        return cls(frozenset({STUDIO_ORIGIN, *extra}), loopback=True, hosts=hosts)
+
+    def allows(self, origin: str) -> bool:
+        if origin in self.origins or "*" in self.origins:
+            return True
+        if not self.loopback:
+            return False
+        scheme, _, rest = origin.partition("://")
+        return scheme in ("http", "https") and _host_name(rest) in LOOPBACK_NAMES
+
+    def credentials(self, origin: str) -> bool:
+        return origin in self.origins
+
+
+class OriginGuard:
+    """ASGI middleware applying an `OriginPolicy` (see the module's docstring)."""
+
+    def __init__(self, app: ASGIApp, policy: OriginPolicy) -> None:
+        self.app = app
+        self.policy = policy
+        # `Host` values found good, as sent: one set lookup a request (names × ports).
+        self._good_hosts: set[bytes] = set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind != "http" and kind != "websocket":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        raw_host = headers.get(b"host", b"")
+        if self.policy.hosts is not None and raw_host not in self._good_hosts:
+            name = raw_host.decode("latin-1").lower()
+            if raw_host and _host_name(name) not in self.policy.hosts:
+                await _refuse(scope, send, f"host {name!r} is not served here — use {_LOOPBACK}")
+                return
+            self._good_hosts.add(raw_host)
+        raw_origin = headers.get(b"origin")
+        if raw_origin is None:  # not a browser's cross-site request: nothing to check
+            if kind == "http":
+                _read_as_json(scope, headers)
+            await self.app(scope, receive, send)
+            return
+        host = raw_host.decode("latin-1").lower()
+        origin = raw_origin.decode("latin-1").lower()
+        allowed = self.policy.allows(origin)
+        if not allowed and not _same_origin(origin, host):
+            detail = (
+                f"origin {origin!r} may not call this server — list it in "
+                "AGENTCTL_CORS_ORIGINS (agentctl dev: --cors-origin) to let its pages call"
+            )
+            await _refuse(scope, send, detail)
+            return
+        if kind == "websocket":
+            await self.app(scope, receive, send)
+            return
+        if scope["method"] == "OPTIONS" and b"access-control-request-method" in headers:
+            await self._preflight(send, origin, headers)
+            return
+        _read_as_json(scope, headers)
+        if not allowed:  # same-origin: the browser needs no CORS headers
+            await self.app(scope, receive, send)
+            return
+        cors = self._headers(origin)
+
+        async def with_cors(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", ()), *cors]
+            await send(message)
+
+        await self.app(scope, receive, with_cors)
+
+    def _headers(self, origin: str) -> list[tuple[bytes, bytes]]:
+        headers = [
+            (b"access-control-allow-origin", origin.encode("latin-1")),
+            (b"access-control-expose-headers", EXPOSE_HEADERS),
+            (b"vary", b"Origin"),
+        ]
+        if self.policy.credentials(origin):
+            headers.append((b"access-control-allow-credentials", b"true"))
+        return headers
+
+    async def _preflight(self, send: Send, origin: str, headers: dict[bytes, bytes]) -> None:
+        # Any header the page asks for is allowed: the origin is trusted already.
+        asked = headers.get(b"access-control-request-headers", b"")
+        allow = ALLOW_HEADERS.encode() + (b", " + asked if asked else b"")
+        response = [
+            *self._headers(origin),
+            (b"access-control-allow-methods", ALLOW_METHODS),
+            (b"access-control-allow-headers", allow),
+            (b"access-control-max-age", PREFLIGHT_MAX_AGE),
+            (b"content-length", b"0"),
+        ]
+        await send({"type": "http.response.start", "status": 204, "headers": response})
+        await send({"type": "http.response.body", "body": b""})
+
+
+def _same_origin(origin: str, host: str) -> bool:
+    """A page of the server itself (e.g. `/docs`): its origin names the `Host` asked for."""
+    return bool(host) and origin.partition("://")[2] == host
+
+
+def _read_as_json(scope: Scope, headers: dict[bytes, bytes]) -> None:
+    """Give a request body the JSON content type, whatever the client said: every body
+    this server takes is JSON, and proxies (e.g. Next.js API routes) drop or change it."""
+    if scope["method"] not in BODY_METHODS:
+        return
+    content_type = headers.get(b"content-type")
+    if content_type is not None and (
+        content_type.startswith(JSON) or b"+json" in content_type.partition(b";")[0]
+    ):
+        return
+    scope["headers"] = [
+        *(item for item in scope["headers"] if item[0] != b"content-type"),
+        (b"content-type", JSON),
+    ]
+
+
+async def _refuse(scope: Scope, send: Send, detail: str) -> None:
+    if scope["type"] == "websocket":
+        # Closing before the handshake is accepted makes the server answer it 403.
+        await send({"type": "websocket.close", "code": 1008, "reason": "forbidden"})
+        return
+    body = serde.dumps({"detail": detail})
+    headers = [(b"content-type", JSON), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": 403, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
