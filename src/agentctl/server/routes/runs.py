@@ -9,6 +9,7 @@ from fastapi import APIRouter, Body, Header, Query, Request
 from starlette.responses import Response
 
 from agentctl.engine.engine import ThreadBusyError
+from agentctl.engine.streams import REPLAY_ALL
 from agentctl.engine.wire import normalize_modes
 from agentctl.server import lookup
 from agentctl.server.access import Caller, caller_of
@@ -267,9 +268,15 @@ async def cancel_many(
     return Response(status_code=204)
 
 
+# `-1` is what the JS SDK's `useStream` sends to rejoin a run from its first event.
+REPLAY_ALL_IDS = (REPLAY_ALL, "-1")
+
+
 def checked_event_id(value: str | None) -> str | None:
-    if value in (None, "", "-"):
-        return value or None
+    if value in REPLAY_ALL_IDS:
+        return REPLAY_ALL
+    if value in (None, ""):
+        return None
     try:
         event_position(value)
     except ValueError:
