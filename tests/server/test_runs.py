@@ -91,6 +91,9 @@ async def test_join_stream_replays_from_the_start_or_after_an_id(agent: Running)
     run_id = parts[0].data["run_id"]
     replay = await collect(agent.client.runs.join_stream(thread_id, run_id, last_event_id="-"))
     assert [(p.event, p.id) for p in replay] == [(p.event, p.id) for p in parts]
+    # The JS SDK's useStream rejoins with `-1`.
+    replay = await collect(agent.client.runs.join_stream(thread_id, run_id, last_event_id="-1"))
+    assert [(p.event, p.id) for p in replay] == [(p.event, p.id) for p in parts]
     middle = len(parts) // 2
     rest = await collect(
         agent.client.runs.join_stream(thread_id, run_id, last_event_id=parts[middle].id)

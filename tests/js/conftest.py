@@ -1,0 +1,158 @@
+"""The JavaScript tier: the official JS SDK (`@langchain/langgraph-sdk`) in Node, and a React
+page on its `useStream` hook in headless Chromium, against a real server on a free port.
+
+The npm packages of tests/js are installed once (`npm ci`) when node_modules is missing or does
+not match package-lock.json. Node.js 20+, npm and Chromium are required: a machine
+without them fails these tests with what to install, it never skips them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentctl.testing import ScriptedModelServer
+
+JS_DIR = Path(__file__).parent
+NODE_MODULES = JS_DIR / "node_modules"
+NODE_MAJOR = 20
+
+
+def _missing(what: str, install: str) -> None:
+    pytest.fail(f"the JS tests (tests/js) need {what}: {install}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def node() -> str:
+    """The `node` executable (20 or newer), with npm beside it."""
+    path = shutil.which("node")
+    if path is None or shutil.which("npm") is None:
+        _missing("Node.js 20+ and npm", "apt-get install nodejs npm (or Node 20 from nodejs.org)")
+    assert path is not None
+    version = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
+    major = re.match(r"v(\d+)\.", version)
+    if major is None or int(major.group(1)) < NODE_MAJOR:
+        _missing(f"Node.js {NODE_MAJOR} or newer (found {version.strip()})", "install Node 20+")
+    return path
+
+
+def _installed_from_lock() -> bool:
+    """Whether node_modules holds exactly the packages of package-lock.json (npm's own record
+    of what it installed, node_modules/.package-lock.json, against the lock file)."""
+    installed = NODE_MODULES / ".package-lock.json"
+    if not installed.is_file():
+        return False
+    wanted = json.loads((JS_DIR / "package-lock.json").read_text())["packages"]
+    have = json.loads(installed.read_text())["packages"]
+    required = {path for path, entry in wanted.items() if path and not entry.get("optional")}
+    return required <= have.keys() and all(
+        path in wanted and wanted[path].get("version") == entry.get("version")
+        for path, entry in have.items()
+    )
+
+
+@pytest.fixture(scope="session")
+def js_packages(node: str) -> Path:
+    """tests/js/node_modules, installed by `npm ci` unless it already holds the packages of
+    package-lock.json."""
+    if not _installed_from_lock():
+        npm = shutil.which("npm")
+        assert npm is not None
+        done = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=JS_DIR,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if done.returncode != 0:
+            pytest.fail(f"npm ci in {JS_DIR} failed:\n{done.stdout}\n{done.stderr}", pytrace=False)
+    return NODE_MODULES
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Chromium for playwright-core: $CHROMIUM, else the Debian package's /usr/bin/chromium."""
+    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).is_file():
+        _missing("Chromium", "apt-get install chromium (or set CHROMIUM to a Chromium binary)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def page_dir(node: str, js_packages: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The React page of tests/js/page, bundled by esbuild into a temporary folder."""
+    out = tmp_path_factory.mktemp("page")
+    done = subprocess.run(
+        [node, str(JS_DIR / "scripts" / "build_page.mjs"), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, f"building the page failed:\n{done.stdout}\n{done.stderr}"
+    return out
+
+
+async def run_node(
+    node: str, script: str, args: Any, *, env: dict[str, str] | None = None, timeout: float = 60
+) -> dict[str, Any]:
+    """Run tests/js/scripts/`script` with `args` as JSON in argv, without blocking the event
+    loop (the server under test may run in it), and return the JSON object it prints last."""
+    process = await asyncio.create_subprocess_exec(
+        node,
+        str(JS_DIR / "scripts" / script),
+        json.dumps(args),
+        cwd=JS_DIR,
+        env={**os.environ, **(env or {})},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        out, err = await asyncio.wait_for(process.communicate(), timeout)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise AssertionError(f"{script} did not finish in {timeout} s") from None
+    lines = out.decode().strip().splitlines()
+    failure = f"{script} exited with {process.returncode}:\n{out.decode()}\n{err.decode()}"
+    assert process.returncode == 0, failure
+    assert lines, failure
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+# The scripted model for every server of this tier (as tests/server does), and the process
+# environment restored after each test (`load_agent` exports a project's `.env`).
+
+
+@pytest.fixture(autouse=True)
+def _model_env(model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in model_server.env.items():
+        monkeypatch.setenv(name, value)
+    for name in ("LANGGRAPH_API_KEY", "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY"):
+        monkeypatch.delenv(name, raising=False)  # the JS SDK would send it as x-api-key
+
+
+@pytest.fixture(autouse=True)
+def _restore_environ() -> Iterator[None]:
+    saved = os.environ.copy()
+    yield
+    for name in os.environ.keys() - saved.keys():
+        del os.environ[name]
+    os.environ.update(saved)
+
+
+def chat_project(root: Path, name: str = "chat") -> Path:
+    """The smallest project: one agent on the scripted model, no tools of its own."""
+    root.mkdir(parents=True)
+    (root / "agent.toml").write_text(f'[agent]\nname = "{name}"\nmodel = "openai:scripted"\n')
+    (root / "AGENTS.md").write_text("You chat.\n")
+    return root
