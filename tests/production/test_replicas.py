@@ -317,3 +317,33 @@ async def test_serve_without_a_database_url_runs_on_sqlite(cluster: Cluster, dem
     state = await client.threads.get_state(thread["thread_id"])
     assert answer(state["values"]) == "kept"
     await client.aclose()
+
+
+async def test_a_thread_stream_on_one_replica_carries_a_run_on_another(
+    cluster: Cluster, demo: Path
+) -> None:
+    """The thread-centric protocol across replicas: a run started through one replica's
+    command channel and executed by whichever replica claims it is seen whole, token by
+    token, by SSE and WebSocket clients of the other replica."""
+    cluster.start()
+    cluster.start()
+    assert cluster.deploy(demo, cluster.replicas[0]).exit_code == 0
+    await serving(cluster.replicas[1], 1)
+    words = " ".join(f"w{i}" for i in range(40))
+    key = {"x-api-key": KEY}  # a WebSocket carries the stream's own headers only
+    starter = cluster.client(cluster.replicas[0])
+    async with starter.threads.stream(assistant_id="demo", headers=key) as thread:
+        run_id = (await thread.run.start(input=user(f"@slow 0.05 @say {words}")))["run_id"]
+    await eventually(lambda: _is(starter, thread.thread_id, run_id, "running"), 20)
+    _, other = cluster.executing(run_id)  # not the replica executing the run
+    watcher = cluster.client(other)
+    for transport in ("sse", "websocket"):
+        async with watcher.threads.stream(
+            thread.thread_id, assistant_id="demo", transport=transport, headers=key
+        ) as joined:
+            async with asyncio.timeout(30):
+                messages = [message async for message in joined.messages]
+            assert [await message.text for message in messages] == [words], transport
+    assert await run_status(starter, thread.thread_id, run_id) == "success"
+    await starter.aclose()
+    await watcher.aclose()

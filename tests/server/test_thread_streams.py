@@ -371,3 +371,17 @@ async def test_events_reach_a_socket_and_its_commands_are_answered(gated: Runnin
         assert text == "over the socket"
         await socket.send("not json")
         assert json.loads(await socket.recv())["error"] == "invalid_argument"
+
+
+async def test_a_remote_graph_streams_events_v3(gated: Running) -> None:
+    """`RemoteGraph.astream_events(version="v3")` runs the deployed agent through the
+    thread stream: its messages projection and its output."""
+    from langgraph.pregel.remote import RemoteGraph
+
+    remote = RemoteGraph("gated", client=gated.client)
+    async with await remote.astream_events(user("@say from afar"), version="v3") as run:
+        async with asyncio.timeout(20):
+            messages = [message async for message in run.messages]
+            output = await run.output()
+    assert [await message.text for message in messages] == ["from afar"]
+    assert output["messages"][-1]["content"] == "from afar"
