@@ -26,7 +26,9 @@ format: install
 typecheck: install
 	$(BIN)/mypy
 
+# Installs the Debian packages the tests need when they are missing (scripts/test-deps.sh).
 test: install
+	BIN=$(BIN) bash scripts/test-deps.sh
 	$(BIN)/pytest -q
 
 check: lint typecheck test
