@@ -88,7 +88,8 @@ class Commands:
         handler = self._methods.get(method)
         try:
             if handler is None:
-                raise CommandError("unknown_command", self._unknown(method))
+                code = "not_supported" if method == "input.inject" else "unknown_command"
+                raise CommandError(code, self._unknown(method))
             return success(command_id, await handler(message.get("params") or {}))
         except CommandError as exc:
             return error(command_id, exc.code, exc.message)
