@@ -196,7 +196,22 @@ async def test_dev_serves_the_project_and_stops_on_ctrl_c(demo: Path, start_dev:
         result = await client.runs.wait(None, "demo", input=user(script))
     assert answer(result) == "done: the library says x is well documented"
 
-    assert dev.stop(signal.SIGINT) == 0
+    # Streams that never end by themselves (a thread's) end when the server stops, at once.
+    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+        thread = (await http.post("/threads", json={})).json()["thread_id"]
+        joined = await http.send(
+            http.build_request("GET", f"/threads/{thread}/stream"), stream=True
+        )
+        events = http.build_request(
+            "POST", f"/threads/{thread}/stream/events", json={"channels": ["lifecycle"]}
+        )
+        protocol = await http.send(events, stream=True)
+        assert (joined.status_code, protocol.status_code) == (200, 200)
+        began = time.monotonic()
+        assert dev.stop(signal.SIGINT) == 0
+        assert time.monotonic() - began < 2.5
+        await joined.aclose()
+        await protocol.aclose()
     assert dev.lines["out"][-1] == "stopped"
     assert "Traceback" not in dev.err
     assert "blocking call" not in dev.err

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import time
 
 import click
 
@@ -76,7 +75,7 @@ async def run(settings: Settings, sock: socket.socket) -> None:
 
     async def stopping() -> None:
         log.info("stopping: runs in flight get %s s to finish", settings.shutdown_grace_seconds)
-        server.stopping_since = time.monotonic()
+        server.begin_stopping()
 
     config = uvicorn_config(
         create_app(server),

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Collection
+from typing import Any
 
 from agentctl import serde
 from agentctl.engine.wire import END_EVENT
 from agentctl.observability import metrics
-from agentctl.storage.base import Event, Storage, event_position
+from agentctl.storage.base import Event, Storage, Subscription, event_position
 
 REPLAY_ALL = "-"
 
@@ -40,24 +41,21 @@ async def follow(
     live_only: bool = False,
     stored_only: bool = False,
     heartbeat: float = 5.0,
+    stop: asyncio.Event | None = None,
 ) -> AsyncIterator[Event | None]:
     """Events of the thread (of `run_id` only, when given) after `last_event_id`
     (`-` or None: from the start, unless `live_only`). Yields None when `heartbeat` seconds
     pass without an event. A run follower ends after the run's end marker; with
-    `stored_only` (a run known to be over) it ends after what is stored."""
+    `stored_only` (a run known to be over) it ends after what is stored; any follower ends
+    once `stop` is set."""
     subscription = storage.events.subscribe(thread_id)
     subscriber = metrics.stream_opened()
+    stopped = asyncio.ensure_future(stop.wait()) if stop is not None else None
     try:
         after = None if last_event_id in (None, REPLAY_ALL) else last_event_id
         position = event_position(after) if after else (-1, -1)
         if not (live_only and last_event_id is None):
-            stored = await storage.events.read(thread_id, after=after, run_id=run_id)
-            if after and not stored:
-                # An id past the end of the log names no event (another server's, or made
-                # up): go on from the end, not from the id, or every live event looks seen.
-                last = await storage.events.last_id(thread_id)
-                position = min(position, event_position(last) if last else (-1, -1))
-            for event in stored:
+            for event in await storage.events.read(thread_id, after=after, run_id=run_id):
                 position = event_position(event.id)
                 yield event
                 if run_id is not None and event.event == END_EVENT:
@@ -65,24 +63,44 @@ async def follow(
         if stored_only:
             return
         while True:
-            try:
-                async with asyncio.timeout(heartbeat):
-                    event = await subscription.next()
-            except TimeoutError:
+            live = await _next(subscription, heartbeat, stopped)
+            if stopped is not None and stopped.done():
+                return
+            if live is None:
                 yield None
                 continue
-            if run_id is not None and event.run_id != run_id:
+            if run_id is not None and live.run_id != run_id:
                 continue
-            current = event_position(event.id)
+            current = event_position(live.id)
             if current <= position:
                 continue
             position = current
-            yield event
-            if run_id is not None and event.event == END_EVENT:
+            yield live
+            if run_id is not None and live.event == END_EVENT:
                 return
     finally:
+        if stopped is not None:
+            stopped.cancel()
         subscription.close()
         metrics.stream_closed(subscriber)
+
+
+async def _next(
+    subscription: Subscription, heartbeat: float, stopped: asyncio.Future[Any] | None
+) -> Event | None:
+    """The next live event, or None after `heartbeat` seconds or once `stopped` is done."""
+    if stopped is None:
+        try:
+            async with asyncio.timeout(heartbeat):
+                return await subscription.next()
+        except TimeoutError:
+            return None
+    waiting = asyncio.ensure_future(subscription.next())
+    await asyncio.wait((waiting, stopped), timeout=heartbeat, return_when=asyncio.FIRST_COMPLETED)
+    if waiting.done():
+        return waiting.result()
+    waiting.cancel()
+    return None
 
 
 def run_done(event: Event) -> bytes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -49,9 +50,18 @@ class Server:
     # Called once the server stopped (e.g. to close what the storage was built on).
     on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     scheduler: CronScheduler = field(init=False)
+    # Set once the HTTP server begins to stop: streams that never end by themselves (a
+    # thread's) end then, so their clients reconnect (to another replica) at once.
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
         self.scheduler = CronScheduler(self.storage, self.engine)
+
+    def begin_stopping(self) -> None:
+        """The HTTP server stops taking requests: runs in flight get their grace from now."""
+        if self.stopping_since is None:
+            self.stopping_since = time.monotonic()
+        self.stopping.set()
 
     async def start(self) -> None:
         await self.ensure_default_assistant()

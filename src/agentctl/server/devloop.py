@@ -160,6 +160,8 @@ class DevServer:
         self.events.ready(self)
 
     async def _stopping(self) -> None:
+        if self.server is not None:
+            self.server.begin_stopping()
         watcher, self._watcher = self._watcher, None
         if watcher is not None:
             watcher.cancel()

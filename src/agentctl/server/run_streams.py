@@ -115,6 +115,7 @@ async def _thread_frames(
         last_event_id=last_event_id,
         live_only=True,
         heartbeat=KEEPALIVE_SECONDS,
+        stop=server.stopping,
     ):
         if event is None:
             yield HEARTBEAT

@@ -109,6 +109,8 @@ class SocketSession:
             async for event in thread_events(self.server, self.thread_id, self._wanted, since):
                 if event is not None:
                     await self._send(event)
+            # The server stops: the client reconnects (to another replica) and resumes.
+            await self.socket.close(code=1012, reason="the server is restarting")
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the log could not be read: say so, then hang up

@@ -20,10 +20,15 @@ async def thread_events(
     since: int | None,
 ) -> AsyncIterator[dict[str, Any] | None]:
     """The thread's protocol events after `since` that `wanted` accepts, for as long as the
-    caller reads; None when a heartbeat is due."""
+    caller reads or until the server stops; None when a heartbeat is due."""
     projection = ThreadProjection(server.deployment.graph_id)
     async for stored in follow(
-        server.storage, thread_id, run_id=None, last_event_id=None, heartbeat=HEARTBEAT_SECONDS
+        server.storage,
+        thread_id,
+        run_id=None,
+        last_event_id=None,
+        heartbeat=HEARTBEAT_SECONDS,
+        stop=server.stopping,
     ):
         if stored is None:
             yield None
