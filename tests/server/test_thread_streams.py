@@ -321,16 +321,22 @@ async def sse_events(
 
 
 async def read_events(
-    url: str, thread_id: str, channels: list[str], *, runs: int = 1
+    url: str,
+    thread_id: str,
+    channels: list[str],
+    *,
+    runs: int = 1,
+    until: tuple[str, ...] | str = ("completed", "failed"),
 ) -> list[dict[str, Any]]:
-    """The thread's events on `channels` from its start to the end of its `runs`-th run."""
+    """The thread's events on `channels` from its start until the `runs`-th time its run
+    reached `until` (a root lifecycle event)."""
     async with httpx.AsyncClient(base_url=url, timeout=30) as http:
         events, ended = [], 0
         async for event in sse_events(http, thread_id, {"channels": [*channels, "lifecycle"]}):
             if event["method"] in channels:
                 events.append(event)
             data, root = event["params"]["data"], not event["params"]["namespace"]
-            if event["method"] == "lifecycle" and root and data["event"] in ("completed", "failed"):
+            if event["method"] == "lifecycle" and root and data["event"] in until:
                 ended += 1
                 if ended == runs:
                     return events
@@ -385,3 +391,26 @@ async def test_a_remote_graph_streams_events_v3(gated: Running) -> None:
             output = await run.output()
     assert [await message.text for message in messages] == ["from afar"]
     assert output["messages"][-1]["content"] == "from afar"
+
+
+async def test_a_gate_inside_a_subagent_pauses_it_and_the_answer_resumes_it(
+    gated: Running,
+) -> None:
+    inner = call("write_file", file_path="/deep.md", content="deep") + "\n@say wrote deep"
+    delegate = call("task", description=inner, subagent_type="helper") + "\n@say delegated"
+    async with gated.client.threads.stream(assistant_id="gated") as thread:
+        await thread.run.start(input=user(delegate))
+        await wait_interrupted(thread)
+        [request] = thread.interrupts
+        assert request["value"]["action_requests"][0]["name"] == "write_file"
+        paused = await read_events(gated.url, thread.thread_id, ["lifecycle"], until="interrupted")
+        subagent = [
+            (e["params"]["data"]["graph_name"], e["params"]["data"]["event"])
+            for e in paused
+            if e["params"]["namespace"]
+        ]
+        assert subagent == [("helper", "started"), ("helper", "interrupted")]
+        await thread.run.respond({"decisions": [{"type": "approve"}]})
+        output = await thread.output.with_timeout(20)
+    assert output["messages"][-1]["content"] == "delegated"
+    assert output["files"]["/deep.md"]["content"] == "deep"

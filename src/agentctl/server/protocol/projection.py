@@ -111,6 +111,10 @@ class RunView:
             value = interrupt.get("value")
             request = {"interrupt_id": interrupt_id, "payload": value, "value": value}
             out.append(("input.requested", namespace, request, None))
+            for depth in range(len(namespace), 0, -1):  # the subgraphs it paused, inner first
+                child = self.namespaces.get(tuple(namespace[:depth]))
+                if child is not None and child.status == "started":
+                    self._end(child, "interrupted", out)
             if self.status != "interrupted":
                 self.status = "interrupted"
                 self._lifecycle(ROOT_NAMESPACE, "interrupted", out, graph_name=self.graph_name)
@@ -118,11 +122,15 @@ class RunView:
     def end(self, data: Data) -> list[Item]:
         """The run's end: open subgraphs and messages close, then the root's final status."""
         out: list[Item] = []
+        status = data.get("status")
+        # A subgraph still open ends as its run did: paused, failed or done.
+        ending = "completed" if status == "success" else "failed"
+        if status == "interrupted" and not data.get("cancelled"):
+            ending = "interrupted"
         for child in reversed(list(self.namespaces.values())):
             if child.status == "started":
-                self._end(child, "completed", out)
+                self._end(child, ending, out)
         self._finish_messages((), out)
-        status = data.get("status")
         if data.get("cancelled"):
             self._lifecycle(
                 ROOT_NAMESPACE,
