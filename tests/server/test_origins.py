@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,7 +18,12 @@ import uvicorn
 import websockets
 from starlette.types import Receive, Scope, Send
 
-from agentctl.server.origins import STUDIO_ORIGIN, OriginGuard, OriginPolicy
+from agentctl.server.origins import (
+    MAX_LOGGED_REFUSALS,
+    STUDIO_ORIGIN,
+    OriginGuard,
+    OriginPolicy,
+)
 from agentctl.server.production import open_production_server
 from agentctl.settings import Settings, SettingsError
 from tests.conftest import RunCli
@@ -152,6 +158,55 @@ async def test_foreign_host_names_are_refused_on_dev(
     assert_refused(response, "is not served here")
     for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "LOCALHOST"):
         assert (await http.get("/info", headers={"Host": host})).status_code == 200
+
+
+def refusals(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "agentctl.server"]
+
+
+async def test_refusals_are_logged_once_with_what_allows_the_page(
+    agent: Running, http: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The refused page reads nothing but a CORS failure (agent-chat-ui says "Failed to connect
+    # to LangGraph server"): the server's console is where the developer learns why.
+    caplog.set_level(logging.WARNING, logger="agentctl.server")
+    lan = "http://192.168.1.5:3000"  # the Network address `next dev` prints
+    port = agent.url.rsplit(":", 1)[1]
+    for _ in range(3):
+        assert_refused(await http.options("/threads/search", headers=preflight(lan)), "may not")
+        assert_refused(await http.get("/info", headers={"Origin": lan}), "may not call")
+        assert_refused(await http.get("/info", headers={"Origin": "null"}), "may not call")
+        host = await http.get("/info", headers={"Host": f"evil.example:{port}"})
+        assert_refused(host, "is not served here")
+    assert (await http.get("/info", headers={"Origin": PAGE})).status_code == 200
+    assert (await http.get("/info")).status_code == 200
+    assert refusals(caplog) == [
+        f"refused (403) a page at {lan} may not call this server: to let it, restart "
+        f"`agentctl dev` with --cors-origin {lan}",
+        "refused (403) a page of origin 'null' may not call this server: serve it over http(s)",
+        f"refused (403) host 'evil.example:{port}' is not served here — use localhost, "
+        "127.0.0.1 or [::1], or the address given to --host",
+    ]
+    # A page sending ever new origins cannot grow the log (or the memory) without bound.
+    caplog.clear()
+    for n in range(MAX_LOGGED_REFUSALS + 5):
+        await http.get("/info", headers={"Origin": f"https://x{n}.example"})
+    assert len(refusals(caplog)) == MAX_LOGGED_REFUSALS - 3
+
+
+async def test_serve_logs_the_setting_that_allows_a_refused_page(
+    demo: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="agentctl.server")
+    async with (
+        running_server(demo, tmp_path / "data", origins=OriginPolicy(frozenset({CHAT}))) as running,
+        httpx.AsyncClient(base_url=running.url) as http,
+    ):
+        assert_refused(await http.post("/runs/wait", json=RUN, headers={"Origin": PAGE}), "may")
+    assert refusals(caplog) == [
+        f"refused (403) a page at {PAGE} may not call this server: to let it, add it to "
+        "AGENTCTL_CORS_ORIGINS (comma-separated)"
+    ]
 
 
 async def test_a_bound_address_is_a_host_of_dev_and_all_addresses_any() -> None:

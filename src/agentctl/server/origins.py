@@ -16,10 +16,15 @@ needs no preflight) and start runs. So, before anything else runs:
 - a request that passed has its body read as JSON whatever its `Content-Type` says,
   since proxies drop or change it — safe only here, after the origin check, because a
   foreign page can send `text/plain` without a preflight.
+
+The refused page sees only a CORS failure (a browser hides the body of an answer that does
+not allow its origin), so each refused origin or `Host` is also logged, once, with the
+setting that allows it: the developer looks at the server's console, not the page's.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -45,6 +50,11 @@ PREFLIGHT_MAX_AGE = b"600"
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 JSON = b"application/json"
 _LOOPBACK = "localhost, 127.0.0.1 or [::1], or the address given to --host"
+# Refusals logged, at most: distinct origins and hosts, so a page sending random ones cannot
+# grow the set (or the log) without bound.
+MAX_LOGGED_REFUSALS = 100
+
+log = logging.getLogger("agentctl.server")
 
 
 def parse_origin(text: str) -> str:
@@ -116,6 +126,7 @@ class OriginGuard:
         self.policy = policy
         # `Host` values found good, as sent: one set lookup a request (names × ports).
         self._good_hosts: set[bytes] = set()
+        self._logged: set[str] = set()  # origins and hosts whose refusal was logged
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -127,7 +138,9 @@ class OriginGuard:
         if self.policy.hosts is not None and raw_host not in self._good_hosts:
             name = raw_host.decode("latin-1").lower()
             if raw_host and _host_name(name) not in self.policy.hosts:
-                await _refuse(scope, send, f"host {name!r} is not served here — use {_LOOPBACK}")
+                detail = f"host {name!r} is not served here — use {_LOOPBACK}"
+                self._log_refusal(f"host {name}", detail)
+                await _refuse(scope, send, detail)
                 return
             self._good_hosts.add(raw_host)
         raw_origin = headers.get(b"origin")
@@ -144,6 +157,7 @@ class OriginGuard:
                 f"origin {origin!r} may not call this server — list it in "
                 "AGENTCTL_CORS_ORIGINS (agentctl dev: --cors-origin) to let its pages call"
             )
+            self._log_refusal(f"origin {origin}", self._origin_hint(origin))
             await _refuse(scope, send, detail)
             return
         if kind == "websocket":
@@ -164,6 +178,25 @@ class OriginGuard:
             await send(message)
 
         await self.app(scope, receive, with_cors)
+
+    def _origin_hint(self, origin: str) -> str:
+        """What the log says of a refused page: how to allow it on this server."""
+        try:
+            parse_origin(origin)
+        except ValueError:  # `null`: a file:// or sandboxed page
+            return f"a page of origin {origin!r} may not call this server: serve it over http(s)"
+        if self.policy.loopback:  # agentctl dev
+            allow = f"restart `agentctl dev` with --cors-origin {origin}"
+        else:
+            allow = "add it to AGENTCTL_CORS_ORIGINS (comma-separated)"
+        return f"a page at {origin} may not call this server: to let it, {allow}"
+
+    def _log_refusal(self, key: str, message: str) -> None:
+        """Log `message` the first time `key` (an origin or a host) is refused."""
+        if key in self._logged or len(self._logged) >= MAX_LOGGED_REFUSALS:
+            return
+        self._logged.add(key)
+        log.warning("refused (403) %s", message)
 
     def _headers(self, origin: str) -> list[tuple[bytes, bytes]]:
         headers = [
