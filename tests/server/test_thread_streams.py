@@ -15,6 +15,7 @@ import websockets
 from langgraph_sdk._async.stream import AsyncThreadStream
 from langgraph_sdk.errors import NotFoundError
 
+from agentctl.server.protocol.projection import RunView
 from tests.conftest import eventually
 from tests.server.conftest import Running, TwoUsers, call, user
 
@@ -101,6 +102,36 @@ async def test_a_cancelled_run_ends_the_stream_as_failed(gated: Running) -> None
             await thread.output.with_timeout(20)
     run = await gated.client.runs.get(thread.thread_id, run_id)
     assert run["status"] == "interrupted"
+    # The answer cut short ends with an `error`, never `message-finish`: a client must not
+    # show it as a whole message.
+    events = await read_events(gated.url, thread.thread_id, ["messages"])
+    kinds = [e["params"]["data"]["event"] for e in events]
+    assert kinds[0] == "message-start"
+    assert "message-finish" not in kinds
+    assert events[-1]["params"]["data"] == {
+        "event": "error",
+        "message": "the run was cancelled",
+        "code": "cancelled",
+    }
+
+
+def test_a_failed_run_ends_its_open_message_with_an_error() -> None:
+    """A run that fails while a message streams (the model's stream broke off) ends that
+    message with the run's error; a run that succeeds finishes it."""
+    chunk = {"type": "AIMessageChunk", "id": "m1", "content": "half an ans"}
+    failed = RunView("r1", "gated")
+    failed.project("messages", [chunk, {}])
+    failed.project("error", {"error": "APIError", "message": "the model broke down"})
+    ended = failed.end({"status": "error"})
+    assert [(method, data["event"]) for method, _, data, _ in ended] == [
+        ("messages", "error"),
+        ("lifecycle", "failed"),
+    ]
+    assert ended[0][2]["message"] == "APIError: the model broke down"
+    succeeded = RunView("r2", "gated")
+    succeeded.project("messages", [chunk, {}])
+    kinds = [data["event"] for _, _, data, _ in succeeded.end({"status": "success"})]
+    assert kinds == ["content-block-finish", "message-finish", "completed"]
 
 
 async def test_a_follow_up_run_on_the_same_stream(gated: Running) -> None:
