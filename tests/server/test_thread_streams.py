@@ -402,3 +402,54 @@ async def test_events_reach_a_socket_and_its_commands_are_answered(gated: Runnin
         assert text == "over the socket"
         await socket.send("not json")
         assert json.loads(await socket.recv())["error"] == "invalid_argument"
+
+
+async def test_a_later_subscription_on_a_socket_gets_the_threads_history(gated: Running) -> None:
+    """A subscription made after the run has ended (a projection opened late, or each
+    subscription made again on a new socket after a reconnect) gets the run's events it
+    asks for, in order; the socket's earlier subscriptions get nothing twice."""
+    thread_id = str(uuid.uuid4())
+    url = gated.url.replace("http://", "ws://") + f"/threads/{thread_id}/stream/events"
+    seen: list[dict[str, Any]] = []
+
+    async def until(socket: Any, done: Any) -> None:
+        async with asyncio.timeout(20):
+            while True:
+                frame = json.loads(await socket.recv())
+                if frame.get("type") == "event":
+                    seen.append(frame)
+                if done(frame):
+                    return
+
+    def request(command_id: int, method: str, params: dict[str, Any]) -> str:
+        return json.dumps({"id": command_id, "method": method, "params": params})
+
+    async with websockets.connect(url) as socket:
+        run = {"assistant_id": "gated", "input": user("@say one two three")}
+        await socket.send(request(1, "run.start", run))
+        await socket.send(request(2, "subscription.subscribe", {"channels": ["lifecycle"]}))
+        await until(
+            socket,
+            lambda f: (
+                f.get("method") == "lifecycle" and f["params"]["data"]["event"] == "completed"
+            ),
+        )
+        await socket.send(request(3, "subscription.subscribe", {"channels": ["messages"]}))
+        await until(
+            socket, lambda f: f.get("params", {}).get("data", {}).get("event") == "message-finish"
+        )
+        await socket.send(request(4, "agent.getTree", {}))
+        await until(socket, lambda f: f.get("id") == 4)
+    ids = [e["event_id"] for e in seen]
+    assert len(ids) == len(set(ids))
+    lifecycle = [e["params"]["data"]["event"] for e in seen if e["method"] == "lifecycle"]
+    assert lifecycle == ["running", "completed"]
+    messages = [e for e in seen if e["method"] == "messages"]
+    assert messages[0]["params"]["data"]["event"] == "message-start"
+    assert [e["seq"] for e in messages] == sorted(e["seq"] for e in messages)
+    text = "".join(
+        e["params"]["data"]["delta"]["text"]
+        for e in messages
+        if e["params"]["data"]["event"] == "content-block-delta"
+    )
+    assert text == "one two three"
