@@ -15,6 +15,7 @@ import websockets
 from langgraph_sdk._async.stream import AsyncThreadStream
 from langgraph_sdk.errors import NotFoundError
 
+from agentctl.server.protocol.projection import RunView
 from tests.conftest import eventually
 from tests.server.conftest import Running, TwoUsers, call, user
 
@@ -101,6 +102,36 @@ async def test_a_cancelled_run_ends_the_stream_as_failed(gated: Running) -> None
             await thread.output.with_timeout(20)
     run = await gated.client.runs.get(thread.thread_id, run_id)
     assert run["status"] == "interrupted"
+    # The answer cut short ends with an `error`, never `message-finish`: a client must not
+    # show it as a whole message.
+    events = await read_events(gated.url, thread.thread_id, ["messages"])
+    kinds = [e["params"]["data"]["event"] for e in events]
+    assert kinds[0] == "message-start"
+    assert "message-finish" not in kinds
+    assert events[-1]["params"]["data"] == {
+        "event": "error",
+        "message": "the run was cancelled",
+        "code": "cancelled",
+    }
+
+
+def test_a_failed_run_ends_its_open_message_with_an_error() -> None:
+    """A run that fails while a message streams (the model's stream broke off) ends that
+    message with the run's error; a run that succeeds finishes it."""
+    chunk = {"type": "AIMessageChunk", "id": "m1", "content": "half an ans"}
+    failed = RunView("r1", "gated")
+    failed.project("messages", [chunk, {}])
+    failed.project("error", {"error": "APIError", "message": "the model broke down"})
+    ended = failed.end({"status": "error"})
+    assert [(method, data["event"]) for method, _, data, _ in ended] == [
+        ("messages", "error"),
+        ("lifecycle", "failed"),
+    ]
+    assert ended[0][2]["message"] == "APIError: the model broke down"
+    succeeded = RunView("r2", "gated")
+    succeeded.project("messages", [chunk, {}])
+    kinds = [data["event"] for _, _, data, _ in succeeded.end({"status": "success"})]
+    assert kinds == ["content-block-finish", "message-finish", "completed"]
 
 
 async def test_a_follow_up_run_on_the_same_stream(gated: Running) -> None:
@@ -414,3 +445,54 @@ async def test_a_gate_inside_a_subagent_pauses_it_and_the_answer_resumes_it(
         output = await thread.output.with_timeout(20)
     assert output["messages"][-1]["content"] == "delegated"
     assert output["files"]["/deep.md"]["content"] == "deep"
+
+
+async def test_a_later_subscription_on_a_socket_gets_the_threads_history(gated: Running) -> None:
+    """A subscription made after the run has ended (a projection opened late, or each
+    subscription made again on a new socket after a reconnect) gets the run's events it
+    asks for, in order; the socket's earlier subscriptions get nothing twice."""
+    thread_id = str(uuid.uuid4())
+    url = gated.url.replace("http://", "ws://") + f"/threads/{thread_id}/stream/events"
+    seen: list[dict[str, Any]] = []
+
+    async def until(socket: Any, done: Any) -> None:
+        async with asyncio.timeout(20):
+            while True:
+                frame = json.loads(await socket.recv())
+                if frame.get("type") == "event":
+                    seen.append(frame)
+                if done(frame):
+                    return
+
+    def request(command_id: int, method: str, params: dict[str, Any]) -> str:
+        return json.dumps({"id": command_id, "method": method, "params": params})
+
+    async with websockets.connect(url) as socket:
+        run = {"assistant_id": "gated", "input": user("@say one two three")}
+        await socket.send(request(1, "run.start", run))
+        await socket.send(request(2, "subscription.subscribe", {"channels": ["lifecycle"]}))
+        await until(
+            socket,
+            lambda f: (
+                f.get("method") == "lifecycle" and f["params"]["data"]["event"] == "completed"
+            ),
+        )
+        await socket.send(request(3, "subscription.subscribe", {"channels": ["messages"]}))
+        await until(
+            socket, lambda f: f.get("params", {}).get("data", {}).get("event") == "message-finish"
+        )
+        await socket.send(request(4, "agent.getTree", {}))
+        await until(socket, lambda f: f.get("id") == 4)
+    ids = [e["event_id"] for e in seen]
+    assert len(ids) == len(set(ids))
+    lifecycle = [e["params"]["data"]["event"] for e in seen if e["method"] == "lifecycle"]
+    assert lifecycle == ["running", "completed"]
+    messages = [e for e in seen if e["method"] == "messages"]
+    assert messages[0]["params"]["data"]["event"] == "message-start"
+    assert [e["seq"] for e in messages] == sorted(e["seq"] for e in messages)
+    text = "".join(
+        e["params"]["data"]["delta"]["text"]
+        for e in messages
+        if e["params"]["data"]["event"] == "content-block-delta"
+    )
+    assert text == "one two three"

@@ -173,6 +173,16 @@ class MessageStreams:
         current = self.open.pop(message_id, None)
         return current.finish() if current is not None else []
 
+    def fail(self, message: str, code: str | None) -> list[tuple[list[str], Data]]:
+        """End every message still open with an `error` event (the run failed or was
+        cancelled mid-message): (namespace, event) pairs."""
+        error: Data = {"event": "error", "message": message}
+        if code is not None:
+            error["code"] = code
+        out = [(current.namespace, dict(error)) for current in self.open.values()]
+        self.open.clear()
+        return out
+
     def finish_under(self, prefix: tuple[str, ...]) -> list[tuple[list[str], Data]]:
         """Finish the messages still open in `prefix` or below it (their node has ended):
         (namespace, event) pairs."""

@@ -120,33 +120,36 @@ class RunView:
                 self._lifecycle(ROOT_NAMESPACE, "interrupted", out, graph_name=self.graph_name)
 
     def end(self, data: Data) -> list[Item]:
-        """The run's end: open subgraphs and messages close, then the root's final status."""
+        """The run's end: open subgraphs and messages close, then the root's final status.
+        A message still streaming when the run failed or was cancelled ends with an `error`
+        event, not `message-finish`: it was cut short, and a client must not show it as
+        whole."""
         out: list[Item] = []
         status = data.get("status")
+        failure: str | None = None
+        if data.get("cancelled"):
+            failure = "the run was cancelled"
+        elif status not in ("success", "interrupted"):
+            failure = self.error or f"the run ended with status {status}"
+        if failure is not None:
+            code = "cancelled" if data.get("cancelled") else None
+            out.extend(("messages", ns, e, None) for ns, e in self.messages.fail(failure, code))
         # A subgraph still open ends as its run did: paused, failed or done.
-        ending = "completed" if status == "success" else "failed"
-        if status == "interrupted" and not data.get("cancelled"):
+        ending = "failed" if failure is not None else "completed"
+        if status == "interrupted" and failure is None:
             ending = "interrupted"
         for child in reversed(list(self.namespaces.values())):
             if child.status == "started":
                 self._end(child, ending, out)
         self._finish_messages((), out)
-        if data.get("cancelled"):
+        if failure is not None:
             self._lifecycle(
-                ROOT_NAMESPACE,
-                "failed",
-                out,
-                graph_name=self.graph_name,
-                error="the run was cancelled",
+                ROOT_NAMESPACE, "failed", out, graph_name=self.graph_name, error=failure
             )
         elif status == "success":
             self._lifecycle(ROOT_NAMESPACE, "completed", out, graph_name=self.graph_name)
-        elif status == "interrupted":
-            if self.status != "interrupted":  # paused at a breakpoint
-                self._lifecycle(ROOT_NAMESPACE, "interrupted", out, graph_name=self.graph_name)
-        else:
-            error = self.error or f"the run ended with status {status}"
-            self._lifecycle(ROOT_NAMESPACE, "failed", out, graph_name=self.graph_name, error=error)
+        elif self.status != "interrupted":  # paused at a breakpoint
+            self._lifecycle(ROOT_NAMESPACE, "interrupted", out, graph_name=self.graph_name)
         self.status = "ended"
         return out
 

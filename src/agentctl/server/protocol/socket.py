@@ -2,8 +2,18 @@
 
 Every frame a client sends is a command. `subscription.subscribe` (`{channels, namespaces?,
 depth?, since?}`) adds a filter; the socket then carries each event of the thread that any
-of its filters accepts, from the start of the thread's log (after `since`, when given),
-then live. Other commands (`run.start`, `input.respond`, …) are answered as over HTTP.
+of its filters accepts, then live. Every subscription gets the thread's history (after its
+`since`, when given), whenever it is made: a client that subscribes again after the run has
+gone on — a projection opened late, or every subscription made again on a new socket after
+a reconnect — gets what it has not seen, in order, as the reference server replays its
+buffer to each new subscription. Other commands (`run.start`, `input.respond`, …) are
+answered as over HTTP.
+
+One task (the pump) reads the thread's events in order and sends each one that some
+subscription wants and has not been given yet (each keeps a cursor: the `seq` it has been
+brought up to). A subscription whose cursor is behind the pump restarts the pump from the
+thread's first event, so its history reaches it in order, and no other subscription gets an
+event twice.
 """
 
 from __future__ import annotations
@@ -12,6 +22,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
@@ -28,14 +39,21 @@ log = logging.getLogger("agentctl.server")
 _subscription_ids = itertools.count(1)
 
 
+@dataclass
+class _Subscription:
+    filter: EventFilter
+    cursor: int  # the `seq` this subscription has been brought up to
+
+
 class SocketSession:
     def __init__(self, server: Server, caller: Caller, thread_id: str, socket: WebSocket) -> None:
         self.server = server
         self.thread_id = thread_id
         self.socket = socket
         self.commands = Commands(server, caller, thread_id)
-        self.filters: dict[str, EventFilter] = {}
+        self.subscriptions: dict[str, _Subscription] = {}
         self.pump: asyncio.Task[None] | None = None
+        self._position = 0  # the `seq` of the last event the pump has read
         self._sending = asyncio.Lock()
 
     async def serve(self) -> None:
@@ -50,10 +68,7 @@ class SocketSession:
         except WebSocketDisconnect:
             pass
         finally:
-            if self.pump is not None:
-                self.pump.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self.pump
+            await self._stop_pump()
 
     async def _send(self, message: dict[str, Any]) -> None:
         async with self._sending:
@@ -75,7 +90,7 @@ class SocketSession:
             answer = await self._subscribe(message["id"], params)
         elif method == "subscription.unsubscribe":
             subscription_id = params.get("subscription_id")
-            if self.filters.pop(str(subscription_id), None) is None:
+            if self.subscriptions.pop(str(subscription_id), None) is None:
                 answer = error(
                     message["id"],
                     "no_such_subscription",
@@ -96,19 +111,39 @@ class SocketSession:
         except ApiError as exc:
             return error(command_id, "invalid_argument", exc.detail)
         subscription_id = str(next(_subscription_ids))
-        self.filters[subscription_id] = event_filter
-        if self.pump is None:
-            self.pump = asyncio.create_task(self._forward(since))
+        self.subscriptions[subscription_id] = _Subscription(event_filter, since or 0)
+        if self.pump is None or (since or 0) < self._position:
+            await self._stop_pump()  # the new subscription's history is behind the pump
+            self._position = 0
+            self.pump = asyncio.create_task(self._forward())
         return success(command_id, {"subscription_id": subscription_id})
 
     def _wanted(self, event: dict[str, Any]) -> bool:
-        return any(f.matches(event) for f in self.filters.values())
+        """Whether some subscription wants `event` and has not been given it yet; every
+        subscription is brought up to it either way."""
+        seq = event["seq"]
+        wanted = False
+        for subscription in self.subscriptions.values():
+            if seq > subscription.cursor:
+                wanted = wanted or subscription.filter.matches(event)
+                subscription.cursor = seq
+        self._position = seq
+        return wanted
 
-    async def _forward(self, since: int | None) -> None:
+    async def _stop_pump(self) -> None:
+        if self.pump is not None:
+            self.pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.pump
+            self.pump = None
+
+    async def _forward(self) -> None:
         try:
-            async for event in thread_events(self.server, self.thread_id, self._wanted, since):
+            async for event in thread_events(self.server, self.thread_id, self._wanted, None):
                 if event is not None:
-                    await self._send(event)
+                    # A pump stopped (for a new subscription) mid-send still sends the whole
+                    # frame: the subscriptions' cursors already count the event as given.
+                    await asyncio.shield(self._send(event))
             # The server stops: the client reconnects (to another replica) and resumes.
             await self.socket.close(code=1012, reason="the server is restarting")
         except asyncio.CancelledError:
