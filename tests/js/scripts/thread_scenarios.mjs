@@ -13,6 +13,7 @@
 import net from "node:net";
 import { Client } from "@langchain/langgraph-sdk";
 import WebSocket from "ws";
+import { collectMessages, summary } from "./events.mjs";
 
 const args = JSON.parse(process.argv[2]);
 const timeout = args.timeoutMs ?? 15000;
@@ -41,17 +42,6 @@ function openThread(client, options = {}, threadId = undefined) {
     ...options,
   };
   return threadId ? client.threads.stream(threadId, settings) : client.threads.stream(settings);
-}
-
-function summary(event) {
-  const data = event.params?.data ?? {};
-  return {
-    method: event.method,
-    namespace: event.params?.namespace,
-    event: typeof data.event === "string" ? data.event : undefined,
-    seq: event.seq,
-    event_id: event.event_id,
-  };
 }
 
 /** Everything `subscription` yields until the root's next terminal lifecycle event, which it
@@ -124,13 +114,7 @@ async function cancel(result) {
   try {
     const { run_id: runId } = await within(thread.run.start({ input: user(args.prompt) }), "run.start");
     result.runId = runId;
-    const messages = (async () => {
-      const out = [];
-      for await (const message of thread.messages) {
-        out.push({ text: await message.text, error: message.assembled?.error ?? null });
-      }
-      return out;
-    })();
+    const messages = collectMessages(thread.messages);
     const events = [];
     const subscription = await within(thread.subscribe(["messages", "lifecycle"]), "subscribe");
     let cancelled = false;
@@ -280,13 +264,7 @@ async function drop(result) {
   thread.onError((error) => errors.push(String(error?.message ?? error)));
   try {
     await within(thread.run.start({ input: user(args.prompt) }), "run.start");
-    const messages = (async () => {
-      const out = [];
-      for await (const message of thread.messages) {
-        out.push({ text: await message.text, error: message.assembled?.error ?? null });
-      }
-      return out;
-    })();
+    const messages = collectMessages(thread.messages);
     const events = [];
     const subscription = await within(thread.subscribe(["messages", "lifecycle"]), "subscribe");
     let deltas = 0;

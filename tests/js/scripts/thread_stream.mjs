@@ -6,6 +6,7 @@
 // response, timeoutMs}. Prints one JSON object.
 import { Client } from "@langchain/langgraph-sdk";
 import WebSocket from "ws";
+import { collectMessages, summary } from "./events.mjs";
 
 const args = JSON.parse(process.argv[2]);
 const timeout = args.timeoutMs ?? 20000;
@@ -18,17 +19,6 @@ function within(promise, what) {
     timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), timeout);
   });
   return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
-}
-
-function summary(event) {
-  const data = event.params?.data ?? {};
-  return {
-    method: event.method,
-    namespace: event.params?.namespace,
-    event: typeof data.event === "string" ? data.event : undefined,
-    seq: event.seq,
-    event_id: event.event_id,
-  };
 }
 
 function messageText(message) {
