@@ -17,7 +17,7 @@ from langgraph_sdk.errors import NotFoundError
 
 from agentctl.server.protocol.projection import RunView
 from tests.conftest import eventually
-from tests.server.conftest import Running, TwoUsers, call, user
+from tests.server.conftest import ALICE, Running, TwoUsers, call, user
 
 TRANSPORTS = ["sse", "websocket"]
 WRITE = call("write_file", file_path="/notes.md", content="hello") + "\n@say {last_tool_result}"
@@ -496,3 +496,66 @@ async def test_a_later_subscription_on_a_socket_gets_the_threads_history(gated: 
         if e["params"]["data"]["event"] == "content-block-delta"
     )
     assert text == "one two three"
+
+
+async def test_input_sent_while_a_run_stops_at_a_gate_answers_the_gate(gated: Running) -> None:
+    """`run.start` with input on a thread whose run is still going (it is about to stop at
+    an approval gate) answers that gate once the run has stopped: the decision is made when
+    the new run starts, not when it is sent."""
+    async with httpx.AsyncClient(base_url=gated.url, timeout=30) as http:
+        thread_id = str(uuid.uuid4())
+        first = await command(
+            http, thread_id, "run.start",
+            {"assistant_id": "gated", "input": user("@sleep 0.3 " + WRITE)},
+        )  # fmt: skip
+        answer = await command(
+            http, thread_id, "run.start",
+            {"assistant_id": "gated", "input": {"decisions": [{"type": "approve"}]}},
+        )  # fmt: skip
+        assert first["type"] == answer["type"] == "success", (first, answer)
+        events = await read_events(gated.url, thread_id, ["lifecycle"], runs=1)
+        assert [e["params"]["data"]["event"] for e in events if not e["params"]["namespace"]] == [
+            "running", "interrupted", "running", "completed",
+        ]  # fmt: skip
+    state = await gated.client.threads.get_state(thread_id)
+    assert state["values"]["files"]["/notes.md"]["content"] == "hello"
+
+
+async def test_a_cancelled_queued_run_ends_as_failed(gated: Running) -> None:
+    async with httpx.AsyncClient(base_url=gated.url, timeout=30) as http:
+        thread_id = str(uuid.uuid4())
+        slow = {"assistant_id": "gated", "input": user("@sleep 1 @say slow")}
+        await command(http, thread_id, "run.start", slow)
+        queued = await command(http, thread_id, "run.start", slow)
+        await gated.client.runs.cancel(thread_id, queued["result"]["run_id"])
+        events = await read_events(gated.url, thread_id, ["lifecycle"], runs=2)
+        ends = [(e["event_id"].split(":")[1], e["params"]["data"]) for e in events
+                if e["params"]["data"]["event"] in ("completed", "failed")]  # fmt: skip
+        assert dict(ends)[queued["result"]["run_id"]] == {
+            "event": "failed", "graph_name": "gated", "error": "the run was cancelled",
+        }  # fmt: skip
+        tree = (await command(http, thread_id, "agent.getTree", {}))["result"]["tree"]
+        assert tree["status"] == "completed"  # the latest run to end: the slow one
+
+
+async def test_a_stream_of_a_deleted_thread_ends_before_its_id_serves_another_user(
+    two_users: TwoUsers,
+) -> None:
+    thread_id = str(uuid.uuid4())
+    await two_users.alice.threads.create(thread_id=thread_id)
+    alice = {"Authorization": f"Bearer {two_users.idp.mint(ALICE)}"}
+    async with httpx.AsyncClient(base_url=two_users.running.url, headers=alice, timeout=30) as http:
+        body = {"channels": ["values", "messages", "lifecycle"]}
+        seen: list[dict[str, Any]] = []
+
+        async def watch() -> None:
+            async for event in sse_events(http, thread_id, body):
+                seen.append(event)
+
+        watcher = asyncio.create_task(watch())
+        await asyncio.sleep(0.3)
+        await two_users.alice.threads.delete(thread_id)
+        await two_users.bob.threads.create(thread_id=thread_id)
+        await two_users.bob.runs.wait(thread_id, "demo", input=user("@say for bob only"))
+        await asyncio.wait_for(watcher, 10)  # the stream ended
+    assert seen == []

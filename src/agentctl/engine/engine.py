@@ -146,7 +146,7 @@ class RunEngine:
         if run.status == "pending" and await self.storage.runs.cancel_pending(
             run.run_id, delete=action == "rollback"
         ):
-            await self._append_end(run, "interrupted")
+            await self._append_end(run, "interrupted", cancelled=True)
             return
         # Running on another replica (or claimed since it was read): its replica stops it.
         await self.storage.bus.publish("cancel", {"run_id": run.run_id, "action": action})
@@ -158,8 +158,7 @@ class RunEngine:
         it, here or on another replica: once this returns, reading a run shows it ended."""
         for run in runs:
             await self.cancel(run, action)
-        for run in runs:
-            await self.stopped(run.run_id, timeout)
+        await asyncio.gather(*(self.stopped(run.run_id, timeout) for run in runs))
 
     def _cancel_here(self, run_id: str, action: CancelAction) -> bool:
         """Cancel the run if this process executes it; False if it does not."""
@@ -346,8 +345,14 @@ class RunEngine:
         # A failed run (e.g. a strict resume of an interrupt that is not waiting) leaves
         # the interrupts that were pending still pending.
         if status in ("interrupted", "error") and not run.temporary and graph is not None:
-            state = await graph.aget_state({"configurable": {"thread_id": run.thread_id}})
-            for task in state.tasks:
+            try:
+                state = await graph.aget_state({"configurable": {"thread_id": run.thread_id}})
+            except Exception:  # e.g. the run failed because the database did
+                if status != "error":
+                    raise
+                log.warning("run %s: the thread's interrupts could not be read", run.run_id)
+                state = None
+            for task in state.tasks if state is not None else ():
                 if task.interrupts:
                     interrupts[task.id] = serde.to_jsonable(list(task.interrupts))
         thread_status = {"error": "error", "interrupted": "interrupted"}.get(status, "idle")

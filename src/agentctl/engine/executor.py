@@ -13,6 +13,7 @@ from langgraph.types import Command
 
 from agentctl.engine.deployment import Deployment
 from agentctl.engine.wire import (
+    ANSWERS_INTERRUPT,
     MessageAccumulator,
     event_name,
     langgraph_modes,
@@ -131,6 +132,10 @@ async def execute(
     legacy = MessageAccumulator() if "messages" in modes else None
     try:
         source = graph_input(run) if not resume else None
+        if kwargs.get(ANSWERS_INTERRUPT) and source is not None and not resume:
+            state = await graph.aget_state(config)
+            if any(task.interrupts for task in state.tasks):
+                source = Command(resume=source)
         if "events" in modes:
             stream = _with_events(graph, source, config, options, publish)
         else:

@@ -55,11 +55,12 @@ async def follow(
         after = None if last_event_id in (None, REPLAY_ALL) else last_event_id
         position = event_position(after) if after else (-1, -1)
         if not (live_only and last_event_id is None):
+            # Read before the log: an event appended in between is then read, not skipped.
+            last = await storage.events.last_id(thread_id) if after else None
             stored = await storage.events.read(thread_id, after=after, run_id=run_id)
             if after and not stored:
                 # An id past the end of the log names no event (another server's, or made
                 # up): go on from the end, not from the id, or every live event looks seen.
-                last = await storage.events.last_id(thread_id)
                 position = min(position, event_position(last) if last else (-1, -1))
             for event in stored:
                 position = event_position(event.id)

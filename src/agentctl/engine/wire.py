@@ -20,6 +20,9 @@ STREAM_MODES = {
 }
 # What a run started through the thread stream protocol streams: everything its channels show.
 PROTOCOL_MODES = ["values", "updates", "messages-tuple", "custom", "tools", "tasks", "checkpoints"]
+# A run's option (set by the server, never by a client): its input answers the interrupt
+# waiting on the thread when it starts, if one waits.
+ANSWERS_INTERRUPT = "answers_interrupt"
 END_EVENT = "__end__"  # in the log only: marks the end of a run's events
 
 

@@ -51,6 +51,14 @@ async def get_thread(server: Server, thread_id: str, caller: Caller) -> Thread:
     return thread
 
 
+async def still_visible(server: Server, thread_id: str, caller: Caller) -> bool:
+    """Whether the thread a long-lived stream follows is still there and `caller`'s: a
+    stream checks again at each new run, as the thread may have been deleted (and its id
+    taken by someone else)."""
+    thread = await server.storage.threads.get(thread_id)
+    return thread is not None and caller.owns(thread.metadata)
+
+
 async def get_run(server: Server, thread_id: str, run_id: str, caller: Caller) -> Run:
     run = await server.storage.runs.get(run_id)
     if run is None or run.thread_id != thread_id or not await owns_thread(server, run, caller):

@@ -15,6 +15,8 @@ from starlette.responses import StreamingResponse
 from agentctl import serde
 from agentctl.engine.streams import follow, run_done, wanted
 from agentctl.engine.wire import END_EVENT
+from agentctl.server import lookup
+from agentctl.server.access import Caller
 from agentctl.server.app import Server
 from agentctl.server.sse import HEARTBEAT, frame, stream_headers
 from agentctl.storage.base import FINAL_RUN_STATUSES, Event, Run
@@ -96,18 +98,28 @@ _background: set[asyncio.Task[None]] = set()
 
 
 def thread_stream_response(
-    server: Server, thread_id: str, *, last_event_id: str | None, modes: Collection[str]
+    server: Server,
+    caller: Caller,
+    thread_id: str,
+    *,
+    last_event_id: str | None,
+    modes: Collection[str],
 ) -> StreamingResponse:
     return StreamingResponse(
-        _thread_frames(server, thread_id, last_event_id, modes),
+        _thread_frames(server, caller, thread_id, last_event_id, modes),
         media_type="text/event-stream; charset=utf-8",
         headers=stream_headers(None, None),
     )
 
 
 async def _thread_frames(
-    server: Server, thread_id: str, last_event_id: str | None, modes: Collection[str]
+    server: Server,
+    caller: Caller,
+    thread_id: str,
+    last_event_id: str | None,
+    modes: Collection[str],
 ) -> AsyncIterator[bytes]:
+    runs: set[str] = set()
     async for event in follow(
         server.storage,
         thread_id,
@@ -117,6 +129,10 @@ async def _thread_frames(
         heartbeat=KEEPALIVE_SECONDS,
         stop=server.stopping,
     ):
+        if event is not None and event.run_id not in runs:
+            if not await lookup.still_visible(server, thread_id, caller):
+                return  # deleted (and perhaps made again by someone else)
+            runs.add(event.run_id)
         if event is None:
             yield HEARTBEAT
         elif event.event == END_EVENT:

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from agentctl import serde
 from agentctl.engine.streams import follow
 from agentctl.engine.wire import PROTOCOL_MODES
+from agentctl.errors import AgentctlError
 from agentctl.server import lookup
 from agentctl.server.access import Caller
 from agentctl.server.app import Server
@@ -95,6 +96,8 @@ class Commands:
             return error(command_id, exc.code, exc.message)
         except ApiError as exc:
             return error(command_id, _code_of(exc), exc.detail)
+        except AgentctlError as exc:  # e.g. no revision deployed, or the database is down
+            return error(command_id, "unknown_error", str(exc))
 
     def _unknown(self, method: str) -> str:
         if method.startswith("subscription."):
@@ -110,19 +113,18 @@ class Commands:
 
     async def run_start(self, params: Data) -> Data:
         """Start a run on the thread (creating the thread if it is new). Input sent while the
-        thread waits at an interrupt answers the interrupt, as the reference server does."""
-        thread = await self.visible_thread(missing_ok=True)
+        thread waits at an interrupt answers the interrupt, as the reference server does —
+        decided when the run starts, so a run still ending at its interrupt counts too."""
+        await self.visible_thread(missing_ok=True)
         request: Data = {
             "assistant_id": params.get("assistant_id"),
+            "input": params.get("input"),
             "config": params.get("config"),
             "metadata": params.get("metadata"),
             "multitask_strategy": params.get("multitask_strategy") or "enqueue",
         }
-        if thread is not None and thread.interrupts and params.get("input") is not None:
-            request["command"] = {"resume": params["input"]}
-        else:
-            request["input"] = params.get("input")
-        return {"run_id": await self._start(request)}
+        answers = params.get("input") is not None
+        return {"run_id": await self._start(request, answers_interrupt=answers)}
 
     async def input_respond(self, params: Data) -> Data:
         """Answer interrupts (`{interrupt_id, response}` or `{responses: [...]}`) and resume."""
@@ -133,12 +135,15 @@ class Commands:
         if not isinstance(answers, list) or not answers:
             raise CommandError("invalid_argument", "`responses` must be a non-empty list")
         pending = {i.get("id") for group in thread.interrupts.values() for i in group}
+        # A run still going on (it may be stopping at the interrupt right now, before the
+        # thread records it): the answer waits its turn and fails the run if nothing waits.
+        busy = bool(await self.server.storage.runs.active(self.thread_id))
         resume: Data = {}
         for answer in answers:
             interrupt_id = answer.get("interrupt_id") if isinstance(answer, dict) else None
             if not isinstance(interrupt_id, str):
                 raise CommandError("invalid_argument", "each response needs its `interrupt_id`")
-            if interrupt_id not in pending:
+            if interrupt_id not in pending and not busy:
                 raise CommandError(
                     "no_such_interrupt",
                     f"interrupt {interrupt_id!r} is not pending on this thread "
@@ -154,6 +159,7 @@ class Commands:
             "command": command,
             "config": params.get("config"),
             "metadata": params.get("metadata"),
+            "strict_resume": busy,
         }
         await self._start(request)
         return {}
@@ -180,7 +186,7 @@ class Commands:
         runs = await self.server.storage.runs.list(self.thread_id, status=None, limit=1, offset=0)
         return runs[0].assistant_id if runs else self.server.deployment.assistant_id
 
-    async def _start(self, request: Data) -> str:
+    async def _start(self, request: Data, *, answers_interrupt: bool = False) -> str:
         from agentctl.server.routes.runs import start_run  # the routes import this module
 
         request = {key: value for key, value in request.items() if value is not None}
@@ -196,7 +202,9 @@ class Commands:
         except ValidationError as exc:
             problem = describe_validation(list(map(dict, exc.errors())))
             raise CommandError("invalid_argument", problem) from None
-        run = await start_run(self.server, self.caller, body, self.thread_id)
+        run = await start_run(
+            self.server, self.caller, body, self.thread_id, answers_interrupt=answers_interrupt
+        )
         return run.run_id
 
     # -- the thread's state -------------------------------------------------------------
@@ -222,6 +230,8 @@ class Commands:
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
             raise CommandError("invalid_argument", "`limit` must be a whole number 1–1000")
         before = params.get("before")
+        if before is not None and not isinstance(before, str):
+            raise CommandError("invalid_argument", "`before` must be a checkpoint id")
         before_config = thread_config(self.thread_id, checkpoint_id=before) if before else None
         graph = self.server.deployment.runtime.graph
         checkpoints = []
@@ -273,9 +283,7 @@ class Commands:
 
 
 def tree(view: RunView | None, graph_name: str) -> Data:
-    status = {"running": "running", "interrupted": "interrupted"}.get(
-        (view.status if view else None) or "", "completed"
-    )
+    status = (view.status if view else None) or "completed"
     root: Data = {"namespace": [], "status": status, "graph_name": graph_name, "children": []}
     nodes: dict[tuple[str, ...], Data] = {(): root}
     for path, child in view.namespaces.items() if view else ():

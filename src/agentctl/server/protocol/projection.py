@@ -39,7 +39,7 @@ class RunView:
 
     run_id: str
     graph_name: str
-    status: str | None = None  # of the root: running, completed, failed, interrupted
+    status: str | None = None  # of the root: running, interrupted, completed, failed
     namespaces: dict[tuple[str, ...], _Namespace] = field(default_factory=dict)
     interrupts: set[str] = field(default_factory=set)
     # Tool-calling tasks by task id: (tool call id, the subagent it starts, if any).
@@ -134,23 +134,16 @@ class RunView:
         if failure is not None:
             code = "cancelled" if data.get("cancelled") else None
             out.extend(("messages", ns, e, None) for ns, e in self.messages.fail(failure, code))
-        # A subgraph still open ends as its run did: paused, failed or done.
-        ending = "failed" if failure is not None else "completed"
+        final = "failed" if failure is not None else "completed"
         if status == "interrupted" and failure is None:
-            ending = "interrupted"
-        for child in reversed(list(self.namespaces.values())):
+            final = "interrupted"  # paused: at an interrupt, or at a breakpoint
+        for child in reversed(list(self.namespaces.values())):  # they end as their run did
             if child.status == "started":
-                self._end(child, ending, out)
+                self._end(child, final, out)
         self._finish_messages((), out)
-        if failure is not None:
-            self._lifecycle(
-                ROOT_NAMESPACE, "failed", out, graph_name=self.graph_name, error=failure
-            )
-        elif status == "success":
-            self._lifecycle(ROOT_NAMESPACE, "completed", out, graph_name=self.graph_name)
-        elif self.status != "interrupted":  # paused at a breakpoint
-            self._lifecycle(ROOT_NAMESPACE, "interrupted", out, graph_name=self.graph_name)
-        self.status = "ended"
+        if final != self.status:  # an interrupt was shown as it came
+            self._lifecycle(ROOT_NAMESPACE, final, out, graph_name=self.graph_name, error=failure)
+        self.status = final
         return out
 
 
@@ -235,7 +228,10 @@ def _checkpoints(view: RunView, namespace: list[str], data: Any, out: list[Item]
 
 
 def _custom(view: RunView, namespace: list[str], data: Any, out: list[Item]) -> None:
-    out.append(("custom", namespace, {"payload": data}, None))
+    custom: Data = {"payload": data}
+    if isinstance(data, dict) and isinstance(data.get("name"), str) and data["name"]:
+        custom["name"] = data["name"]  # subscribed to as `custom:<name>`
+    out.append(("custom", namespace, custom, None))
 
 
 def _error(view: RunView, namespace: list[str], data: Any, out: list[Item]) -> None:

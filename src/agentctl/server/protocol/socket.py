@@ -25,7 +25,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.websockets import WebSocket, WebSocketDisconnect
+from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from agentctl import serde
 from agentctl.server.access import Caller
@@ -64,9 +64,19 @@ class SocketSession:
             return
         try:
             while True:
-                await self._answer(await self.socket.receive_text())
+                message = await self.socket.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+                text = message.get("text")
+                if text is None:  # a binary frame: commands are JSON text
+                    text = (message.get("bytes") or b"").decode("utf-8", "replace")
+                await self._answer(text)
         except WebSocketDisconnect:
             pass
+        except RuntimeError:
+            if self.socket.application_state != WebSocketState.DISCONNECTED:
+                raise
+            # the pump closed the socket (the server stops) while an answer was going out
         finally:
             await self._stop_pump()
 
@@ -139,7 +149,9 @@ class SocketSession:
 
     async def _forward(self) -> None:
         try:
-            async for event in thread_events(self.server, self.thread_id, self._wanted, None):
+            async for event in thread_events(
+                self.server, self.commands.caller, self.thread_id, self._wanted, None
+            ):
                 if event is not None:
                     # A pump stopped (for a new subscription) mid-send still sends the whole
                     # frame: the subscriptions' cursors already count the event as given.

@@ -54,19 +54,19 @@ async def thread_events_stream(thread_id: str, request: Request) -> Response:
         since = parse_since(body)
     except FilterError as exc:
         raise ApiError(400, str(exc)) from None
-    server = server_of(request)
-    await lookup.get_thread(server, thread_id, caller_of(request))
+    server, caller = server_of(request), caller_of(request)
+    await lookup.get_thread(server, thread_id, caller)
     return StreamingResponse(
-        _frames(server, thread_id, event_filter.matches, since),
+        _frames(server, caller, thread_id, event_filter.matches, since),
         media_type="text/event-stream; charset=utf-8",
         headers=stream_headers(None, None),
     )
 
 
 async def _frames(
-    server: Server, thread_id: str, wanted: Any, since: int | None
+    server: Server, caller: Caller, thread_id: str, wanted: Any, since: int | None
 ) -> AsyncIterator[bytes]:
-    async for event in thread_events(server, thread_id, wanted, since):
+    async for event in thread_events(server, caller, thread_id, wanted, since):
         if event is None:
             yield HEARTBEAT
         else:

@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from agentctl.engine.engine import ThreadBusyError, thread_labels
 from agentctl.engine.streams import REPLAY_ALL
-from agentctl.engine.wire import STREAM_MODES, normalize_modes
+from agentctl.engine.wire import ANSWERS_INTERRUPT, STREAM_MODES, normalize_modes
 from agentctl.server import lookup
 from agentctl.server.access import Caller, caller_of
 from agentctl.server.app import Server, server_of
@@ -44,10 +44,13 @@ async def start_run(
     *,
     wait: bool = False,
     run_id: str | None = None,
+    answers_interrupt: bool = False,
 ) -> Run:
     """Check the request against the thread, then hand the run to the engine. The run
     executes as `caller`'s user (their memory), whatever the request's config says.
-    `run_id`: the new run's id, when the caller chose it (A2A task ids name their run)."""
+    `run_id`: the new run's id, when the caller chose it (A2A task ids name their run).
+    `answers_interrupt`: the input answers the thread's interrupt if one waits when the run
+    starts (decided then, once the runs before it have ended)."""
     assistant = await lookup.get_assistant(server, body.assistant_id)
     # A thread the run creates has the run's metadata and names its graph and assistant;
     # an existing one gets the names when the run starts (engine).
@@ -86,6 +89,8 @@ async def start_run(
             thread_id, assistant.assistant_id, user=caller.user, stream_mode=stream_mode,
             run_id=run_id,
         )  # fmt: skip
+        if answers_interrupt:
+            run.kwargs[ANSWERS_INTERRUPT] = True
     try:
         return await server.engine.submit(run)
     except ThreadBusyError as exc:

@@ -28,10 +28,11 @@ async def join_thread_stream(
 ) -> Response:
     """Every event of every run on the thread from now on (or after `Last-Event-ID`;
     `-` replays from the start), and `metadata` `{"status": "run_done"}` as each run ends."""
-    server = server_of(request)
-    await lookup.get_thread(server, thread_id, caller_of(request))
+    server, caller = server_of(request), caller_of(request)
+    await lookup.get_thread(server, thread_id, caller)
     return thread_stream_response(
         server,
+        caller,
         thread_id,
         last_event_id=checked_event_id(last_event_id),
         modes=set(query_modes(stream_mode, THREAD_STREAM_MODES)) or {"run_modes"},
