@@ -14,7 +14,10 @@ fi
 command -v bwrap >/dev/null || missing+=(bubblewrap)
 { command -v node >/dev/null && command -v npm >/dev/null; } || missing+=(nodejs npm)
 [ -n "${CHROMIUM:-}" ] || [ -x /usr/bin/chromium ] || missing+=(chromium)
-if [ ${#missing[@]} -gt 0 ]; then
+if [ ${#missing[@]} -gt 0 ] && ! command -v apt-get >/dev/null; then
+  echo "the tests need these (Debian package names), not found here: ${missing[*]}" >&2
+  echo "install them with your system's package manager; the tests that need one say so" >&2
+elif [ ${#missing[@]} -gt 0 ]; then
   echo "installing the Debian packages the tests need: ${missing[*]}"
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
