@@ -212,7 +212,10 @@ async def test_serve_logs_the_setting_that_allows_a_refused_page(
 async def test_a_bound_address_is_a_host_of_dev_and_all_addresses_any() -> None:
     assert "192.168.1.5" in (OriginPolicy.for_dev(bind_host="192.168.1.5").hosts or ())
     assert "[fd00::1]" in (OriginPolicy.for_dev(bind_host="fd00::1").hosts or ())
-    assert OriginPolicy.for_dev(bind_host="0.0.0.0").hosts is None
+    everywhere = OriginPolicy.for_dev(["http://chat.lan:3000"], bind_host="0.0.0.0")
+    for name in ("localhost", "192.168.1.5", "[fd00::1]", "chat.lan", socket.gethostname()):
+        assert everywhere.serves(name.lower()), name
+    assert not everywhere.serves("rebound.example.com")  # a DNS rebinding page's name
     assert OriginPolicy().hosts is None  # serve: behind a proxy, under any name
 
 

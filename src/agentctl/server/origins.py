@@ -24,7 +24,9 @@ setting that allows it: the developer looks at the server's console, not the pag
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -35,6 +37,7 @@ from agentctl import serde
 STUDIO_ORIGIN = "https://smith.langchain.com"  # LangGraph Studio
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]", ""})
+MAX_GOOD_HOSTS = 256  # `Host` values remembered as good (names × ports): a bounded cache
 # What the LangGraph SDKs (Python, JS), the development UI, MCP and A2A clients send.
 ALLOW_HEADERS = (
     "accept, authorization, cache-control, content-type, last-event-id, prefer, "
@@ -94,17 +97,34 @@ class OriginPolicy:
     origins: frozenset[str] = frozenset()
     loopback: bool = False
     hosts: frozenset[str] | None = None
+    # Any IP address is a good `Host` too (`dev` bound to all addresses): a rebinding page
+    # names a domain, while other machines reach the server by address.
+    ip_hosts: bool = False
 
     @classmethod
     def for_dev(cls, extra: Iterable[str] = (), bind_host: str = "127.0.0.1") -> OriginPolicy:
         """`agentctl dev`: pages on this machine and LangGraph Studio, plus `extra`; only
-        loopback names and the bound address as `Host` (any, when bound to all addresses:
-        other machines reach it under names it cannot know)."""
-        hosts = None
+        loopback names and the bound address as `Host`. Bound to all addresses: also any IP
+        address, this machine's names and the hosts of `extra`."""
+        origins = frozenset({STUDIO_ORIGIN, *extra})
         if bind_host.lower() not in WILDCARD_HOSTS:
             bound = f"[{bind_host}]" if ":" in bind_host else bind_host
-            hosts = LOOPBACK_NAMES | {bound.lower()}
-        return cls(frozenset({STUDIO_ORIGIN, *extra}), loopback=True, hosts=hosts)
+            return cls(origins, loopback=True, hosts=LOOPBACK_NAMES | {bound.lower()})
+        names = {socket.gethostname().lower(), socket.getfqdn().lower()}
+        names |= {_host_name(origin.partition("://")[2]) for origin in extra}
+        return cls(origins, loopback=True, hosts=LOOPBACK_NAMES | names, ip_hosts=True)
+
+    def serves(self, name: str) -> bool:
+        """Whether `name` (a `Host` without its port) is one of this server's names."""
+        if self.hosts is None or name in self.hosts:
+            return True
+        if not self.ip_hosts:
+            return False
+        try:
+            ipaddress.ip_address(name.strip("[]"))
+        except ValueError:
+            return False
+        return True
 
     def allows(self, origin: str) -> bool:
         if origin in self.origins or "*" in self.origins:
@@ -137,12 +157,13 @@ class OriginGuard:
         raw_host = headers.get(b"host", b"")
         if self.policy.hosts is not None and raw_host not in self._good_hosts:
             name = raw_host.decode("latin-1").lower()
-            if raw_host and _host_name(name) not in self.policy.hosts:
+            if raw_host and not self.policy.serves(_host_name(name)):
                 detail = f"host {name!r} is not served here — use {_LOOPBACK}"
                 self._log_refusal(f"host {name}", detail)
                 await _refuse(scope, send, detail)
                 return
-            self._good_hosts.add(raw_host)
+            if len(self._good_hosts) < MAX_GOOD_HOSTS:
+                self._good_hosts.add(raw_host)
         raw_origin = headers.get(b"origin")
         if raw_origin is None:  # not a browser's cross-site request: nothing to check
             if kind == "http":
