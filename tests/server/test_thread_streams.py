@@ -525,7 +525,7 @@ async def test_a_cancelled_queued_run_ends_as_failed(gated: Running) -> None:
     async with httpx.AsyncClient(base_url=gated.url, timeout=30) as http:
         thread_id = str(uuid.uuid4())
         slow = {"assistant_id": "gated", "input": user("@sleep 1 @say slow")}
-        await command(http, thread_id, "run.start", slow)
+        slow_run = await command(http, thread_id, "run.start", slow)
         queued = await command(http, thread_id, "run.start", slow)
         await gated.client.runs.cancel(thread_id, queued["result"]["run_id"])
         events = await read_events(gated.url, thread_id, ["lifecycle"], runs=2)
@@ -534,8 +534,11 @@ async def test_a_cancelled_queued_run_ends_as_failed(gated: Running) -> None:
         assert dict(ends)[queued["result"]["run_id"]] == {
             "event": "failed", "graph_name": "gated", "error": "the run was cancelled",
         }  # fmt: skip
-        tree = (await command(http, thread_id, "agent.getTree", {}))["result"]["tree"]
-        assert tree["status"] == "completed"  # the latest run to end: the slow one
+        latest = (await command(http, thread_id, "agent.getTree", {}))["result"]["tree"]
+        assert latest["status"] == "failed"  # the thread's latest run: the cancelled one
+        first = {"run_id": slow_run["result"]["run_id"]}
+        tree = (await command(http, thread_id, "agent.getTree", first))["result"]["tree"]
+        assert tree["status"] == "completed"
 
 
 async def test_a_stream_of_a_deleted_thread_ends_before_its_id_serves_another_user(

@@ -15,7 +15,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentctl import serde
-from agentctl.engine.streams import follow
 from agentctl.engine.wire import PROTOCOL_MODES
 from agentctl.errors import AgentctlError
 from agentctl.server import lookup
@@ -253,15 +252,20 @@ class Commands:
     async def agent_get_tree(self, params: Data) -> Data:
         """The root graph and the subgraphs (subagents) its latest run (or `run_id`) opened."""
         await self.thread()
-        projection = ThreadProjection(self.server.deployment.graph_id)
         wanted = params.get("run_id")
+        if wanted is None:
+            runs = await self.server.storage.runs.list(
+                self.thread_id, status=None, limit=1, offset=0
+            )
+            wanted = runs[0].run_id if runs else None
         view: RunView | None = None
-        async for event in follow(
-            self.server.storage, self.thread_id, run_id=None, last_event_id=None, stored_only=True
-        ):
-            if event is not None and (wanted is None or event.run_id == wanted):
+        if isinstance(wanted, str):
+            projection = ThreadProjection(self.server.deployment.graph_id)
+            for event in await self.server.storage.events.read(
+                self.thread_id, after=None, run_id=wanted
+            ):
                 view = projection.view_of(event)
-        if wanted is not None and view is None:
+        if params.get("run_id") is not None and view is None:
             raise CommandError("no_such_run", f"no run {wanted!r} on this thread")
         return {"tree": tree(view, self.server.deployment.graph_id)}
 

@@ -37,6 +37,8 @@ from agentctl.server.protocol.stream import thread_events
 
 log = logging.getLogger("agentctl.server")
 _subscription_ids = itertools.count(1)
+# Each subscription that is behind replays the thread's log: a socket holds a few, not many.
+MAX_SUBSCRIPTIONS = 32
 
 
 @dataclass
@@ -120,6 +122,12 @@ class SocketSession:
             return error(command_id, "invalid_argument", str(exc))
         except ApiError as exc:
             return error(command_id, "invalid_argument", exc.detail)
+        if len(self.subscriptions) >= MAX_SUBSCRIPTIONS:
+            return error(
+                command_id,
+                "invalid_argument",
+                f"a socket holds at most {MAX_SUBSCRIPTIONS} subscriptions: unsubscribe one",
+            )
         subscription_id = str(next(_subscription_ids))
         self.subscriptions[subscription_id] = _Subscription(event_filter, since or 0)
         if self.pump is None or (since or 0) < self._position:
