@@ -112,6 +112,29 @@ def thread_stream_response(
     )
 
 
+async def follow_thread(
+    server: Server, caller: Caller, thread_id: str, *, last_event_id: str | None, live_only: bool
+) -> AsyncIterator[Event | None]:
+    """Every run's events on the thread (heartbeats as None), for as long as the thread is
+    there and the caller's — checked at each new run, as it may have been deleted and its id
+    taken by someone else — and the server runs."""
+    runs: set[str] = set()
+    async for event in follow(
+        server.storage,
+        thread_id,
+        run_id=None,
+        last_event_id=last_event_id,
+        live_only=live_only,
+        heartbeat=KEEPALIVE_SECONDS,
+        stop=server.stopping,
+    ):
+        if event is not None and event.run_id not in runs:
+            if not await lookup.still_visible(server, thread_id, caller):
+                return
+            runs.add(event.run_id)
+        yield event
+
+
 async def _thread_frames(
     server: Server,
     caller: Caller,
@@ -119,20 +142,9 @@ async def _thread_frames(
     last_event_id: str | None,
     modes: Collection[str],
 ) -> AsyncIterator[bytes]:
-    runs: set[str] = set()
-    async for event in follow(
-        server.storage,
-        thread_id,
-        run_id=None,
-        last_event_id=last_event_id,
-        live_only=True,
-        heartbeat=KEEPALIVE_SECONDS,
-        stop=server.stopping,
+    async for event in follow_thread(
+        server, caller, thread_id, last_event_id=last_event_id, live_only=True
     ):
-        if event is not None and event.run_id not in runs:
-            if not await lookup.still_visible(server, thread_id, caller):
-                return  # deleted (and perhaps made again by someone else)
-            runs.add(event.run_id)
         if event is None:
             yield HEARTBEAT
         elif event.event == END_EVENT:

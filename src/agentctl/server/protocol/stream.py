@@ -6,13 +6,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from agentctl.engine.streams import follow
-from agentctl.server import lookup
 from agentctl.server.access import Caller
 from agentctl.server.app import Server
 from agentctl.server.protocol.projection import ThreadProjection
-
-HEARTBEAT_SECONDS = 5.0
+from agentctl.server.run_streams import follow_thread
 
 
 async def thread_events(
@@ -25,22 +22,12 @@ async def thread_events(
     """The thread's protocol events after `since` that `wanted` accepts, for as long as the
     caller reads, the thread stays theirs, and the server runs; None when a heartbeat is due."""
     projection = ThreadProjection(server.deployment.graph_id)
-    runs: set[str] = set()
-    async for stored in follow(
-        server.storage,
-        thread_id,
-        run_id=None,
-        last_event_id=None,
-        heartbeat=HEARTBEAT_SECONDS,
-        stop=server.stopping,
+    async for stored in follow_thread(
+        server, caller, thread_id, last_event_id=None, live_only=False
     ):
         if stored is None:
             yield None
             continue
-        if stored.run_id not in runs:
-            if not await lookup.still_visible(server, thread_id, caller):
-                return  # deleted (and perhaps made again by someone else)
-            runs.add(stored.run_id)
         for event in projection.project(stored):
             if (since is None or event["seq"] > since) and wanted(event):
                 yield event
