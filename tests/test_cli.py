@@ -66,6 +66,24 @@ def test_init_force_overwrites(run_cli: RunCli, tmp_path: Path) -> None:
     assert (root / ".gitignore").read_text() == "keep-me\n"
 
 
+def test_init_never_puts_a_folder_where_a_file_is(run_cli: RunCli, tmp_path: Path) -> None:
+    """Not even with --force: a file named like the project, or like one of its folders, is
+    named in the error (exit 1, no traceback) and left as it was."""
+    (tmp_path / "afile").write_text("mine\n")
+    for args in (["afile"], ["afile/sub"], ["afile", "--force"]):
+        result = run_cli("init", *args, cwd=tmp_path)
+        assert result.exit_code == 1, args
+        assert "error: afile is a file, not a folder — choose another name" in result.err
+        assert "Traceback" not in result.err
+    assert (tmp_path / "afile").read_text() == "mine\n"
+    (tmp_path / "demo/skills").mkdir(parents=True)
+    (tmp_path / "demo/skills/review").write_text("mine\n")
+    result = run_cli("init", "demo", "--force", cwd=tmp_path)
+    assert result.exit_code == 1
+    assert "demo/skills/review is a file where init makes a folder — move it" in result.err
+    assert not (tmp_path / "demo/agent.toml").exists()
+
+
 def test_init_without_name_uses_the_current_folder(run_cli: RunCli, tmp_path: Path) -> None:
     folder = tmp_path / "My Agent!"
     folder.mkdir()

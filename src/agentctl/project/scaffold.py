@@ -66,6 +66,25 @@ def env_template(model: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _check_kinds(folder: Path, contents: dict[str, str]) -> None:
+    """Refuse (even with --force) where a file stands for a folder of the project or a
+    folder for one of its files: init replaces files, never one kind with the other."""
+    for path in (folder, *folder.parents):
+        if path.exists():
+            if not path.is_dir():
+                raise UserError(
+                    f"{path} is a file, not a folder — choose another name, or move the file"
+                )
+            break
+    for rel in contents:
+        target = folder / rel
+        for parent in reversed(target.relative_to(folder).parents[:-1]):
+            if (folder / parent).exists() and not (folder / parent).is_dir():
+                raise UserError(f"{folder / parent} is a file where init makes a folder — move it")
+        if target.is_dir():
+            raise UserError(f"{target} is a folder where init writes a file — move it")
+
+
 def scaffold(folder: Path, name: str | None = None, *, force: bool = False) -> Scaffold:
     """Create a project in `folder`. Without `force`, refuse to overwrite anything."""
     name = name or agent_name_for(folder.absolute())
@@ -82,6 +101,7 @@ def scaffold(folder: Path, name: str | None = None, *, force: bool = False) -> S
         for path, template in _FILES.items()
     }
     contents[".env"] = env_template(model)
+    _check_kinds(folder, contents)
     existing = [path for path in contents if (folder / path).exists()]
     if existing and not force:
         raise ProjectExistsError(sorted(existing))
