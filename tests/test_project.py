@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from agentctl.bundle.requirements import requirements_of
 from agentctl.errors import ConfigError
 from agentctl.project import load_project
@@ -298,3 +300,32 @@ def test_an_unknown_auth_provider_lists_oidc(write_files: WriteFiles) -> None:
     assert problems(root) == [
         'agent.toml: [auth].provider: "github" is not allowed — use one of: idp_a, idp_b, oidc'
     ]
+
+
+def test_a_secret_is_found_as_a_whole_token_and_a_plain_word_is_no_secret(
+    write_files: WriteFiles,
+) -> None:
+    """The offline set-up docs/testing.md gives (`OPENAI_API_KEY=scripted`, the model
+    `openai:scripted-model`, a file that speaks of the scripted model) is no leak; a real key
+    in a sentence, in quotes or in a URL is, and so is a lower-case word long enough to be a
+    passphrase."""
+    offline = {
+        "agent.toml": '[agent]\nname = "offline"\nmodel = "openai:scripted-model"\n',
+        "AGENTS.md": "Answer with the scripted model.\n",
+        ".env": "OPENAI_API_KEY=scripted\n",
+    }
+    assert load_project(write_files(offline, "offline")).name == "offline"
+    for folder, text, env in [
+        (
+            "sentence",
+            "Use sk-live-0123456789abcdef here.\n",
+            "OPENAI_API_KEY=sk-live-0123456789abcdef",
+        ),
+        ("quoted", 'key: "Abcdefgh1"\n', "OPENAI_API_KEY=Abcdefgh1"),
+        ("url", "https://x.test/?key=Abcdefgh1&a=b\n", "OPENAI_API_KEY=Abcdefgh1"),
+        ("phrase", "say correcthorsebatterystaple\n", "OPENAI_API_KEY=correcthorsebatterystaple"),
+    ]:
+        files = {"agent.toml": '[agent]\nname = "leaky"\n', "AGENTS.md": text, ".env": env + "\n"}
+        with pytest.raises(ConfigError) as refused:
+            load_project(write_files(files, folder))
+        assert "AGENTS.md: contains the value of OPENAI_API_KEY from .env" in str(refused.value)
