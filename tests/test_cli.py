@@ -36,7 +36,18 @@ def test_init_templates_document_every_allowed_value(tmp_path: Path, run_cli: Ru
     toml = (tmp_path / "demo/agent.toml").read_text()
     for value in ("none", "sandbox_a", "sandbox_b", "sandbox_c", "platform_sandbox"):
         assert value in toml
-    for text in ("[sandbox]", "[auth]", "template", "image", "scope", "idp_a", "idp_b"):
+    for text in (
+        "[sandbox]",
+        "[auth]",
+        "template",
+        "image",
+        "scope",
+        "idp_a",
+        "idp_b",
+        "oidc",
+        "issuer",
+        "audience",
+    ):
         assert f"# {text}" in toml or text in toml
     env = (tmp_path / "demo/.env").read_text()
     for name in ("OPENAI_API_KEY=", "PLATFORM_API_KEY=", "IDP_A_URL=", "IDP_B_SECRET_KEY="):

@@ -202,6 +202,9 @@ async def test_redeploy_with_runs_in_flight_then_roll_back(cluster: Cluster, dem
     assert listed.exit_code == 0
     assert "*    2" in listed.out
     assert "     1" in listed.out
+    missing = cluster.deploy(demo, first, "rollback", "9")
+    assert missing.exit_code == 1
+    assert "error: there is no revision 9 — `agentctl revisions` lists them" in missing.err
     rolled = cluster.deploy(demo, first, "rollback")
     assert rolled.exit_code == 0, rolled.err
     assert "Revision 1 is active" in rolled.out

@@ -66,7 +66,8 @@ class Platform:
                 "use the key the server was started with"
             )
         if response.status_code == 404 and path.startswith("/platform/revisions/"):
-            raise UserError(_detail(response))
+            number = path.split("/")[3]
+            raise UserError(f"there is no revision {number} — `agentctl revisions` lists them")
         if response.status_code == 404:
             raise UserError(
                 f"{self.url} has no platform API ({_detail(response)}) — "
