@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -245,3 +248,29 @@ def test_every_option_is_documented() -> None:
                 flag = param.opts[0]
                 assert flag in usage[name], f"docs/cli.md: agentctl {name} lacks {flag}"
                 assert flag in readme.get(name, flag), f"README: agentctl {name} lacks {flag}"
+
+
+def _on_a_terminal(args: list[str], env: dict[str, str], cwd: Path) -> bytes:
+    """What `agentctl ARGS` writes to a terminal (a pseudo-terminal as its stdout/stderr)."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agentctl", *args], stdout=follower, stderr=follower, cwd=cwd,
+        env={**os.environ, **env},
+    )  # fmt: skip
+    os.close(follower)
+    output = b""
+    with contextlib.suppress(OSError):  # EIO once the process has closed the terminal
+        while chunk := os.read(leader, 4096):
+            output += chunk
+    process.wait(30)
+    os.close(leader)
+    return output
+
+
+def test_no_color_turns_colour_off_on_a_terminal(tmp_path: Path) -> None:
+    coloured = _on_a_terminal(["init", "bad name!"], {}, tmp_path)
+    assert b"\x1b[" in coloured
+    assert b"is not a valid agent name" in coloured
+    plain = _on_a_terminal(["init", "bad name!"], {"NO_COLOR": "1"}, tmp_path)
+    assert b"\x1b[" not in plain
+    assert b"error: " in plain

@@ -78,12 +78,18 @@ def cli() -> None:
     """
 
 
+def color() -> bool | None:
+    """False when `NO_COLOR` is set (no-color.org): no colour even on a terminal; None
+    lets click decide (colour on a terminal only)."""
+    return False if os.environ.get("NO_COLOR") else None
+
+
 def report(error: AgentctlError) -> None:
     """Print an error the way every command does: `error: …`, one problem per line."""
     lines = [str(p) for p in error.problems] if isinstance(error, ConfigError) else [str(error)]
     for line in lines:
         first, *rest = line.split("\n")
-        click.secho("error: ", fg="red", bold=True, err=True, nl=False)
+        click.secho("error: ", fg="red", bold=True, err=True, nl=False, color=color())
         click.echo(first, err=True)
         for more in rest:
             click.echo("       " + more, err=True)
@@ -94,7 +100,7 @@ def report(error: AgentctlError) -> None:
 def main(argv: list[str] | None = None) -> Any:
     """Entry point: user errors become `error: …` and an exit code, never a traceback."""
     try:
-        return cli.main(args=argv, prog_name="agentctl", standalone_mode=False)
+        return cli.main(args=argv, prog_name="agentctl", standalone_mode=False, color=color())
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
@@ -110,7 +116,7 @@ def main(argv: list[str] | None = None) -> Any:
     except Exception as exc:
         if os.environ.get("AGENTCTL_DEBUG"):
             raise
-        click.secho("internal error: ", fg="red", bold=True, err=True, nl=False)
+        click.secho("internal error: ", fg="red", bold=True, err=True, nl=False, color=color())
         click.echo(f"{type(exc).__name__}: {exc}", err=True)
         click.echo("This is a bug in agentctl; rerun with AGENTCTL_DEBUG=1 to see where.", err=True)
         sys.exit(70)
