@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -202,6 +203,7 @@ async def test_redeploy_with_runs_in_flight_then_roll_back(cluster: Cluster, dem
     assert listed.exit_code == 0
     assert "*    2" in listed.out
     assert "     1" in listed.out
+    assert re.search(r"  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC  ", listed.out), listed.out
     missing = cluster.deploy(demo, first, "rollback", "9")
     assert missing.exit_code == 1
     assert "error: there is no revision 9 — `agentctl revisions` lists them" in missing.err

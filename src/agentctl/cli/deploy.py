@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,17 @@ config_option = click.option(
     type=click.Path(path_type=Path),
     help="The project's agent.toml.",
 )
+
+
+def _when(timestamp: str) -> str:
+    """An ISO timestamp from the platform as `2026-11-24 17:38:31 UTC` (whole seconds)."""
+    try:
+        moment = datetime.fromisoformat(timestamp)
+    except ValueError:
+        return timestamp
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 @click.command()
@@ -96,7 +108,7 @@ def revisions(config: Path, limit: int, as_json: bool) -> None:
         mark = "*" if item["active"] else " "
         click.echo(
             f"{mark} {item['number']:>4}  {item['revision_id'][:12]:<12}  "
-            f"{item['agent']:<20}  {item['created_at'][:25]:<25}  {item['model']}"
+            f"{item['agent']:<20}  {_when(item['created_at']):<25}  {item['model']}"
         )
     click.echo("(* active)")
 
