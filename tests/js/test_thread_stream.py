@@ -100,13 +100,28 @@ DELEGATE = (
 
 
 async def scenario(
-    node: str, project: Path, data: Path, scenario: str, transport: str, **args: Any
+    node: str,
+    tmp_path: Path,
+    scenario: str,
+    transport: str,
+    *,
+    project: Path | None = None,
+    **args: Any,
 ) -> dict[str, Any]:
-    async with running_server(project, data) as running:
+    """One scenario of thread_scenarios.mjs against the agent `gated` (`project`, or
+    write_gated's)."""
+    project = project or write_gated(tmp_path / "gated")
+    async with running_server(project, tmp_path / "data") as running:
         result = await run_node(
             node,
             "thread_scenarios.mjs",
-            {"scenario": scenario, "api": running.url, "transport": transport, **args},
+            {
+                "scenario": scenario,
+                "api": running.url,
+                "transport": transport,
+                "assistant": "gated",
+                **args,
+            },
         )
     assert result["ok"], json.dumps(result, indent=1)
     return result
@@ -119,11 +134,9 @@ async def test_a_run_cancelled_mid_way_ends_the_stream_as_failed(
     words = " ".join(f"w{i}" for i in range(40))
     result = await scenario(
         node,
-        write_gated(tmp_path / "gated"),
-        tmp_path / "data",
+        tmp_path,
         "cancel",
         transport,
-        assistant="gated",
         prompt=f"@slow 0.05 @say {words}",
     )
     report = json.dumps(result, indent=1)
@@ -152,11 +165,9 @@ async def test_a_follow_up_run_streams_on_the_same_thread_stream(
 ) -> None:
     result = await scenario(
         node,
-        write_gated(tmp_path / "gated"),
-        tmp_path / "data",
+        tmp_path,
         "followup",
         transport,
-        assistant="gated",
         texts=["first answer", "second answer"],
     )
     report = json.dumps(result, indent=1)
@@ -182,11 +193,9 @@ async def test_a_subagents_output_shows_in_its_projections(
 ) -> None:
     result = await scenario(
         node,
-        write_gated(tmp_path / "gated"),
-        tmp_path / "data",
+        tmp_path,
         "subagent",
         transport,
-        assistant="gated",
         prompt=DELEGATE,
     )
     report = json.dumps(result, indent=1)
@@ -213,11 +222,9 @@ async def test_a_dropped_connection_resumes_with_nothing_lost_or_repeated(
     words = " ".join(f"w{i}" for i in range(30))
     result = await scenario(
         node,
-        write_gated(tmp_path / "gated"),
-        tmp_path / "data",
+        tmp_path,
         "drop",
         transport,
-        assistant="gated",
         prompt=f"@slow 0.03 @say {words}",
         dropAfter=5,
     )
@@ -241,11 +248,9 @@ async def test_projections_opened_after_the_run_see_all_of_it(
 ) -> None:
     result = await scenario(
         node,
-        write_gated(tmp_path / "gated"),
-        tmp_path / "data",
+        tmp_path,
         "late",
         transport,
-        assistant="gated",
         prompt='@call ls {"path": "/"}\n@say listed',
     )
     report = json.dumps(result, indent=1)
@@ -269,11 +274,10 @@ async def test_a_user_never_reads_another_users_thread(
     )
     result = await scenario(
         node,
-        project,
-        tmp_path / "data",
+        tmp_path,
         "auth",
         "sse",
-        assistant="gated",
+        project=project,
         prompt="@say private",
         alice=idp_b.mint("alice"),
         bob=idp_b.mint("bob"),
