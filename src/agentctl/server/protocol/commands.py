@@ -113,8 +113,8 @@ class Commands:
     async def run_start(self, params: Data) -> Data:
         """Start a run on the thread (creating the thread if it is new). Input sent while the
         thread waits at an interrupt answers the interrupt, as the reference server does —
-        decided when the run starts, so a run still ending at its interrupt counts too."""
-        await self.visible_thread(missing_ok=True)
+        decided when the run starts, so a run still ending at its interrupt counts too.
+        `start_run` checks the thread is the caller's, or creates it."""
         request: Data = {
             "assistant_id": params.get("assistant_id"),
             "input": params.get("input"),
@@ -269,21 +269,18 @@ class Commands:
             raise CommandError("no_such_run", f"no run {wanted!r} on this thread")
         return {"tree": tree(view, self.server.deployment.graph_id)}
 
-    async def visible_thread(self, *, missing_ok: bool) -> Thread | None:
-        """The thread, when the caller may see it; None for a thread not created yet (with
-        `missing_ok`). 404 for another user's thread, as for a missing one."""
+    async def thread(self) -> Thread:
+        """The thread; 404 for another user's, as for a missing one."""
+        lookup.check_uuid("thread_id", self.thread_id)
+        return await lookup.get_thread(self.server, self.thread_id, self.caller)
+
+    async def refuse_foreign(self) -> None:
+        """404 for another user's thread, as for a missing one; a thread not created yet
+        passes (a `run.start` creates it)."""
         lookup.check_uuid("thread_id", self.thread_id)
         thread = await self.server.storage.threads.get(self.thread_id)
-        if thread is None and missing_ok:
-            return None
-        if thread is None or not self.caller.owns(thread.metadata):
+        if thread is not None and not self.caller.owns(thread.metadata):
             raise not_found("thread", self.thread_id)
-        return thread
-
-    async def thread(self) -> Thread:
-        thread = await self.visible_thread(missing_ok=False)
-        assert thread is not None
-        return thread
 
 
 def tree(view: RunView | None, graph_name: str) -> Data:

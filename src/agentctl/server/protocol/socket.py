@@ -60,7 +60,7 @@ class SocketSession:
 
     async def serve(self) -> None:
         try:
-            await self.commands.visible_thread(missing_ok=True)
+            await self.commands.refuse_foreign()
         except ApiError as exc:
             await self.socket.close(code=4000 + exc.status, reason=exc.detail[:120])
             return
@@ -117,7 +117,7 @@ class SocketSession:
     async def _subscribe(self, command_id: int, params: dict[str, Any]) -> dict[str, Any]:
         try:
             event_filter, since = parse_filter(params), parse_since(params)
-            await self.commands.visible_thread(missing_ok=False)
+            await self.commands.thread()
         except FilterError as exc:
             return error(command_id, "invalid_argument", str(exc))
         except ApiError as exc:
