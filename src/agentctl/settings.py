@@ -112,7 +112,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTCTL_SANDBOX_CPU_SECONDS", int, 120, "CPU time per sandboxed process.",
             scope="sandbox"),
     Setting("AGENTCTL_SANDBOX_MEMORY_MB", int, 1024,
-            "Memory (address space) per sandboxed process, and the size of its `/tmp`.",
+            "Memory of one sandbox: all its processes and its `/tmp` and `/dev/shm` together "
+            "(a cgroup where one can be made, else watched by the service); also the address "
+            "space of each process.", scope="sandbox"),
+    Setting("AGENTCTL_SANDBOX_DISK_MB", int, 2048,
+            "Disk space of one sandbox's `/workspace`; a command taking it further is "
+            "stopped, and a file upload that would is refused with 507.", scope="sandbox"),
+    Setting("AGENTCTL_SANDBOX_CGROUP", str, "auto",
+            "`auto`: limit each sandbox's memory with a cgroup v2 under this process's own "
+            "cgroup when its memory controller is delegated; `off`: never; or the path of a "
+            "prepared cgroup v2 folder (writable, `memory` in its `cgroup.subtree_control`).",
             scope="sandbox"),
     Setting("AGENTCTL_SANDBOX_PROCESSES", int, 128, "Processes one command may run at once.",
             scope="sandbox"),
@@ -195,6 +204,8 @@ class SandboxSettings:
     timeout_seconds: int
     cpu_seconds: int
     memory_mb: int
+    disk_mb: int
+    cgroup: str
     processes: int
     file_size_mb: int
     output_bytes: int
