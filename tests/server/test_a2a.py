@@ -392,7 +392,7 @@ async def test_tasks_outlive_a_restart(tmp_path: Path) -> None:
     ):
         done = await send(client, message("hello"))
         approved = await send(client, message(WRITE))
-        await send(client, message("approve", task_id=approved.id))
+        approved = await send(client, message("approve", task_id=approved.id))
         paused = await send(client, message(WRITE))
     async with (
         running_server(root, tmp_path / "data") as running,
@@ -401,6 +401,8 @@ async def test_tasks_outlive_a_restart(tmp_path: Path) -> None:
         for ended in (done, approved):  # the state of the task's last run
             got = await client.get_task(GetTaskRequest(id=ended.id))
             assert state(got) == "TASK_STATE_COMPLETED"
+            assert dict(got.metadata) == dict(ended.metadata)  # {"runId": its last run's}
+        assert approved.metadata["runId"] != approved.id.split(":")[1]  # resumed in a later run
         waiting = await client.get_task(GetTaskRequest(id=paused.id))
         assert state(waiting) == "TASK_STATE_INPUT_REQUIRED"
         assert waiting.context_id == paused.context_id

@@ -27,6 +27,7 @@ from a2a.types import Part, TaskState
 from agentctl import serde
 from agentctl.engine.streams import follow
 from agentctl.engine.wire import END_EVENT
+from agentctl.server.a2a.context import RUN_ID_KEY
 from agentctl.server.a2a.turns import Turn, is_approval, pending_interrupts, turn_of
 from agentctl.server.app import Server
 from agentctl.server.errors import ApiError
@@ -34,7 +35,6 @@ from agentctl.storage.base import FINAL_RUN_STATUSES, Run
 
 HEARTBEAT_SECONDS = 30.0
 AI_TYPES = frozenset({"AIMessageChunk", "ai"})
-RUN_ID_KEY = "runId"  # in the metadata of the task and of its `working` update
 
 
 class RunExecutor(AgentExecutor):
