@@ -131,11 +131,14 @@ async def create_thread(request: Request, body: ThreadCreate | None = None) -> R
     thread = Thread(thread_id=thread_id, metadata=caller.stamp(body.metadata))
     if not await server.storage.threads.create(thread):
         existing = await server.storage.threads.get(thread_id)
-        mine = existing is not None and caller.owns(existing.metadata)
-        if body.if_exists == "do_nothing" and existing is not None and mine:
+        if existing is not None and not caller.owns(existing.metadata):
+            # Another user's id: the 404 of GET, not "exists", so nothing confirms it.
+            raise not_found("thread", thread_id)
+        if body.if_exists == "do_nothing" and existing is not None:
             return views.json_response(await thread_json(server, existing))
-        hint = ' or pass if_exists="do_nothing"' if mine else ""
-        raise conflict(f"thread {thread_id} already exists — use another id{hint}")
+        raise conflict(
+            f'thread {thread_id} already exists — use another id or pass if_exists="do_nothing"'
+        )
     if body.supersteps:
         await apply_supersteps(server, thread_id, body.supersteps)
         return views.json_response(await thread_json(server, thread))
