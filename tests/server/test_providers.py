@@ -3,10 +3,12 @@ model speaks OpenAI (langchain-openai), Anthropic Messages with content blocks
 (langchain-anthropic) and Ollama's chat API (langchain-ollama).
 
 One signed-in server of the demo per provider runs a tool call, a subagent, user memory, a
-`messages-tuple` stream, and answers over MCP and A2A; a gated agent pauses and resumes."""
+`messages-tuple` stream, and answers over MCP and A2A; a gated agent pauses and resumes, and
+streams a run over the thread stream protocol."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -214,3 +216,18 @@ async def test_approval_gate_pauses_and_resumes(provider: str, tmp_path: Path) -
             command={"resume": {"decisions": [{"type": "reject", "message": "not now"}]}},
         )
         assert "not now" in last_text(rejected)
+        # The thread stream protocol of the newest SDKs shows the messages as content blocks.
+        async with client.threads.stream(assistant_id="gated") as stream:
+            await stream.run.start(input=user(call("ls", path="/") + "\n@say listed"))
+
+            async def collect(projection: Any) -> list[Any]:
+                return [item async for item in projection]
+
+            async with asyncio.timeout(20):
+                messages, calls, _ = await asyncio.gather(
+                    collect(stream.messages), collect(stream.tool_calls), stream.output
+                )
+            texts = [await message.text for message in messages]
+            [(name, args)] = [(c.name, c.input) for c in calls]
+        assert texts == ["", "listed"]
+        assert (name, args) == ("ls", {"path": "/"})
