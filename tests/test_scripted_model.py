@@ -291,6 +291,8 @@ def test_http_errors_and_models(server: ScriptedModelServer) -> None:
         assert set(bad.json()["error"]) >= {"message", "type", "code"}
         assert bad.json()["error"]["type"] == "invalid_request_error"
         assert client.post("/chat/completions", json={"messages": "nope"}).status_code == 400
+        odd = [user("odd"), {"role": "assistant", "tool_calls": 5}, user("@say fine")]
+        assert client.post("/chat/completions", json={"messages": odd}).status_code == 200
         missing = client.get("/v1/nothing")
         assert missing.status_code == 404
         assert missing.json()["error"]["code"] == "unknown_url"

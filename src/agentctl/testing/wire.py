@@ -82,7 +82,8 @@ def token_counts(chat: Chat, reply: Reply) -> tuple[int, int]:
     prompt = estimate_tokens(orjson.dumps(chat.tools).decode()) if chat.tools else 0
     for message in chat.messages:
         prompt += 4 + estimate_tokens(message_text(message.get("content")))
-        for call in message.get("tool_calls") or ():
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
             function = call.get("function") if isinstance(call, Mapping) else None
             if isinstance(function, Mapping):
                 prompt += estimate_tokens(
