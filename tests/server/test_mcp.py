@@ -23,6 +23,7 @@ from agentctl import __version__
 from agentctl.auth.idp_b import IdpBAuthenticator
 from agentctl.runtime.agent import summary
 from agentctl.server.access import AccessPolicy
+from agentctl.server.routes.mcp import last_answer
 from agentctl.storage.base import OWNER
 from agentctl.testing.identity import IdpBServer
 from tests.server.conftest import Running, call, running_server, user
@@ -337,6 +338,21 @@ def test_summary_is_the_first_paragraph_that_is_not_a_heading() -> None:
     assert summary("# Title\n\n## Sub\n\nYou help.\nWith care.\n\nMore.") == "You help. With care."
     assert summary("# Only a heading\n") == ""
     assert len(summary("word " * 500)) == 500
+
+
+def test_an_answer_in_content_blocks_reads_as_written() -> None:
+    """Anthropic cuts an answer with citations into several text blocks, beside blocks that
+    are not text: the answer is their text joined as written, as A2A streams it."""
+    content = [
+        {"type": "thinking", "thinking": "hmm", "signature": "s"},
+        {"type": "text", "text": "The report says ", "index": 1},
+        {"type": "text", "text": "grass is green", "citations": [{"type": "char_location"}]},
+        {"type": "text", "text": "."},
+    ]
+    ai = {"type": "ai", "content": content}
+    assert last_answer({"messages": [ai]}) == "The report says grass is green."
+    assert last_answer({"messages": [{**ai, "content": "plain"}]}) == "plain"
+    assert last_answer({"messages": [{"type": "human", "content": "hi"}]}) is None
 
 
 # -- agents calling agents -----------------------------------------------------------------

@@ -30,6 +30,7 @@ from agentctl.engine.wire import END_EVENT
 from agentctl.server.a2a.context import RUN_ID_KEY
 from agentctl.server.a2a.turns import Turn, is_approval, pending_interrupts, turn_of
 from agentctl.server.app import Server
+from agentctl.server.content import text_of
 from agentctl.server.errors import ApiError
 from agentctl.storage.base import FINAL_RUN_STATUSES, Run
 
@@ -168,19 +169,6 @@ class Answer:
             last_chunk=last,
         )
         self.sent = True
-
-
-def text_of(content: Any) -> str:
-    """The text of a message's `content`: a string, or the text of its content blocks."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            block if isinstance(block, str) else str(block.get("text") or "")
-            for block in content
-            if isinstance(block, str) or (isinstance(block, dict) and block.get("type") == "text")
-        )
-    return ""
 
 
 def describe(interrupts: list[dict[str, Any]]) -> str:

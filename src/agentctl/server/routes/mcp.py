@@ -37,6 +37,7 @@ from agentctl.engine.deployment import NotDeployed
 from agentctl.server import jsonrpc
 from agentctl.server.access import Caller, caller_of
 from agentctl.server.app import Server
+from agentctl.server.content import text_of
 from agentctl.server.errors import ApiError
 from agentctl.server.routes.runs import start_run
 from agentctl.server.run_requests import RunCreate
@@ -173,15 +174,7 @@ def last_answer(values: Any) -> str | None:
     if last.get("type") not in ("ai", "AIMessageChunk"):
         return None
     content = last.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            part if isinstance(part, str) else str(part.get("text", ""))
-            for part in content
-            if isinstance(part, str) or (isinstance(part, dict) and part.get("type") == "text")
-        )
-    return None
+    return text_of(content) if isinstance(content, str | list) else None
 
 
 def _result(
