@@ -25,6 +25,7 @@ from agentctl.server.state_view import thread_config, thread_values
 from agentctl.storage.base import Page, Thread, ThreadStatus
 
 BATCH = 200  # threads fetched from the database at a time
+YIELD_AFTER = 0.005  # seconds of reading before other requests get the loop
 
 
 async def search_by_values(
@@ -39,7 +40,8 @@ async def search_by_values(
     """The page of threads whose values hold `wanted` among those matching the other
     filters, and how many match in all."""
     threads = server.storage.threads
-    offset, matched, shown = 0, 0, []
+    loop = asyncio.get_running_loop()
+    offset, matched, shown, yielded = 0, 0, [], loop.time()
     while True:
         batch, total = await threads.search(
             metadata=metadata, status=status, ids=ids,
@@ -55,7 +57,9 @@ async def search_by_values(
                 if page.offset <= matched < page.offset + page.limit:
                     shown.append(thread)
                 matched += 1
-            await asyncio.sleep(0)  # let other requests in
+            if loop.time() - yielded > YIELD_AFTER:  # let other requests in
+                await asyncio.sleep(0)
+                yielded = loop.time()
         if len(batch) < BATCH:
             return shown, matched
         offset += BATCH
