@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from agentctl.server.limits import Limits
-from agentctl.settings import SettingsError
+from agentctl.settings import Settings, SettingsError
 from tests.server.conftest import Running, running_server, user
 
 
@@ -195,5 +195,7 @@ async def test_a_values_search_reads_a_bounded_number_of_threads(
 def test_limits_come_from_the_environment() -> None:
     limits = Limits.from_env({"AGENTCTL_MAX_BODY_MB": "2", "AGENTCTL_HEADER_TIMEOUT_SECONDS": "3"})
     assert limits == Limits(max_body_mb=2, header_timeout_seconds=3.0)
+    settings = Settings.from_env({"AGENTCTL_MAX_INPUT_MESSAGES": "5"})
+    assert Limits.of(settings) == Limits(max_input_messages=5)
     with pytest.raises(SettingsError, match="AGENTCTL_MAX_CONNECTIONS"):
         Limits.from_env({"AGENTCTL_MAX_CONNECTIONS": "lots"})

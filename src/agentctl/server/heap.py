@@ -7,6 +7,8 @@ seconds took about 200 ms, some 12% of the CPU. Once the server serves, what it 
 moved out of the collector's reach (`gc.freeze`) and the youngest generation is collected
 less often. Objects still die at once when unreferenced, and cycles are still collected;
 after a revision switch the heap is settled again, so the old revision's cycles are too.
+
+After a large request the memory it freed is handed back to the system (`release_memory_soon`).
 """
 
 from __future__ import annotations

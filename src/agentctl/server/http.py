@@ -28,7 +28,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from agentctl import serde
 from agentctl.errors import UserError
-from agentctl.server.limits import Limits, Occurrences
+from agentctl.server.limits import Limits, Occurrences, beyond
 
 log = logging.getLogger("agentctl.server")
 _FULL = Occurrences(
@@ -88,10 +88,8 @@ class GatheringHttpProtocol(HttpToolsProtocol):
         if len(self.connections) >= self.limits.max_connections:
             self.transport = transport  # type: ignore[assignment]
             _FULL.note(len(self.connections))
-            detail = (
-                f"the server has {self.limits.max_connections} connections open, its limit "
-                "(AGENTCTL_MAX_CONNECTIONS) — try again shortly"
-            )
+            detail = beyond("the server has too many connections open", "max_connections",
+                            self.limits.max_connections, "try again shortly")  # fmt: skip
             transport.write(_raw_response("503 Service Unavailable", detail))  # type: ignore[attr-defined]
             transport.close()
             return
@@ -131,10 +129,8 @@ class GatheringHttpProtocol(HttpToolsProtocol):
             return
         timeout = self.limits.header_timeout_seconds
         _SLOW.note(timeout)
-        detail = (
-            f"the request headers did not arrive within {timeout:g} s (limit set by "
-            "AGENTCTL_HEADER_TIMEOUT_SECONDS on the server)"
-        )
+        what = f"the request headers did not arrive within {timeout:g} s"
+        detail = beyond(what, "header_timeout_seconds", timeout, "send them faster")
         self.transport.write(_raw_response("408 Request Timeout", detail))
         self.transport.close()
 

@@ -147,14 +147,14 @@ class BodyLimit:
             if body_done:  # e.g. a streaming response waiting for the client to go
                 return await receive()
             try:
-                remaining = deadline - asyncio.get_running_loop().time()
-                message = await asyncio.wait_for(receive(), max(remaining, 0.0))
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
             except TimeoutError:
                 seconds = limits.body_timeout_seconds
                 return await refuse(
                     408,
                     beyond(f"the request body did not arrive within {seconds:g} s",
-                           "body_timeout_seconds", seconds),
+                           "body_timeout_seconds", seconds, "send it faster"),
                 )  # fmt: skip
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
