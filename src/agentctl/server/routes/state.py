@@ -13,6 +13,7 @@ from agentctl.server import lookup, views
 from agentctl.server.access import caller_of
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict
+from agentctl.server.limits import check_messages
 from agentctl.server.routes.common import Body, Limit
 from agentctl.server.state_view import (
     checkpoint_view,
@@ -120,6 +121,7 @@ async def post_state_at(request: Request, thread_id: str, body: StateAtCheckpoin
 @router.post("/threads/{thread_id}/state")
 async def update_state(request: Request, thread_id: str, body: StateUpdate) -> Response:
     server = server_of(request)
+    check_messages(server.limits, "values", body.values)
     await _thread(server, thread_id, request)
     active = await server.storage.runs.active(thread_id)
     if any(run.status == "running" for run in active):
