@@ -71,7 +71,7 @@ def assert_survived(report: OutageReport, cluster: Cluster) -> None:
     assert 500 not in report.during, text
     assert 500 not in report.after, text
     for replica in cluster.replicas:
-        assert "Traceback" not in replica.output()
+        assert "Traceback" not in replica.output(), replica.output()[-4000:]
 
 
 async def test_runs_survive_a_redis_restart(
@@ -88,7 +88,7 @@ async def test_runs_survive_a_redis_restart(
     )
     print("\n".join(report.lines()))
     assert_survived(report, outage_cluster)
-    assert set(report.ok_during) == {503}, report.lines()
+    assert report.ok_during[503], report.lines()
 
 
 async def test_runs_survive_a_postgres_restart(
@@ -108,4 +108,4 @@ async def test_runs_survive_a_postgres_restart(
     assert 503 in report.during, report.lines()
     assert report.retry_after == {"2"}, report.lines()
     assert set(report.after) == {200}, report.lines()
-    assert set(report.ok_during) == {503}, report.lines()
+    assert report.ok_during[503], report.lines()

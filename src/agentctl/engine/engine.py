@@ -27,7 +27,7 @@ from agentctl.engine.deployment import Deployment
 from agentctl.engine.wire import END_EVENT
 from agentctl.observability import bind_run, run_finished, run_span, run_started
 from agentctl.storage.base import Message, Run, RunStatus, Storage, now
-from agentctl.storage.outages import ride_out, service_down
+from agentctl.storage.outages import outages, ride_out, service_down
 
 log = logging.getLogger("agentctl.engine")
 
@@ -210,9 +210,9 @@ class RunEngine:
             self._wake.clear()
             try:
                 run = await self.storage.runs.claim(now(), worker=self.worker, lease=self.lease)
-            except Exception:
+            except Exception as exc:
                 self._slots.release()
-                log.exception("claiming a run failed; retrying in 1 s")
+                self._log_failure(exc, "claiming a run failed; retrying in 1 s")
                 await asyncio.sleep(1.0)
                 continue
             if run is None:
@@ -244,9 +244,18 @@ class RunEngine:
                 for run_id, (_, at) in list(self._early_cancels.items()):
                     if at < horizon:
                         del self._early_cancels[run_id]
-            except Exception:
-                log.exception("keeping run leases failed; retrying")
+            except Exception as exc:
+                self._log_failure(exc, "keeping run leases failed; retrying")
             self._wake.set()
+
+    @staticmethod
+    def _log_failure(exc: Exception, message: str) -> None:
+        """An outage is logged once (storage/outages.py); anything else with its traceback."""
+        service = service_down(exc)
+        if service is not None:
+            outages.down(service, exc)
+        else:
+            log.exception(message)
 
     async def _requeue_orphans(self) -> None:
         requeued = await self.storage.runs.requeue_orphans(self.worker, now())

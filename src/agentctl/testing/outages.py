@@ -21,14 +21,16 @@ from typing import Any
 import httpx
 from langgraph_sdk import get_client
 
-# A run that crosses step boundaries (tool calls, checkpoints) and streams tokens for a few
-# seconds, so an outage of a few seconds falls in the middle of it.
+# A run that crosses a step boundary (a tool call and its checkpoints) every second for a
+# few seconds, then streams tokens, so an outage of a few seconds falls in the middle of it.
 SCRIPT = "\n".join(
     [
-        '@call write_todos {"todos": [{"content": "wait", "status": "in_progress"}]}',
-        "@slow 3 @say one two three four five six seven eight nine ten eleven twelve",
-        '@call write_todos {"todos": [{"content": "wait", "status": "completed"}]}',
-        "@slow 1 @say done",
+        *(
+            f'@sleep {0 if n == "a" else 1} @call write_file '
+            f'{{"file_path": "/{n}.txt", "content": "{n}"}}'
+            for n in "abcd"
+        ),
+        "@slow 0.2 @say one two three four five six seven eight nine ten",
     ]
 )
 MODES = ["values", "updates", "messages-tuple"]
@@ -46,6 +48,7 @@ class OutageReport:
     ok_during: Counter[int] = field(default_factory=Counter)  # /ok statuses while down
     retry_after: set[str] = field(default_factory=set)  # Retry-After headers of the 503s
     problems: list[str] = field(default_factory=list)
+    timeline: list[str] = field(default_factory=list)
     finished_after: float = 0.0  # seconds from the service's return to the last run's end
 
     def lines(self) -> list[str]:
@@ -56,6 +59,7 @@ class OutageReport:
             f"API while down {dict(self.during)}, after {dict(self.after)}",
             f"/ok while down {dict(self.ok_during)}",
             *self.problems,
+            ", ".join(self.timeline),
         ]
 
 
@@ -81,6 +85,7 @@ async def outage_under_runs(
     seen: dict[str, list[list[str]]] = {}  # run id -> each client's event ids
     run_ids: dict[str, str] = {}  # thread -> run id
     started = asyncio.Event()
+    t0 = time.monotonic()
 
     async def stream(i: int, thread_id: str) -> None:
         client = clients[i % len(clients)]
@@ -99,6 +104,7 @@ async def outage_under_runs(
             if part.id:
                 ids.append(part.id)
         seen.setdefault(run_ids[thread_id], []).append(ids)
+        report.timeline.append(f"stream {i} ended {time.monotonic() - t0:.1f}")
 
     async def join(i: int, thread_id: str, run_id: str) -> None:
         client = clients[(i + 1) % len(clients)]
@@ -118,11 +124,14 @@ async def outage_under_runs(
         async with asyncio.timeout(timeout):
             await started.wait()
             await asyncio.sleep(0.5)  # well into the runs: the first tool call is done
+            begun = time.monotonic()
             await outage()
             down.set()
+            report.timeline.append(f"down {time.monotonic() - begun:.1f}")
             await asyncio.sleep(down_seconds)
             await restore()
             back.set()
+            report.timeline.append(f"back {time.monotonic() - begun:.1f}")
             restored = time.monotonic()
             done = await asyncio.gather(*streams, return_exceptions=True)
             done += await asyncio.gather(*joiner, return_exceptions=True)

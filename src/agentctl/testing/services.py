@@ -9,6 +9,7 @@ sharing one server never see each other's data.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import glob
 import os
 import shutil
@@ -212,7 +213,19 @@ class ThrowawayPostgres(ThrowawayServer):
         return _postgres_answers(self.url)
 
     def stop(self, sig: signal.Signals = signal.SIGINT) -> None:
-        super().stop(sig)
+        if self.process is None or self.process.poll() is not None:
+            return
+        # Under `runuser` the postmaster is its child, which the signal must reach.
+        try:
+            postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            postmaster = self.process.pid
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(postmaster, sig)
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            super().stop(signal.SIGKILL)
 
 
 class ThrowawayRedis(ThrowawayServer):

@@ -10,6 +10,7 @@ holds a snapshot that the libraries' `CREATE INDEX CONCURRENTLY` would wait for 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -32,6 +33,8 @@ CONNECTION_WAIT_SECONDS = 5.0
 # 15 s would be used up to 16 s later. Try every half second instead (with its jitter).
 AttemptWithBackoff.INITIAL_DELAY = 0.5
 AttemptWithBackoff.DELAY_BACKOFF = 1.0
+# Its warning at each attempt would fill the log; storage/outages.py logs an outage once.
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 # Advisory lock keys (any bigint no other code of ours uses).
 MIGRATION_LOCK = 0x6167_6E74_6D69_6701
