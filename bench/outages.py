@@ -76,6 +76,7 @@ async def scenario(
             start,
             runs=args.runs,
             down_seconds=args.seconds,
+            timeout=args.timeout,
         )
     finally:
         for replica in replicas:
@@ -90,6 +91,9 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=10, help="streamed runs (default 10)")
     parser.add_argument(
         "--seconds", type=float, default=5.0, help="how long each service is down (default 5)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=90.0, help="how long clients may wait (default 90)"
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="agentctl-outages-") as tmp:
