@@ -88,7 +88,8 @@ async def test_runs_survive_a_redis_restart(
     )
     print("\n".join(report.lines()))
     assert_survived(report, outage_cluster)
-    assert report.ok_during[503], report.lines()
+    assert set(report.during) == {200}, report.lines()  # reading a thread needs no Redis
+    assert set(report.ok_during) == {503}, report.lines()
 
 
 async def test_runs_survive_a_postgres_restart(
@@ -104,8 +105,7 @@ async def test_runs_survive_a_postgres_restart(
     )
     print("\n".join(report.lines()))
     assert_survived(report, outage_cluster)
-    assert set(report.during) <= {200, 503}, report.lines()
-    assert 503 in report.during, report.lines()
+    assert set(report.during) == {503}, report.lines()
     assert report.retry_after == {"2"}, report.lines()
     assert set(report.after) == {200}, report.lines()
-    assert report.ok_during[503], report.lines()
+    assert set(report.ok_during) == {503}, report.lines()

@@ -118,9 +118,8 @@ async def outage_under_runs(
 
     joiner: list[asyncio.Task[None]] = []
     streams = [asyncio.create_task(stream(i, t)) for i, t in enumerate(threads)]
-    down = asyncio.Event()
     back = asyncio.Event()
-    poller = asyncio.create_task(_poll(urls, api_key, threads[0], down, back, report))
+    poller = asyncio.create_task(_poll(urls, api_key, threads[0], back, report))
     begun = time.monotonic()
     try:
         async with asyncio.timeout(timeout):
@@ -128,9 +127,11 @@ async def outage_under_runs(
             await asyncio.sleep(0.5)  # well into the runs: the first tool call is done
             begun = time.monotonic()
             await outage()
-            down.set()
             report.timeline.append(f"down {time.monotonic() - begun:.1f}")
-            await asyncio.sleep(down_seconds)
+            await asyncio.gather(
+                asyncio.sleep(down_seconds),
+                *(_while_down(url, api_key, threads[0], back, report) for url in urls),
+            )
             await restore()
             back.set()
             report.timeline.append(f"back {time.monotonic() - begun:.1f}")
@@ -179,36 +180,44 @@ async def _stored(client: Any, thread_id: str, run_id: str) -> list[str]:
     return ids
 
 
+async def _while_down(
+    url: str, api_key: str, thread_id: str, back: asyncio.Event, report: OutageReport
+) -> None:
+    """Read a thread and `/ok` on the replica at `url` once the service is down."""
+    async with httpx.AsyncClient(headers={"x-api-key": api_key}, timeout=10) as http:
+        answer = await http.get(f"{url}/threads/{thread_id}")
+        ok = await http.get(f"{url}/ok")
+    if back.is_set():
+        report.problems.append(f"{url}: answered only once the service was back")
+        return
+    report.during[answer.status_code] += 1
+    report.ok_during[ok.status_code] += 1
+    if answer.status_code == 503:
+        report.retry_after.add(answer.headers.get("retry-after", ""))
+
+
 async def _poll(
     urls: list[str],
     api_key: str,
     thread_id: str,
-    down: asyncio.Event,
     back: asyncio.Event,
     report: OutageReport,
 ) -> None:
-    """Read a thread and `/ok` on every replica every 0.1 s, noting the statuses."""
+    """Read a thread on every replica every 0.1 s: no answer may be a 500, and once the
+    service is back each is noted."""
     async with httpx.AsyncClient(headers={"x-api-key": api_key}, timeout=10) as http:
         while True:
             for url in urls:
-                before = (down.is_set(), back.is_set())
+                was_back = back.is_set()  # then the request was sent once it was back
                 try:
                     answer = await http.get(f"{url}/threads/{thread_id}")
-                    ok = await http.get(f"{url}/ok")
                 except httpx.HTTPError as exc:
                     report.problems.append(f"{url}: {type(exc).__name__}")
                     continue
                 if answer.status_code >= 500 and answer.status_code != 503:
                     report.problems.append(f"{url}: {answer.status_code} {answer.text}")
-                # A request sent before and answered after a change is in neither phase.
-                if not before[0] or before != (down.is_set(), back.is_set()):
-                    continue
-                phase = report.after if back.is_set() else report.during
-                phase[answer.status_code] += 1
-                if answer.status_code == 503:
-                    report.retry_after.add(answer.headers.get("retry-after", ""))
-                if not back.is_set():
-                    report.ok_during[ok.status_code] += 1
+                if was_back:
+                    report.after[answer.status_code] += 1
             await asyncio.sleep(0.1)
 
 
