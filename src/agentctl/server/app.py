@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 
 from agentctl._version import __version__
 from agentctl.engine import Deployment, RunEngine
@@ -20,6 +20,7 @@ from agentctl.runtime.agent import AgentRuntime
 from agentctl.sandbox import Sandboxes
 from agentctl.server import errors
 from agentctl.server.access import AccessPolicy, Authentication
+from agentctl.server.fields import reject_nul_in_url
 from agentctl.server.heap import resettle_heap
 from agentctl.server.limits import BodyLimit
 from agentctl.server.origins import OriginGuard, OriginPolicy
@@ -136,6 +137,7 @@ def create_app(server: Server) -> FastAPI:
         docs_url="/docs",
         openapi_url="/openapi.json",
         redoc_url=None,
+        dependencies=[Depends(reject_nul_in_url)],
     )
     app.state.server = server
     app.add_middleware(BodyLimit)

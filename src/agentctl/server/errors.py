@@ -57,7 +57,8 @@ def describe_validation(errors: list[dict[str, Any]]) -> str:
         if error.get("type") == "json_invalid":
             messages.append("the body is not valid JSON — send a JSON object")
             continue
-        messages.append(f"{_location(tuple(error.get('loc', ())))}: {error.get('msg', 'invalid')}")
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+        messages.append(f"{_location(tuple(error.get('loc', ())))}: {message}")
     more = len(errors) - 5
     return "; ".join(messages) + (f" (and {more} more)" if more > 0 else "")
 

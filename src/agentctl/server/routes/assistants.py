@@ -17,6 +17,7 @@ from agentctl.server import graph_schemas, lookup, views
 from agentctl.server.access import caller_of
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict
+from agentctl.server.fields import Config, Metadata
 from agentctl.server.routes.common import (
     Body,
     Limit,
@@ -42,9 +43,9 @@ AssistantField = Literal[
 class AssistantCreate(Body):
     graph_id: str
     assistant_id: str | None = None
-    config: dict[str, Any] | None = None
+    config: Config | None = None
     context: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     if_exists: OnConflict = "raise"
     name: str | None = None
     description: str | None = None
@@ -52,15 +53,15 @@ class AssistantCreate(Body):
 
 class AssistantPatch(Body):
     graph_id: str | None = None
-    config: dict[str, Any] | None = None
+    config: Config | None = None
     context: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     name: str | None = None
     description: str | None = None
 
 
 class AssistantSearch(Body):
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     graph_id: str | None = None
     name: str | None = None
     limit: Limit = 10
@@ -71,13 +72,13 @@ class AssistantSearch(Body):
 
 
 class AssistantCount(Body):
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     graph_id: str | None = None
     name: str | None = None
 
 
 class VersionSearch(Body):
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     limit: Limit = 10
     offset: Offset = 0
 

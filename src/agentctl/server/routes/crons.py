@@ -14,6 +14,7 @@ from agentctl.server import lookup, views
 from agentctl.server.access import Caller, caller_of, without_owner
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, not_found
+from agentctl.server.fields import Config, Metadata
 from agentctl.server.routes.common import Body, Limit, Offset, SortOrder, page, select_fields
 from agentctl.storage.base import Cron, Page, new_id, now
 
@@ -29,8 +30,8 @@ PAYLOAD_FIELDS = ("input", "metadata", "multitask_strategy", *schedule.RUN_FIELD
 
 class CronFields(Body):
     input: Any = None
-    metadata: dict[str, Any] | None = None
-    config: dict[str, Any] | None = None
+    metadata: Metadata | None = None
+    config: Config | None = None
     context: dict[str, Any] | None = None
     interrupt_before: Interrupts | None = None
     interrupt_after: Interrupts | None = None
@@ -58,7 +59,7 @@ class CronPatch(CronFields):
 class CronCount(Body):
     assistant_id: str | None = None
     thread_id: str | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
 
 
 class CronSearch(CronCount):

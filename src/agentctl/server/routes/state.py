@@ -13,6 +13,7 @@ from agentctl.server import lookup, views
 from agentctl.server.access import caller_of
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict
+from agentctl.server.fields import Metadata
 from agentctl.server.routes.common import Body, Limit
 from agentctl.server.state_view import (
     checkpoint_view,
@@ -50,7 +51,7 @@ class StateUpdate(Body):
 class HistoryQuery(Body):
     limit: Limit = 10
     before: str | CheckpointRef | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     checkpoint: CheckpointRef | None = None
     select: list[str] | None = None
 
@@ -131,8 +132,14 @@ async def update_state(request: Request, thread_id: str, body: StateUpdate) -> R
     config = _config(thread_id, body.checkpoint, body.checkpoint_id)
     try:
         new_config = await graph.aupdate_state(config, body.values, as_node=body.as_node)
-    except (InvalidUpdateError, ValueError, TypeError, KeyError) as exc:
-        raise ApiError(422, f"the state update could not be applied: {exc}") from None
+    except (InvalidUpdateError, ValueError, TypeError, KeyError, NotImplementedError) as exc:
+        # e.g. a message that is not a message (langchain raises NotImplementedError)
+        keys = ", ".join(body.values) if isinstance(body.values, dict) else ""
+        raise ApiError(
+            422,
+            f"body values{f' ({keys})' if keys else ''}: the state update could not be "
+            f"applied: {exc}",
+        ) from None
     checkpoint = checkpoint_view(new_config)
     await settle_thread(server, thread_id, busy=bool(active))
     await server.storage.events.append(

@@ -21,6 +21,7 @@ from agentctl.server import extract, lookup, views
 from agentctl.server.access import Caller, caller_of, without_owner
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict, not_found
+from agentctl.server.fields import Metadata
 from agentctl.server.routes.common import (
     Body,
     Limit,
@@ -55,17 +56,17 @@ class Superstep(Body):
 
 class ThreadCreate(Body):
     thread_id: str | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     if_exists: OnConflict = "raise"
     supersteps: list[Superstep] | None = None
 
 
 class ThreadPatch(Body):
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
 
 
 class ThreadCount(Body):
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     values: dict[str, Any] | None = None
     status: ThreadStatus | None = None
     ids: list[str] | None = None
