@@ -15,6 +15,7 @@ from agentctl.platform.deployments import Deployments
 from agentctl.server.access import caller_of
 from agentctl.server.app import server_of
 from agentctl.server.errors import ApiError
+from agentctl.server.fields import Limit, Offset
 from agentctl.server.routes.common import Body
 from agentctl.server.views import json_response, page_headers
 from agentctl.storage.base import RevisionRecord
@@ -72,8 +73,8 @@ async def upload_revision(body: RevisionUpload, request: Request) -> Response:
 @router.get("/revisions")
 async def list_revisions(
     request: Request,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 20,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[Limit, Query()] = 20,
+    offset: Annotated[Offset, Query()] = 0,
 ) -> Response:
     deployments = deployments_of(request)
     records, total = await deployments.storage.revisions.list(limit=limit, offset=offset)

@@ -16,6 +16,7 @@ from agentctl.server import lookup
 from agentctl.server.access import Caller, caller_of
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict, not_found
+from agentctl.server.fields import Limit, Offset
 from agentctl.server.routes.common import query_modes
 from agentctl.server.run_requests import CancelMany, RunCreate
 from agentctl.server.run_streams import (
@@ -128,8 +129,8 @@ async def wait_run(thread_id: str, body: RunCreate, request: Request) -> Respons
 async def list_runs(
     thread_id: str,
     request: Request,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 10,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[Limit, Query()] = 10,
+    offset: Annotated[Offset, Query()] = 0,
     status: Literal["pending", "running", "success", "error", "interrupted", "timeout"]
     | None = None,
 ) -> Response:

@@ -191,7 +191,7 @@ async def _history(
 async def get_history(
     request: Request,
     thread_id: str,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+    limit: Annotated[Limit, Query()] = 10,
     before: str | None = None,
 ) -> Response:
     server = server_of(request)
