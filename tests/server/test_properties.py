@@ -1,7 +1,8 @@
 """Property tests: every operation of `/openapi.json`, given hostile values for its body
 fields and parameters (integers past 64 bits, huge floats, NUL and odd keys, deep nesting,
-wrong types), answers a JSON `{"detail": ...}` 4xx or a success — never a 500 — on SQLite
-and on PostgreSQL. The budget is bounded (see `EXAMPLES`) so the suite stays quick."""
+wrong types), answers a JSON `{"detail": ...}` 4xx or a success — never a 500, and always
+a status the document lists for it — on SQLite and on PostgreSQL. The budget is bounded
+(see `EXAMPLES`) so the suite stays quick."""
 
 from __future__ import annotations
 
@@ -77,6 +78,7 @@ class Operation:
     body: list[str]  # the body's field names (none: the operation takes no JSON body)
     query: list[str]
     has_body: bool
+    statuses: set[int]  # the ones the document lists
 
 
 def operations(openapi: dict[str, Any]) -> list[Operation]:
@@ -94,7 +96,8 @@ def operations(openapi: dict[str, Any]) -> list[Operation]:
                 if "$ref" in ref:
                     names += list(schemas[ref["$ref"].rsplit("/", 1)[1]].get("properties", {}))
             query = [p["name"] for p in op.get("parameters", []) if p["in"] == "query"]
-            found.append(Operation(method.upper(), path, names, query, bool(content)))
+            statuses = {int(code) for code in op["responses"]}
+            found.append(Operation(method.upper(), path, names, query, bool(content), statuses))
     return found
 
 
@@ -155,7 +158,9 @@ def path_of(op: Operation, target: Target, draw: st.DrawFn) -> str:
 
 
 @st.composite
-def requests(draw: st.DrawFn, target: Target) -> tuple[str, str, dict[str, str], bytes | None]:
+def requests(
+    draw: st.DrawFn, target: Target
+) -> tuple[Operation, str, dict[str, str], bytes | None]:
     op = draw(st.sampled_from(target.operations))
     path = path_of(op, target, draw)
     query: dict[str, str] = {}
@@ -173,7 +178,7 @@ def requests(draw: st.DrawFn, target: Target) -> tuple[str, str, dict[str, str],
             elif choice == 2 and name in PLAUSIBLE:
                 body[name] = PLAUSIBLE[name]
         content = json.dumps(body).encode()
-    return op.method, path, query, content
+    return op, path, query, content
 
 
 def test_no_input_is_a_server_error(target: Target) -> None:
@@ -187,7 +192,8 @@ def test_no_input_is_a_server_error(target: Target) -> None:
     )
     @given(st.data())
     def check(data: st.DataObject) -> None:
-        method, path, query, content = data.draw(requests(target))
+        op, path, query, content = data.draw(requests(target))
+        method = op.method
         response = target.http.request(
             method, path, params=query, content=content,
             headers={"Content-Type": "application/json"} if content is not None else {},
@@ -196,6 +202,8 @@ def test_no_input_is_a_server_error(target: Target) -> None:
         assert response.status_code < 500, (method, path, query, content, response.text)
         if response.status_code >= 400:
             assert isinstance(response.json()["detail"], str), response.text
+        # The document tells the truth: the answer's status is one it lists.
+        assert response.status_code in op.statuses, (method, op.path, response.text)
 
     check()
     print(sorted(statuses.items()))

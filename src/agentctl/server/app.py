@@ -18,9 +18,9 @@ from agentctl.observability.metrics import HttpMetrics, Metrics
 from agentctl.observability.tracing import HttpTracing
 from agentctl.runtime.agent import AgentRuntime
 from agentctl.sandbox import Sandboxes
-from agentctl.server import errors
+from agentctl.server import errors, openapi
 from agentctl.server.access import AccessPolicy, Authentication
-from agentctl.server.fields import reject_nul_in_url
+from agentctl.server.fields import check_url
 from agentctl.server.heap import resettle_heap
 from agentctl.server.limits import BodyLimit
 from agentctl.server.origins import OriginGuard, OriginPolicy
@@ -137,7 +137,7 @@ def create_app(server: Server) -> FastAPI:
         docs_url="/docs",
         openapi_url="/openapi.json",
         redoc_url=None,
-        dependencies=[Depends(reject_nul_in_url)],
+        dependencies=[Depends(check_url)],
     )
     app.state.server = server
     app.add_middleware(BodyLimit)
@@ -150,6 +150,7 @@ def create_app(server: Server) -> FastAPI:
     app.add_middleware(HttpMetrics, metrics=metrics)
     app.add_middleware(HttpTracing)  # a pass-through unless tracing is configured
     errors.install(app)
+    openapi.install(app)
     from agentctl.server.routes import ROUTERS
 
     for router in ROUTERS:

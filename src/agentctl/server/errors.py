@@ -10,11 +10,14 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Match
 
 from agentctl import serde
 from agentctl.errors import AgentctlError
 
 log = logging.getLogger("agentctl.server")
+
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 
 class ApiError(Exception):
@@ -63,6 +66,20 @@ def describe_validation(errors: list[dict[str, Any]]) -> str:
     return "; ".join(messages) + (f" (and {more} more)" if more > 0 else "")
 
 
+def allowed_methods(request: Request) -> str:
+    """Every method some route of the app takes on the request's path (starlette's 405
+    names only those of the first route that matched the path)."""
+    allowed = [
+        method
+        for method in METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] == Match.FULL
+            for route in request.app.router.routes
+        )
+    ]
+    return ", ".join(allowed)
+
+
 def install(app: FastAPI) -> None:
     async def api_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, ApiError)
@@ -77,9 +94,12 @@ def install(app: FastAPI) -> None:
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         if exc.status_code == 404 and detail == "Not Found":
             detail = f"no endpoint {request.method} {request.url.path}"
-        elif exc.status_code == 405:
-            detail = f"{request.method} is not allowed on {request.url.path}"
-        return json_error(exc.status_code, detail, getattr(exc, "headers", None))
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:
+            allowed = allowed_methods(request)
+            detail = f"{request.method} is not allowed on {request.url.path} — use {allowed}"
+            headers = {**(headers or {}), "Allow": allowed}
+        return json_error(exc.status_code, detail, headers)
 
     async def user_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, AgentctlError)

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import math
 import re
+import uuid
 from typing import Annotated, Any, Literal
 
+from fastapi import Path
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 from starlette.requests import HTTPConnection
 
+from agentctl.engine.wire import STREAM_MODES
 from agentctl.server.errors import ApiError
 
 INT64 = (-(2**63), 2**63 - 1)
+UUID_PARAMS = ("thread_id", "run_id", "cron_id")  # path parameters that are UUIDs
 MAX_DEPTH = 100
 MAX_OFFSET = 10**12
 MAX_SECONDS = 10 * 365 * 24 * 3600  # ten years
@@ -129,8 +133,9 @@ def check_namespace(value: list[str]) -> list[str]:
     return value
 
 
-def reject_nul_in_url(connection: HTTPConnection) -> None:
-    """A route dependency: a path or query parameter holding NUL (`%00`) is a 422."""
+def check_url(connection: HTTPConnection) -> None:
+    """A dependency of every route: a path or query parameter holding NUL (`%00`), or a
+    path id of `UUID_PARAMS` that is not a UUID, is a 422 naming it."""
     given = [
         *(("path parameter", name, value) for name, value in connection.path_params.items()),
         *(
@@ -141,6 +146,13 @@ def reject_nul_in_url(connection: HTTPConnection) -> None:
     for kind, name, value in given:
         if isinstance(value, str) and "\x00" in value:
             raise ApiError(422, f"{kind} {name}: must not contain the NUL character")
+    for name in UUID_PARAMS:
+        value = connection.path_params.get(name)
+        if isinstance(value, str):
+            try:
+                uuid.UUID(value)
+            except ValueError:
+                raise ApiError(422, f"path parameter {name}: {value!r} is not a UUID") from None
 
 
 Metadata = Annotated[dict[str, Any], AfterValidator(check_metadata)]
@@ -158,5 +170,12 @@ NamespacePrefix = list[Label]
 Limit = Annotated[int, Field(ge=1, le=1000)]
 Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET)]
 Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS, allow_inf_nan=False)]
+_MODE = {"type": "string", "enum": list(STREAM_MODES)}
+# One stream mode or a list of them (checked with a message listing them by the models).
+StreamModes = Annotated[
+    str | list[str],
+    WithJsonSchema({"anyOf": [_MODE, {"type": "array", "items": _MODE}]}),
+]
+RevisionNumber = Annotated[int, Path(ge=1, le=INT64[1])]
 SortOrder = Literal["asc", "desc"]
 OnConflict = Literal["raise", "do_nothing"]

@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 
 from agentctl.engine.wire import STREAM_MODES
 from agentctl.server.access import without_owner
-from agentctl.server.fields import Body, Config, Metadata, Seconds
+from agentctl.server.fields import Body, Config, Metadata, Seconds, StreamModes
 from agentctl.storage.base import Run, new_id
 
 # A run's own options, stored with it for the worker (everything else is the server's).
@@ -49,7 +49,7 @@ class RunCreate(Body):
     config: Config | None = None
     context: dict[str, Any] | None = None
     metadata: Metadata | None = None
-    stream_mode: str | list[str] = "values"
+    stream_mode: StreamModes = "values"
     stream_subgraphs: bool = False
     stream_resumable: bool = False
     interrupt_before: Literal["*"] | list[str] | None = None

@@ -14,8 +14,9 @@ from agentctl.server import lookup, views
 from agentctl.server.access import Caller, caller_of, without_owner
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, not_found
-from agentctl.server.fields import Config, Metadata
+from agentctl.server.fields import Config, Metadata, StreamModes
 from agentctl.server.routes.common import Body, Limit, Offset, SortOrder, page, select_fields
+from agentctl.server.schemas import CRON_LIST, CronOut
 from agentctl.storage.base import Cron, Page, new_id, now
 
 router = APIRouter(tags=["crons"])
@@ -40,7 +41,7 @@ class CronFields(Body):
     end_time: datetime | None = None
     enabled: bool | None = None
     timezone: str | None = None
-    stream_mode: str | list[str] | None = None
+    stream_mode: StreamModes | None = None
     stream_subgraphs: bool | None = None
     stream_resumable: bool | None = None
     durability: Literal["sync", "async", "exit"] | None = None
@@ -119,12 +120,12 @@ async def _create(
     return views.json_response(views.cron_view(cron))
 
 
-@router.post("/runs/crons")
+@router.post("/runs/crons", response_model=CronOut)
 async def create_cron(request: Request, body: CronCreate) -> Response:
     return await _create(server_of(request), caller_of(request), body, None)
 
 
-@router.post("/threads/{thread_id}/runs/crons")
+@router.post("/threads/{thread_id}/runs/crons", response_model=CronOut)
 async def create_thread_cron(request: Request, thread_id: str, body: CronCreate) -> Response:
     return await _create(server_of(request), caller_of(request), body, thread_id)
 
@@ -145,7 +146,7 @@ async def _search(
     )
 
 
-@router.post("/runs/crons/search")
+@router.post("/runs/crons/search", response_model=CRON_LIST)
 async def search_crons(request: Request, body: CronSearch | None = None) -> Response:
     body = body or CronSearch()
     found, total = await _search(
@@ -161,7 +162,7 @@ async def search_crons(request: Request, body: CronSearch | None = None) -> Resp
     )
 
 
-@router.post("/runs/crons/count")
+@router.post("/runs/crons/count", response_model=int)
 async def count_crons(request: Request, body: CronCount | None = None) -> Response:
     _, total = await _search(
         server_of(request), caller_of(request), body or CronCount(), None, Page(limit=1)
@@ -177,12 +178,12 @@ async def _get(server: Server, cron_id: str, request: Request) -> Cron:
     return cron
 
 
-@router.get("/runs/crons/{cron_id}")
+@router.get("/runs/crons/{cron_id}", response_model=CronOut)
 async def get_cron(request: Request, cron_id: str) -> Response:
     return views.json_response(views.cron_view(await _get(server_of(request), cron_id, request)))
 
 
-@router.patch("/runs/crons/{cron_id}")
+@router.patch("/runs/crons/{cron_id}", response_model=CronOut)
 async def patch_cron(request: Request, cron_id: str, body: CronPatch) -> Response:
     server = server_of(request)
     cron = await _get(server, cron_id, request)

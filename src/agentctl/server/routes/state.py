@@ -14,7 +14,9 @@ from agentctl.server.access import caller_of
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict
 from agentctl.server.fields import Metadata
+from agentctl.server.openapi import CONFLICT
 from agentctl.server.routes.common import Body, Limit
+from agentctl.server.schemas import StateUpdateOut, ThreadStateOut
 from agentctl.server.state_view import (
     checkpoint_view,
     select_state,
@@ -82,7 +84,7 @@ async def _state(
     return state_view(snapshot)
 
 
-@router.get("/threads/{thread_id}/state")
+@router.get("/threads/{thread_id}/state", response_model=ThreadStateOut)
 async def get_state(
     request: Request,
     thread_id: str,
@@ -95,7 +97,7 @@ async def get_state(
     return views.json_response(select_state(view, select))
 
 
-@router.get("/threads/{thread_id}/state/{checkpoint_id}")
+@router.get("/threads/{thread_id}/state/{checkpoint_id}", response_model=ThreadStateOut)
 async def get_state_at(
     request: Request,
     thread_id: str,
@@ -110,7 +112,7 @@ async def get_state_at(
     return views.json_response(select_state(view, select))
 
 
-@router.post("/threads/{thread_id}/state/checkpoint")
+@router.post("/threads/{thread_id}/state/checkpoint", response_model=ThreadStateOut)
 async def post_state_at(request: Request, thread_id: str, body: StateAtCheckpoint) -> Response:
     server = server_of(request)
     await _thread(server, thread_id, request)
@@ -118,7 +120,7 @@ async def post_state_at(request: Request, thread_id: str, body: StateAtCheckpoin
     return views.json_response(select_state(view, body.select))
 
 
-@router.post("/threads/{thread_id}/state")
+@router.post("/threads/{thread_id}/state", response_model=StateUpdateOut, responses=CONFLICT)
 async def update_state(request: Request, thread_id: str, body: StateUpdate) -> Response:
     server = server_of(request)
     await _thread(server, thread_id, request)
@@ -187,7 +189,7 @@ async def _history(
     ]
 
 
-@router.get("/threads/{thread_id}/history")
+@router.get("/threads/{thread_id}/history", response_model=list[ThreadStateOut])
 async def get_history(
     request: Request,
     thread_id: str,
@@ -202,7 +204,7 @@ async def get_history(
     return views.json_response(states)
 
 
-@router.post("/threads/{thread_id}/history")
+@router.post("/threads/{thread_id}/history", response_model=list[ThreadStateOut])
 async def post_history(
     request: Request, thread_id: str, body: HistoryQuery | None = None
 ) -> Response:

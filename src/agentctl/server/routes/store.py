@@ -29,6 +29,7 @@ from agentctl.server.fields import (
     check_namespace,
 )
 from agentctl.server.routes.common import Body, Limit, Offset
+from agentctl.server.schemas import ItemOut, ItemsOut, NamespacesOut
 
 router = APIRouter(tags=["store"])
 
@@ -100,7 +101,7 @@ async def put_item(request: Request, body: ItemPut) -> Response:
     return Response(status_code=204)
 
 
-@router.get("/store/items")
+@router.get("/store/items", response_model=ItemOut | None)
 async def get_item(
     request: Request,
     key: str,
@@ -128,7 +129,7 @@ async def delete_item(request: Request, body: ItemDelete) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/store/items/search")
+@router.post("/store/items/search", response_model=ItemsOut)
 async def search_items(request: Request, body: ItemSearch | None = None) -> Response:
     store, caller = server_of(request).storage.store, caller_of(request)
     body = body or ItemSearch()
@@ -148,7 +149,7 @@ async def search_items(request: Request, body: ItemSearch | None = None) -> Resp
     return views.json_response({"items": [item_view(item) for item in mine]})
 
 
-@router.post("/store/namespaces")
+@router.post("/store/namespaces", response_model=NamespacesOut)
 async def list_namespaces(request: Request, body: NamespaceList | None = None) -> Response:
     store, caller = server_of(request).storage.store, caller_of(request)
     body = body or NamespaceList()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+from typing import Any
 
 from fastapi import APIRouter, Request
 from prometheus_client import (
@@ -16,7 +17,7 @@ from prometheus_client import (
     platform_collector,
     process_collector,
 )
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
 
 from agentctl._version import __version__
 from agentctl.engine.executor import STRICT_RESUME_KEY
@@ -24,6 +25,8 @@ from agentctl.observability.metrics import Metrics
 from agentctl.server import lookup, views
 from agentctl.server.access import caller_of
 from agentctl.server.app import Server, server_of
+from agentctl.server.openapi import UNAVAILABLE
+from agentctl.server.schemas import OkOut
 from agentctl.storage.base import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES, Page, ThreadStatus
 
 router = APIRouter(tags=["system"])
@@ -38,7 +41,7 @@ def _version(package: str) -> str | None:
         return None
 
 
-@router.get("/ok")
+@router.get("/ok", response_model=OkOut, responses=UNAVAILABLE)
 async def ok(request: Request) -> Response:
     """Liveness and readiness: 503 once the server is stopping (draining its runs), so a
     load balancer sends new requests elsewhere."""
@@ -47,7 +50,7 @@ async def ok(request: Request) -> Response:
     return views.json_response({"ok": True})
 
 
-@router.get("/info")
+@router.get("/info", response_model=dict[str, Any])
 async def info(request: Request) -> Response:
     server = server_of(request)
     deployment = server.deployment
@@ -136,7 +139,7 @@ def _add_runtime_collectors(registry: CollectorRegistry) -> None:
     gc_collector.GCCollector(registry=registry)
 
 
-@router.get("/metrics")
+@router.get("/metrics", response_class=PlainTextResponse)
 async def metrics(request: Request) -> Response:
     lookup.require_operator(caller_of(request), "read the metrics")
     state = request.app.state

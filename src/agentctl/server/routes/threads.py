@@ -22,6 +22,7 @@ from agentctl.server.access import Caller, caller_of, without_owner
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict, not_found
 from agentctl.server.fields import Metadata
+from agentctl.server.openapi import CONFLICT
 from agentctl.server.routes.common import (
     Body,
     Limit,
@@ -32,6 +33,7 @@ from agentctl.server.routes.common import (
     select_fields,
 )
 from agentctl.server.routes.crons import delete_crons_where
+from agentctl.server.schemas import THREAD_LIST, PrunedOut, ThreadOut
 from agentctl.server.state_view import thread_config, thread_values
 from agentctl.storage.base import Page, Thread, ThreadStatus, now
 
@@ -124,7 +126,7 @@ async def apply_supersteps(server: Server, thread_id: str, supersteps: list[Supe
         raise ApiError(422, f"supersteps could not be applied: {exc}") from None
 
 
-@router.post("/threads")
+@router.post("/threads", response_model=ThreadOut, responses=CONFLICT)
 async def create_thread(request: Request, body: ThreadCreate | None = None) -> Response:
     server, caller = server_of(request), caller_of(request)
     body = body or ThreadCreate()
@@ -180,7 +182,7 @@ async def _search(
     return matches[page_.offset : page_.offset + page_.limit], len(matches)
 
 
-@router.post("/threads/search")
+@router.post("/threads/search", response_model=THREAD_LIST)
 async def search_threads(request: Request, body: ThreadSearch | None = None) -> Response:
     server = server_of(request)
     body = body or ThreadSearch()
@@ -202,7 +204,7 @@ async def search_threads(request: Request, body: ThreadSearch | None = None) -> 
     )
 
 
-@router.post("/threads/count")
+@router.post("/threads/count", response_model=int)
 async def count_threads(request: Request, body: ThreadCount | None = None) -> Response:
     server = server_of(request)
     body = body or ThreadCount()
@@ -210,7 +212,7 @@ async def count_threads(request: Request, body: ThreadCount | None = None) -> Re
     return views.json_response(total)
 
 
-@router.post("/threads/prune")
+@router.post("/threads/prune", response_model=PrunedOut)
 async def prune_threads(request: Request, body: ThreadPrune) -> Response:
     server, caller = server_of(request), caller_of(request)
     pruned = 0
@@ -262,7 +264,7 @@ def _unique(ids: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-@router.get("/threads/{thread_id}")
+@router.get("/threads/{thread_id}", response_model=ThreadOut)
 async def get_thread(request: Request, thread_id: str) -> Response:
     server = server_of(request)
     lookup.check_uuid("thread id", thread_id)
@@ -270,7 +272,7 @@ async def get_thread(request: Request, thread_id: str) -> Response:
     return views.json_response(await thread_json(server, thread))
 
 
-@router.patch("/threads/{thread_id}")
+@router.patch("/threads/{thread_id}", response_model=ThreadOut)
 async def patch_thread(
     request: Request,
     thread_id: str,
@@ -297,7 +299,7 @@ async def delete_thread_route(request: Request, thread_id: str) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/threads/{thread_id}/copy")
+@router.post("/threads/{thread_id}/copy", response_model=ThreadOut)
 async def copy_thread(request: Request, thread_id: str) -> Response:
     server, caller = server_of(request), caller_of(request)
     lookup.check_uuid("thread id", thread_id)
