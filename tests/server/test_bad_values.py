@@ -123,3 +123,15 @@ async def test_keys_a_search_can_name_still_work(backend: httpx.AsyncClient) -> 
     for key, value in metadata.items():
         found = await backend.post("/threads/search", json={"metadata": {key: value}})
         assert [t["thread_id"] for t in found.json()] == [created.json()["thread_id"]]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b'{"metadata": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", b'{"metadata": {"a": 1e400}}'],
+)
+async def test_bodies_json_cannot_carry_are_422(backend: httpx.AsyncClient, body: bytes) -> None:
+    response = await backend.post(
+        "/threads/search", content=body, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 422, response.text
+    assert "body" in response.json()["detail"]

@@ -17,6 +17,7 @@ from agentctl.errors import AgentctlError
 
 log = logging.getLogger("agentctl.server")
 
+FASTAPI_UNPARSED = "There was an error parsing the body"
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 
@@ -92,14 +93,17 @@ def install(app: FastAPI) -> None:
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
-        if exc.status_code == 404 and detail == "Not Found":
+        status = exc.status_code
+        if status == 404 and detail == "Not Found":
             detail = f"no endpoint {request.method} {request.url.path}"
+        elif status == 400 and detail == FASTAPI_UNPARSED:  # e.g. nested past the parser's depth
+            status, detail = 422, "the body could not be read as JSON (nested too deeply?)"
         headers = getattr(exc, "headers", None)
         if exc.status_code == 405:
             allowed = allowed_methods(request)
             detail = f"{request.method} is not allowed on {request.url.path} — use {allowed}"
             headers = {**(headers or {}), "Allow": allowed}
-        return json_error(exc.status_code, detail, headers)
+        return json_error(status, detail, headers)
 
     async def user_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, AgentctlError)
