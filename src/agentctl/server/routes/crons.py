@@ -93,7 +93,6 @@ async def _create(
     await _check(body, body.schedule)
     assistant = await lookup.get_assistant(server, body.assistant_id)
     if thread_id is not None:
-        lookup.check_uuid("thread id", thread_id)
         await lookup.get_thread(server, thread_id, caller)
     metadata = caller.stamp(body.metadata)
     payload = {k: v for k in PAYLOAD_FIELDS if (v := getattr(body, k, None)) is not None}
@@ -171,7 +170,6 @@ async def count_crons(request: Request, body: CronCount | None = None) -> Respon
 
 
 async def _get(server: Server, cron_id: str, request: Request) -> Cron:
-    lookup.check_uuid("cron id", cron_id)
     cron = await server.storage.crons.get(cron_id)
     if cron is None or not caller_of(request).owns(cron.metadata):
         raise not_found("cron", cron_id)

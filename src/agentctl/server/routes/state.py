@@ -70,7 +70,6 @@ def _config(thread_id: str, checkpoint: CheckpointRef | None, checkpoint_id: str
 
 
 async def _thread(server: Server, thread_id: str, request: Request) -> None:
-    lookup.check_uuid("thread id", thread_id)
     await lookup.get_thread(server, thread_id, caller_of(request))
 
 

@@ -267,7 +267,6 @@ def _unique(ids: Sequence[str]) -> list[str]:
 @router.get("/threads/{thread_id}", response_model=ThreadOut)
 async def get_thread(request: Request, thread_id: str) -> Response:
     server = server_of(request)
-    lookup.check_uuid("thread id", thread_id)
     thread = await lookup.get_thread(server, thread_id, caller_of(request))
     return views.json_response(await thread_json(server, thread))
 
@@ -280,7 +279,6 @@ async def patch_thread(
     prefer: str | None = Header(default=None),
 ) -> Response:
     server = server_of(request)
-    lookup.check_uuid("thread id", thread_id)
     await lookup.get_thread(server, thread_id, caller_of(request))
     thread = await server.storage.threads.update(thread_id, metadata=without_owner(body.metadata))
     if thread is None:  # deleted in between
@@ -293,7 +291,6 @@ async def patch_thread(
 @router.delete("/threads/{thread_id}", status_code=204)
 async def delete_thread_route(request: Request, thread_id: str) -> Response:
     server = server_of(request)
-    lookup.check_uuid("thread id", thread_id)
     await lookup.get_thread(server, thread_id, caller_of(request))
     await delete_thread(server, thread_id)
     return Response(status_code=204)
@@ -302,7 +299,6 @@ async def delete_thread_route(request: Request, thread_id: str) -> Response:
 @router.post("/threads/{thread_id}/copy", response_model=ThreadOut)
 async def copy_thread(request: Request, thread_id: str) -> Response:
     server, caller = server_of(request), caller_of(request)
-    lookup.check_uuid("thread id", thread_id)
     source = await lookup.get_thread(server, thread_id, caller)
     copy = Thread(
         thread_id=str(uuid.uuid4()),
