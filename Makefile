@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint format typecheck test check demo bench bench-setup bench-server bench-production bench-sandbox clean
+.PHONY: install lint format typecheck test check demo bench bench-setup bench-server bench-production bench-sandbox bench-request-cost clean
 
 install: $(STAMP)
 
@@ -62,6 +62,10 @@ bench-production: install
 # What one sandboxed command costs, in process and through agentctl sandbox-server.
 bench-sandbox: install
 	$(BIN)/python bench/sandbox.py $(ARGS)
+
+# Peak RSS and /ok stall during huge runs/wait inputs and a values-filtered thread search.
+bench-request-cost: install
+	$(BIN)/python bench/request_cost.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) demo .mypy_cache .ruff_cache .pytest_cache

@@ -14,9 +14,12 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import anthropic
 import httpx
+import ollama
 import openai
 import pytest
+from langchain_anthropic import ChatAnthropic
 from langchain_core.messages import (
     AIMessage,
     AIMessageChunk,
@@ -24,17 +27,20 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
 
 from agentctl.testing import (
     DONE_TEXT,
     PLAIN_PREFIX,
+    PROVIDERS,
     Reply,
     ScriptedModelServer,
     ScriptError,
     decide,
     parse_script,
 )
+from agentctl.testing.anthropic_wire import AnthropicWire
 from agentctl.testing.script import Call, CallSpec, Fail, Say, Step, unknown_tools
 
 
@@ -285,6 +291,8 @@ def test_http_errors_and_models(server: ScriptedModelServer) -> None:
         assert set(bad.json()["error"]) >= {"message", "type", "code"}
         assert bad.json()["error"]["type"] == "invalid_request_error"
         assert client.post("/chat/completions", json={"messages": "nope"}).status_code == 400
+        odd = [user("odd"), {"role": "assistant", "tool_calls": 5}, user("@say fine")]
+        assert client.post("/chat/completions", json={"messages": odd}).status_code == 200
         missing = client.get("/v1/nothing")
         assert missing.status_code == 404
         assert missing.json()["error"]["code"] == "unknown_url"
@@ -305,6 +313,217 @@ def test_init_chat_model_from_environment(
         monkeypatch.setenv(name, value)
     model = init_chat_model("openai:scripted-model", max_retries=0)
     assert model.invoke("from env").content == "scripted reply to: from env"
+
+
+# --- the Anthropic Messages wire, through langchain-anthropic and the anthropic SDK ---------
+
+
+def claude(server: ScriptedModelServer, **kwargs: Any) -> ChatAnthropic:
+    kwargs.setdefault("max_retries", 0)
+    return ChatAnthropic(model="scripted", base_url=server.url, api_key="x", **kwargs)
+
+
+WEATHER_TOOL = {
+    "name": "get_weather",
+    "description": "The weather in a city.",
+    "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+
+
+def test_anthropic_tool_use_then_tool_result(server: ScriptedModelServer) -> None:
+    model = claude(server).bind_tools([WEATHER_TOOL])
+    script = '@call get_weather {"city": "Paris"}\n@say The weather: {last_tool_result}'
+    messages: list[Any] = [SystemMessage("You are terse."), HumanMessage(script)]
+    first = model.invoke(messages)
+    assert isinstance(first, AIMessage)
+    assert first.response_metadata["stop_reason"] == "tool_use"
+    [block] = first.content
+    assert isinstance(block, dict)
+    assert (block["type"], block["name"], block["input"]) == (
+        "tool_use",
+        "get_weather",
+        {"city": "Paris"},
+    )
+    (call,) = first.tool_calls
+    assert (call["name"], call["args"], call["id"]) == (
+        "get_weather",
+        {"city": "Paris"},
+        block["id"],
+    )
+    # The result goes back as a tool_result block of a user message: not a new user turn.
+    messages += [first, ToolMessage([{"type": "text", "text": "sunny"}], tool_call_id=call["id"])]
+    second = model.invoke(messages)
+    assert second.text == "The weather: sunny"
+    assert second.response_metadata["stop_reason"] == "end_turn"
+    assert model.invoke([*messages, second]).text == DONE_TEXT
+    assert claude(server).invoke([SystemMessage("SYS"), HumanMessage("@say {system}")]).text == (
+        "SYS"
+    )
+
+
+async def test_anthropic_stream_content_blocks_and_usage(server: ScriptedModelServer) -> None:
+    model = claude(server).bind_tools([WEATHER_TOOL])
+    text = "The quick brown fox jumps over the lazy dog."
+    chunks = [chunk async for chunk in model.astream(f"@say {text}")]
+    # With tools bound, langchain-anthropic keeps the content blocks of the stream.
+    assert sum(1 for c in chunks if c.content) >= 5
+    assert all(isinstance(c.content, list) for c in chunks)
+    aggregate = chunks[0]
+    for chunk in chunks[1:]:
+        aggregate += chunk
+    assert aggregate.text == text
+    assert aggregate.usage_metadata is not None
+    assert aggregate.usage_metadata["input_tokens"] > 0
+    assert aggregate.usage_metadata["output_tokens"] > 0
+    script = '@call get_weather {"city": "Paris", "note": "' + "x" * 40 + '"} && @call now'
+    calls: Any = None
+    async for chunk in model.astream(script):
+        calls = chunk if calls is None else calls + chunk
+    assert [(c["name"], c["args"]) for c in calls.tool_calls] == [
+        ("get_weather", {"city": "Paris", "note": "x" * 40}),
+        ("now", {}),
+    ]
+    assert calls.response_metadata["stop_reason"] == "tool_use"
+
+
+def test_anthropic_sdk_stream_events(server: ScriptedModelServer) -> None:
+    with anthropic.Anthropic(base_url=server.url, api_key="x", max_retries=0) as client:
+        request: Any = {
+            "model": "anything",
+            "max_tokens": 100,
+            "messages": [{"role": "user", "content": '@call f {"a": [1, 2, 3]}'}],
+            "tools": [{"name": "f", "input_schema": {"type": "object"}}],
+        }
+        with client.messages.stream(**request) as stream:
+            kinds = [event.type for event in stream]
+            message = stream.get_final_message()
+        tokens = client.messages.count_tokens(
+            model="anything", messages=request["messages"], tools=request["tools"]
+        )
+    assert kinds[0] == "message_start"
+    assert kinds[-2:] == ["message_delta", "message_stop"]
+    assert {"content_block_start", "input_json", "content_block_stop"} <= set(kinds)
+    [block] = message.content
+    assert block.type == "tool_use"
+    assert (block.name, block.input) == ("f", {"a": [1, 2, 3]})
+    assert message.stop_reason == "tool_use"
+    assert tokens.input_tokens > 0
+
+
+def test_anthropic_errors(server: ScriptedModelServer) -> None:
+    before = server.requests
+    with pytest.raises(anthropic.InternalServerError, match="boom"):
+        claude(server, max_retries=2).invoke("@fail 500 boom")
+    assert server.requests == before + 1  # x-should-retry: false
+    with pytest.raises(anthropic.RateLimitError):
+        claude(server).invoke("@fail 429 slow down")
+    with pytest.raises(anthropic.BadRequestError, match="invalid JSON"):
+        claude(server).invoke("@call broken {nope}")
+    with httpx.Client(base_url=server.url) as client:
+        bad = client.post("/v1/messages", json={"messages": [{"role": "robot", "content": "x"}]})
+        assert bad.status_code == 400
+        assert bad.json() == {
+            "type": "error",
+            "error": {
+                "type": "invalid_request_error",
+                "message": "'messages.0.role' must be 'user' or 'assistant'",
+            },
+        }
+        assert client.post("/v1/messages", json={"messages": "x"}).status_code == 400
+        assert client.post("/v1/messages", json=[1]).status_code == 400
+        assert client.get("/v1/messages").status_code == 405
+
+
+def test_anthropic_text_beside_tool_results_is_the_next_turn() -> None:
+    chat = AnthropicWire().parse(
+        {
+            "system": [{"type": "text", "text": "SYS", "cache_control": {"type": "ephemeral"}}],
+            "messages": [
+                {"role": "user", "content": "@call f\n@say first"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f"}]},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "t1", "content": "r"},
+                        {"type": "text", "text": "@say second {last_tool_result} {system}"},
+                    ],
+                },
+            ],
+        }
+    )
+    assert [m["role"] for m in chat.messages] == ["system", "user", "assistant", "tool", "user"]
+    assert decide(chat.messages) == Reply(content="second r SYS")
+
+
+# --- the Ollama chat wire, through langchain-ollama and the ollama client -------------------
+
+
+def llama(server: ScriptedModelServer, **kwargs: Any) -> ChatOllama:
+    return ChatOllama(model="scripted", base_url=server.url, **kwargs)
+
+
+def test_ollama_tool_call_then_answer(server: ScriptedModelServer) -> None:
+    model = llama(server)
+    script = '@call get_weather {"city": "Paris"}\n@say The weather: {last_tool_result}'
+    messages: list[Any] = [SystemMessage("You are terse."), HumanMessage(script)]
+    first = model.invoke(messages)
+    (call,) = first.tool_calls
+    assert (call["name"], call["args"]) == ("get_weather", {"city": "Paris"})
+    messages += [first, ToolMessage("sunny", tool_call_id=call["id"])]
+    second = model.invoke(messages)
+    assert second.content == "The weather: sunny"
+    assert second.response_metadata["done_reason"] == "stop"
+    assert second.usage_metadata is not None
+    assert second.usage_metadata["input_tokens"] > 0
+    assert model.invoke([*messages, second]).content == DONE_TEXT
+
+
+async def test_ollama_stream_and_parallel_calls(server: ScriptedModelServer) -> None:
+    text = "The quick brown fox jumps over the lazy dog."
+    chunks = [c async for c in llama(server).astream(f"@say {text}")]
+    assert sum(1 for c in chunks if c.content) >= 5
+    assert "".join(str(c.content) for c in chunks) == text
+    calls = await llama(server).ainvoke('@call add {"a": 1} && @call now')
+    assert [(c["name"], c["args"]) for c in calls.tool_calls] == [("add", {"a": 1}), ("now", {})]
+    # Not streamed when the request says so.
+    reply = ollama.Client(host=server.url).chat(
+        model="x", messages=[{"role": "user", "content": "@say whole"}], stream=False
+    )
+    assert (reply.message.content, reply.done) == ("whole", True)
+
+
+def test_ollama_errors(server: ScriptedModelServer) -> None:
+    with pytest.raises(ollama.ResponseError, match="slow down") as info:
+        llama(server).invoke("@fail 429 slow down")
+    assert info.value.status_code == 429
+    with httpx.Client(base_url=server.url) as client:
+        raw = client.post("/api/chat", json={"messages": [{"role": "user", "content": "@say a b"}]})
+        lines = [json.loads(line) for line in raw.text.splitlines()]  # streams by default
+        assert raw.headers["content-type"] == "application/x-ndjson"
+        assert "".join(line["message"]["content"] for line in lines) == "a b"
+        assert [line["done"] for line in lines] == [False, False, True]
+        bad = client.post("/api/chat", json={"messages": [{"content": "x"}]})
+        assert (bad.status_code, bad.json()) == (
+            400,
+            {"error": "'messages.0.role' must be a string"},
+        )
+        missing = client.get("/api/nothing")
+        assert (missing.status_code, set(missing.json())) == (404, {"error"})
+        assert client.get("/api/tags").json()["models"][0]["name"] == server.model
+
+
+def test_env_for_each_provider(
+    server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain.chat_models import init_chat_model
+
+    for provider in PROVIDERS:
+        for name, value in server.env_for(provider).items():
+            monkeypatch.setenv(name, value)
+        model = init_chat_model(f"{provider}:scripted")
+        assert model.invoke(f"@say from {provider}").text == f"from {provider}"
+    with pytest.raises(ValueError, match="unknown provider"):
+        server.env_for("nobody")
 
 
 # --- lifecycle ---------------------------------------------------------------------------------
@@ -380,5 +599,7 @@ def test_main_entry_point() -> None:
     assert process.returncode == 0
     assert f"OPENAI_BASE_URL={base_url}" in "".join(banner)
     assert "OPENAI_API_KEY=scripted" in "".join(banner)
+    assert f"ANTHROPIC_BASE_URL={base_url.removesuffix('/v1')} " in "".join(banner)
+    assert f"OLLAMA_HOST={base_url.removesuffix('/v1')} " in "".join(banner)
     assert "Stopped" in out
     assert "Traceback" not in err

@@ -67,6 +67,24 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTCTL_SHUTDOWN_GRACE_SECONDS", float, 30.0,
             "On SIGTERM, how long in-flight runs may take to finish before the replica hands "
             "them to another one."),
+    Setting("AGENTCTL_MAX_BODY_MB", int, 10,
+            "The largest request body (a run's input, a deployed revision), in MiB; a larger "
+            "one is answered 413 before it is read."),
+    Setting("AGENTCTL_MAX_INPUT_MESSAGES", int, 1000,
+            "The most messages one request may send (a run's `input` or `command.update`, a "
+            "state update); more are answered 413. The thread's earlier messages do not count."),
+    Setting("AGENTCTL_MAX_SEARCH_SCAN", int, 10_000,
+            "The most threads a `threads/search` or `threads/count` with a `values` filter "
+            "reads; a filter that would read more is answered 422 (narrow it with `metadata`, "
+            "`status` or `ids`)."),
+    Setting("AGENTCTL_HEADER_TIMEOUT_SECONDS", float, 10.0,
+            "A connection that has not sent a request's headers within this long is closed."),
+    Setting("AGENTCTL_BODY_TIMEOUT_SECONDS", float, 60.0,
+            "A request whose body has not arrived whole within this long (after its headers) "
+            "is answered 408 and its connection closed."),
+    Setting("AGENTCTL_MAX_CONNECTIONS", int, 1000,
+            "Open connections per replica, at most; a connection beyond is answered 503 and "
+            "closed, and a warning is logged (at most every 10 s)."),
     Setting("AGENTCTL_SECRETS_KEY", str, None,
             "The key encrypting deployed secrets at rest (any string; a long random one). "
             "Unset: derived from `PLATFORM_API_KEY` — then changing that key makes stored "
@@ -112,7 +130,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTCTL_SANDBOX_CPU_SECONDS", int, 120, "CPU time per sandboxed process.",
             scope="sandbox"),
     Setting("AGENTCTL_SANDBOX_MEMORY_MB", int, 1024,
-            "Memory (address space) per sandboxed process, and the size of its `/tmp`.",
+            "Memory of one sandbox: all its processes and its `/tmp` and `/dev/shm` together "
+            "(a cgroup where one can be made, else watched by the service); also the address "
+            "space of each process.", scope="sandbox"),
+    Setting("AGENTCTL_SANDBOX_DISK_MB", int, 2048,
+            "Disk space of one sandbox's `/workspace`; a command taking it further is "
+            "stopped, and a file upload that would is refused with 507.", scope="sandbox"),
+    Setting("AGENTCTL_SANDBOX_CGROUP", str, "auto",
+            "`auto`: limit each sandbox's memory with a cgroup v2 under this process's own "
+            "cgroup when its memory controller is delegated; `off`: never; or the path of a "
+            "prepared cgroup v2 folder (writable, `memory` in its `cgroup.subtree_control`).",
             scope="sandbox"),
     Setting("AGENTCTL_SANDBOX_PROCESSES", int, 128, "Processes one command may run at once.",
             scope="sandbox"),
@@ -156,6 +183,12 @@ class Settings:
     run_timeout_seconds: float | None
     lease_seconds: float
     shutdown_grace_seconds: float
+    max_body_mb: int
+    max_input_messages: int
+    max_search_scan: int
+    header_timeout_seconds: float
+    body_timeout_seconds: float
+    max_connections: int
     secrets_key: str | None
     allow_anonymous: bool
     db_pool_size: int
@@ -195,6 +228,8 @@ class SandboxSettings:
     timeout_seconds: int
     cpu_seconds: int
     memory_mb: int
+    disk_mb: int
+    cgroup: str
     processes: int
     file_size_mb: int
     output_bytes: int

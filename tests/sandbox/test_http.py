@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,10 +15,10 @@ import uvicorn
 from agentctl.errors import RuntimeFailure
 from agentctl.sandbox import SandboxKey, SandboxService, SandboxSpec
 from agentctl.sandbox.client import SandboxClient
-from agentctl.sandbox.http import sandbox_app
+from agentctl.sandbox.http import sandbox_app, spec_json
 from agentctl.sandbox.isolation import SandboxUnavailable
 from agentctl.sandbox.platform import PlatformPool
-from agentctl.sandbox.service import SandboxBusy, SandboxRefused
+from agentctl.sandbox.service import SandboxBusy, SandboxFull, SandboxRefused
 from agentctl.server.http import uvicorn_config
 from agentctl.settings import SandboxSettings
 from tests.conftest import eventually
@@ -165,3 +166,42 @@ async def test_a_url_that_is_not_a_sandbox_service_is_named(url: str) -> None:
     with pytest.raises(RuntimeFailure, match="is not a sandbox service"):
         await client.execute("t.coder.t1", "true")
     await client.aclose()
+
+
+@pytest.fixture
+def small_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTCTL_SANDBOX_DISK_MB", "1")
+
+
+async def test_a_write_past_the_disk_limit_is_a_507_naming_the_sandbox_and_the_limit(
+    small_disk: None, url: str, client: SandboxClient
+) -> None:
+    await PlatformPool(client, SandboxSpec()).acquire(SandboxKey("coder", "t1"))
+    body = {"command": "cat > big", "stdin": base64.b64encode(b"x" * (2 << 20)).decode()}
+    async with httpx.AsyncClient(base_url=url, headers={"x-api-key": KEY}) as http:
+        response = await http.post("/sandboxes/t.coder.t1/execute", json=body)
+        assert response.status_code == 507
+        detail = response.json()["detail"]
+        assert detail.startswith("sandbox t.coder.t1: writing 2097152 bytes would take")
+        assert "past its disk limit of 1 MB (AGENTCTL_SANDBOX_DISK_MB)" in detail
+        assert (await http.get("/ok")).status_code == 200
+
+
+async def test_a_full_disk_under_the_service_is_a_507_not_a_crash(
+    url: str, client: SandboxClient, sandbox_dir: Path
+) -> None:
+    pool = PlatformPool(client, SandboxSpec())
+    await pool.acquire(SandboxKey("coder", "t1"))
+    # The service's next write to the sandbox's state meets a full device, as on a full disk.
+    (sandbox_dir / "boxes" / "t.coder.t1" / ".sandbox.json.new").symlink_to("/dev/full")
+    changed = SandboxSpec(skills={"greet/SKILL.md": b"---\nname: greet\n---\n"})
+    async with httpx.AsyncClient(base_url=url, headers={"x-api-key": KEY}) as http:
+        response = await http.put("/sandboxes/t.coder.t1", json=spec_json(changed))
+        assert response.status_code == 507
+        assert response.json()["detail"] == (
+            f"sandbox t.coder.t1: no space left on the disk of the sandbox service "
+            f"({sandbox_dir}, AGENTCTL_SANDBOX_DIR): No space left on device"
+        )
+        assert (await http.get("/ok")).status_code == 200
+    with pytest.raises(SandboxFull, match="no space left on the disk of the sandbox service"):
+        await client.ensure("t.coder.t1", changed)

@@ -63,7 +63,8 @@ async def running_server(
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    uv = uvicorn.Server(uvicorn_config(create_app(server), log_level="warning", loop="asyncio"))
+    app = create_app(server)
+    uv = uvicorn.Server(uvicorn_config(app, server.limits, log_level="warning", loop="asyncio"))
     task = asyncio.create_task(uv.serve(sockets=[sock]))
     while not uv.started:
         if task.done():

@@ -28,7 +28,12 @@ from a2a.types import (
     Task,
     TaskState,
 )
-from a2a.utils.errors import InvalidParamsError, TaskNotCancelableError, TaskNotFoundError
+from a2a.utils.errors import (
+    ContentTypeNotSupportedError,
+    InvalidParamsError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+)
 
 from agentctl.server.access import AccessPolicy
 from tests.server.conftest import ALICE, BOB, Running, TwoUsers, call, running_server
@@ -126,6 +131,56 @@ async def test_agent_card_at_the_well_known_path_and_beside_the_endpoint(agent: 
         assert answer(await send(client, message("found you"))) == "scripted reply to: found you"
 
 
+async def test_the_card_has_an_etag_and_answers_304_while_it_is_unchanged(
+    agent: Running,
+) -> None:
+    assistant_id = agent.server.deployment.assistant_id
+    beside = f"/a2a/{assistant_id}{CARD_PATH}"
+    async with httpx.AsyncClient(base_url=agent.url) as http:
+        first = await http.get(CARD_PATH)
+        etag = first.headers["etag"]
+        assert first.headers["cache-control"] == "public, max-age=300"
+        assert etag.startswith('"')
+        assert etag.endswith('"')
+        for sent in (etag, f"W/{etag}", f'"other", {etag}', "*"):
+            again = await http.get(CARD_PATH, headers={"If-None-Match": sent})
+            assert again.status_code == 304, sent
+            assert again.content == b""
+            assert again.headers["etag"] == etag
+            assert again.headers["cache-control"] == "public, max-age=300"
+        stale = await http.get(CARD_PATH, headers={"If-None-Match": '"other"'})
+        assert stale.status_code == 200
+        assert stale.json() == first.json()
+        own = await http.get(beside)  # behind auth: no shared cache may keep it
+        assert own.headers["cache-control"] == "private, max-age=300"
+        assert own.headers["etag"] == etag
+        assert (await http.get(beside, headers={"If-None-Match": etag})).status_code == 304
+        # Another card is another ETag: the old one no longer matches.
+        other = await agent.client.assistants.create("demo", name="other")
+        theirs = await http.get(
+            CARD_PATH,
+            params={"assistant_id": other["assistant_id"]},
+            headers={"If-None-Match": etag},
+        )
+        assert theirs.status_code == 200
+        assert theirs.json()["name"] == "other"
+        assert theirs.headers["etag"] != etag
+
+
+async def test_the_endpoint_with_a_trailing_slash_is_served_not_redirected(
+    agent: Running,
+) -> None:
+    endpoint = f"/a2a/{agent.server.deployment.assistant_id}/"
+    async with httpx.AsyncClient(base_url=agent.url, timeout=30) as http:
+        sent = await http.post(endpoint, json=rpc("message/send", {"message": V03_MESSAGE}, 3))
+        assert sent.status_code == 200, sent.status_code
+        assert sent.json()["id"] == 3
+        assert sent.json()["result"]["status"]["state"] == "completed"
+        by_name = await http.post("/a2a/demo/", json=rpc("tasks/get", {"id": "x:y"}))
+        assert by_name.status_code == 200
+        assert by_name.json()["error"]["code"] == -32001
+
+
 # -- send, stream, get, cancel ---------------------------------------------------------
 
 
@@ -137,6 +192,7 @@ async def test_send_answers_and_the_task_is_a_run_on_the_thread(agent: Running) 
         assert [m.parts[0].text for m in task.history if m.role == Role.ROLE_USER] == ["hello"]
         thread_id, run_id = task.id.split(":")
         assert thread_id == task.context_id
+        assert dict(task.metadata) == {"runId": run_id}  # camelCase, as A2A 1.0 keys are
         run = await agent.client.runs.get(thread_id, run_id)  # the same run in the LangGraph API
         assert run["status"] == "success"
         got = await client.get_task(GetTaskRequest(id=task.id))
@@ -152,6 +208,8 @@ async def test_stream_sends_status_updates_and_artifact_chunks_in_order(agent: R
     assert state(events[0].task) == "TASK_STATE_SUBMITTED"
     assert statuses(events) == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
     assert kinds[-1] == "status_update"
+    working = next(e.status_update for e in events if e.HasField("status_update"))
+    assert dict(working.metadata) == {"runId": events[0].task.id.split(":")[1]}
     chunks = [e.artifact_update for e in events if e.HasField("artifact_update")]
     assert len(chunks) > 2  # the answer streamed in pieces, between working and completed
     first, *middle, last = chunks
@@ -214,6 +272,47 @@ async def test_a_context_is_a_conversation(agent: Running) -> None:
     values = (await agent.client.threads.get_state(first.context_id))["values"]
     humans = [m["content"] for m in values["messages"] if m["type"] == "human"]
     assert humans == ["one", "two"]
+
+
+async def test_a_part_the_agent_cannot_take_is_content_type_not_supported(
+    agent: Running,
+) -> None:
+    not_taken = [
+        Part(raw=b"\x89PNG", media_type="image/png", filename="a.png"),
+        Part(url="https://example.com/report.pdf", media_type="application/pdf"),
+        Part(text="<svg/>", media_type="image/svg+xml"),
+        Part(raw=b"plain words"),
+    ]
+    async with a2a_client(agent) as client:
+        for part in not_taken:
+            request = message("look at this", context_id=str(uuid.uuid4()))
+            request.message.parts.append(part)
+            with pytest.raises(ContentTypeNotSupportedError, match="part 2 is ") as refused:
+                await send(client, request)
+            assert "text (text/plain) and data (application/json)" in str(refused.value)
+            # No task was made, nor a thread for the context.
+            assert await agent.server.storage.threads.get(request.message.context_id) is None
+        markdown = message("# notes")
+        markdown.message.parts[0].media_type = "text/markdown"
+        markdown.message.parts.append(new_data_part({"n": 1}))
+        markdown.message.parts[1].media_type = "application/json"
+        task = await send(client, markdown)
+        assert state(task) == "TASK_STATE_COMPLETED"
+    v03_file = {
+        **V03_MESSAGE,
+        "parts": [
+            {"kind": "file", "file": {"uri": "https://example.com/a.png", "mimeType": "image/png"}}
+        ],
+    }
+    async with httpx.AsyncClient(base_url=agent.url, timeout=30) as http:
+        reply = await post_rpc(
+            http,
+            "/a2a/demo",
+            dumps(rpc("message/send", {"message": v03_file}, "f")),
+        )
+    assert reply["id"] == "f"
+    assert reply["error"]["code"] == -32005
+    assert "image/png" in reply["error"]["message"]
 
 
 # -- approval gates --------------------------------------------------------------------
@@ -293,7 +392,7 @@ async def test_tasks_outlive_a_restart(tmp_path: Path) -> None:
     ):
         done = await send(client, message("hello"))
         approved = await send(client, message(WRITE))
-        await send(client, message("approve", task_id=approved.id))
+        approved = await send(client, message("approve", task_id=approved.id))
         paused = await send(client, message(WRITE))
     async with (
         running_server(root, tmp_path / "data") as running,
@@ -302,6 +401,8 @@ async def test_tasks_outlive_a_restart(tmp_path: Path) -> None:
         for ended in (done, approved):  # the state of the task's last run
             got = await client.get_task(GetTaskRequest(id=ended.id))
             assert state(got) == "TASK_STATE_COMPLETED"
+            assert dict(got.metadata) == dict(ended.metadata)  # {"runId": its last run's}
+        assert approved.metadata["runId"] != approved.id.split(":")[1]  # resumed in a later run
         waiting = await client.get_task(GetTaskRequest(id=paused.id))
         assert state(waiting) == "TASK_STATE_INPUT_REQUIRED"
         assert waiting.context_id == paused.context_id
@@ -406,7 +507,10 @@ async def test_bad_json_rpc_gets_protocol_errors_and_the_server_keeps_serving(
         v03_bad = await post_rpc(
             http, endpoint, dumps(rpc("message/send", {"nope": 1})), json_headers
         )
-        assert v03_bad["error"]["code"] in (-32600, -32602)
+        assert v03_bad["error"] == {
+            "code": -32602,
+            "message": "Invalid params: params.message: Field required",
+        }
         # The v0.3 method names, as the reference server takes them, still work.
         sent = await post_rpc(
             http, endpoint, dumps(rpc("message/send", {"message": V03_MESSAGE}, 7)), json_headers
@@ -422,3 +526,44 @@ async def test_bad_json_rpc_gets_protocol_errors_and_the_server_keeps_serving(
         assert got["result"]["contextId"] == result["contextId"]
         missing = await http.post("/a2a/nobody", content=dumps(rpc("tasks/get", {"id": "x"})))
         assert missing.status_code == 404
+
+
+async def test_invalid_params_of_the_v03_methods_are_invalid_params(agent: Running) -> None:
+    no_text = {**V03_MESSAGE, "parts": [{"kind": "text"}]}
+    cases: list[tuple[str, Any, str]] = [
+        ("message/send", {"message": no_text}, "params.message.parts.0.text: Field required"),
+        ("message/stream", {"message": {**V03_MESSAGE, "role": "robot"}}, "params.message.role"),
+        ("message/send", 5, "params: "),
+        ("tasks/get", {}, "params.id: Field required"),
+        ("tasks/cancel", {"id": 5}, "params.id: "),
+        ("tasks/get", None, "params: "),
+    ]
+    async with httpx.AsyncClient(base_url=agent.url, timeout=30) as http:
+        for number, (method, params, named) in enumerate(cases):
+            reply = await post_rpc(http, "/a2a/demo", dumps(rpc(method, params, number)))
+            assert reply["id"] == number, (method, params)
+            assert reply["error"]["code"] == -32602, (method, params, reply)
+            message_ = reply["error"]["message"]
+            assert message_.startswith(f"Invalid params: {named}"), (method, params, message_)
+            assert "pydantic" not in message_
+            assert "validation error" not in message_
+
+
+async def test_list_tasks_with_an_unknown_status_is_invalid_params(agent: Running) -> None:
+    v1 = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+    async with a2a_client(agent) as client:
+        done = await send(client, message("done"))
+    async with httpx.AsyncClient(base_url=agent.url, timeout=30) as http:
+        for status in ("TASK_STATE_DONE", "completed", 99, True, {"state": 3}):
+            body = dumps(rpc("ListTasks", {"status": status}, "l"))
+            reply = await post_rpc(http, "/a2a/demo", body, v1)
+            assert reply["id"] == "l"
+            assert reply["error"]["code"] == -32602, (status, reply)
+            assert "params.status: unknown task state" in reply["error"]["message"]
+            assert "TASK_STATE_COMPLETED" in reply["error"]["message"]
+        for status in ("TASK_STATE_COMPLETED", 3):
+            body = dumps(rpc("ListTasks", {"status": status}, "ok"))
+            listed = await post_rpc(http, "/a2a/demo", body, v1)
+            assert [t["id"] for t in listed["result"]["tasks"]] == [done.id], status
+        working = dumps(rpc("ListTasks", {"status": "TASK_STATE_WORKING"}))
+        assert (await post_rpc(http, "/a2a/demo", working, v1))["result"]["tasks"] == []

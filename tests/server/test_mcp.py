@@ -23,6 +23,7 @@ from agentctl import __version__
 from agentctl.auth.idp_b import IdpBAuthenticator
 from agentctl.runtime.agent import summary
 from agentctl.server.access import AccessPolicy
+from agentctl.server.routes.mcp import last_answer
 from agentctl.storage.base import OWNER
 from agentctl.testing.identity import IdpBServer
 from tests.server.conftest import Running, call, running_server, user
@@ -226,6 +227,43 @@ async def test_bad_json_rpc_gets_protocol_errors_and_the_server_goes_on(
         assert text_of(await ask(session, "@say still serving")) == "still serving"
 
 
+async def test_a_request_id_that_is_not_a_string_or_integer_is_an_invalid_request(
+    http: httpx.AsyncClient,
+) -> None:
+    for bad_id in (1.5, None, True, {"n": 1}, [1]):
+        refused = await rpc(http, {"jsonrpc": "2.0", "id": bad_id, "method": "ping"})
+        assert refused.status_code == 400, bad_id
+        error = refused.json()
+        assert error["id"] is None
+        assert error["error"]["code"] == -32600, bad_id
+        assert "id must be a string or an integer" in error["error"]["message"]
+    for good_id in ("p", 0, -3):
+        pong = await rpc(http, {"jsonrpc": "2.0", "id": good_id, "method": "ping"})
+        assert payload(pong) == {"jsonrpc": "2.0", "id": good_id, "result": {}}
+
+
+async def test_malformed_params_keep_the_request_id_and_name_the_param(
+    http: httpx.AsyncClient,
+) -> None:
+    cases: list[tuple[str | int, str, Any, str]] = [
+        ("call-1", "tools/call", 5, "params: "),
+        (2, "tools/call", [1, 2], "params: "),
+        (3, "tools/call", {"name": 5}, "params.name: "),
+        (4, "tools/call", {"name": "demo", "arguments": "hi"}, "params.arguments: "),
+        ("init", "initialize", {"capabilities": {}}, "params.protocolVersion: "),
+        (6, "tools/list", "all", "params: "),
+    ]
+    for request_id, method, params, named in cases:
+        body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        reply = payload(await rpc(http, body))
+        assert reply["id"] == request_id, (method, params, reply)
+        assert reply["error"]["code"] == -32602, (method, params, reply)
+        assert reply["error"]["message"].startswith("Invalid params: "), reply
+        assert named in reply["error"]["message"], (named, reply)
+    pong = await rpc(http, {"jsonrpc": "2.0", "id": 7, "method": "ping"})
+    assert payload(pong) == {"jsonrpc": "2.0", "id": 7, "result": {}}
+
+
 # -- auth ----------------------------------------------------------------------------------
 
 
@@ -300,6 +338,21 @@ def test_summary_is_the_first_paragraph_that_is_not_a_heading() -> None:
     assert summary("# Title\n\n## Sub\n\nYou help.\nWith care.\n\nMore.") == "You help. With care."
     assert summary("# Only a heading\n") == ""
     assert len(summary("word " * 500)) == 500
+
+
+def test_an_answer_in_content_blocks_reads_as_written() -> None:
+    """Anthropic cuts an answer with citations into several text blocks, beside blocks that
+    are not text: the answer is their text joined as written, as A2A streams it."""
+    content = [
+        {"type": "thinking", "thinking": "hmm", "signature": "s"},
+        {"type": "text", "text": "The report says ", "index": 1},
+        {"type": "text", "text": "grass is green", "citations": [{"type": "char_location"}]},
+        {"type": "text", "text": "."},
+    ]
+    ai = {"type": "ai", "content": content}
+    assert last_answer({"messages": [ai]}) == "The report says grass is green."
+    assert last_answer({"messages": [{**ai, "content": "plain"}]}) == "plain"
+    assert last_answer({"messages": [{"type": "human", "content": "hi"}]}) is None
 
 
 # -- agents calling agents -----------------------------------------------------------------

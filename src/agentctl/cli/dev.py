@@ -56,11 +56,13 @@ def dev(
     """
     from agentctl.server.devloop import DevServer, configure_logging
     from agentctl.server.http import listen_socket
+    from agentctl.server.limits import Limits
     from agentctl.server.origins import OriginPolicy
 
     environ = dict(os.environ)  # before any .env value is exported
     step("Validating", str(config))
     first = prepare(config, environ, quiet=False)
+    limits = Limits.from_env(environ)
     sock = listen_socket(host, port)
     try:
         server = DevServer(
@@ -71,6 +73,7 @@ def dev(
             allow_blocking=allow_blocking,
             environ=environ,
             origins=OriginPolicy.for_dev(cors_origins, host),
+            limits=limits,
         )
         step("Starting", f'agent "{first.project.name}" on {server.url}')
         configure_logging()

@@ -79,6 +79,7 @@ async def run(settings: Settings, sock: socket.socket) -> None:
 
     config = uvicorn_config(
         create_app(server),
+        server.limits,
         timeout_graceful_shutdown=settings.shutdown_grace_seconds,
         proxy_headers=True,
         forwarded_allow_ips=settings.forwarded_allow_ips,

@@ -27,6 +27,7 @@ from agentctl.engine.deployment import Deployment
 from agentctl.engine.wire import END_EVENT
 from agentctl.observability import bind_run, run_finished, run_span, run_started
 from agentctl.storage.base import Message, Run, RunStatus, Storage, now
+from agentctl.storage.outages import outages, ride_out, service_down
 
 log = logging.getLogger("agentctl.engine")
 
@@ -209,9 +210,9 @@ class RunEngine:
             self._wake.clear()
             try:
                 run = await self.storage.runs.claim(now(), worker=self.worker, lease=self.lease)
-            except Exception:
+            except Exception as exc:
                 self._slots.release()
-                log.exception("claiming a run failed; retrying in 1 s")
+                self._log_failure(exc, "claiming a run failed; retrying in 1 s")
                 await asyncio.sleep(1.0)
                 continue
             if run is None:
@@ -243,9 +244,18 @@ class RunEngine:
                 for run_id, (_, at) in list(self._early_cancels.items()):
                     if at < horizon:
                         del self._early_cancels[run_id]
-            except Exception:
-                log.exception("keeping run leases failed; retrying")
+            except Exception as exc:
+                self._log_failure(exc, "keeping run leases failed; retrying")
             self._wake.set()
+
+    @staticmethod
+    def _log_failure(exc: Exception, message: str) -> None:
+        """An outage is logged once (storage/outages.py); anything else with its traceback."""
+        service = service_down(exc)
+        if service is not None:
+            outages.down(service, exc)
+        else:
+            log.exception(message)
 
     async def _requeue_orphans(self) -> None:
         requeued = await self.storage.runs.requeue_orphans(self.worker, now())
@@ -274,7 +284,10 @@ class RunEngine:
                 if self._cancel_actions.get(run.run_id) in (None, "lease lost"):
                     raise  # its replica stops, or another took it: it is retried, not ended
                 status = "interrupted"
-            except Exception:
+            except Exception as exc:
+                if service_down(exc):
+                    await self._retry_later(run, exc)
+                    return
                 log.exception("run %s could not be executed", run.run_id)
                 failure = {"error": "InternalError", "message": "the server failed to run it"}
                 await self._finish(run, None, executor.Outcome("error", failure))
@@ -287,6 +300,14 @@ class RunEngine:
                 self._wake.set()
                 run_finished(run, status, time.monotonic() - started)
 
+    async def _retry_later(self, run: Run, exc: Exception) -> None:
+        """The run stopped because PostgreSQL or Redis went away: once the database is back,
+        it is pending again and resumes from its last checkpoint (attempt + 1)."""
+        log.warning("run %s stopped by an outage (%s); it resumes from its last checkpoint "
+                    "once the service is back", run.run_id, service_down(exc))  # fmt: skip
+        await ride_out(lambda: self.storage.runs.release(self.worker, run_id=run.run_id))
+        await self._wake_others()
+
     async def _execute(self, run: Run) -> RunStatus:
         """Execute the run to its end and record how it ended; returns its status."""
         graph = self.deployment.runtime.graph  # the run keeps this revision to the end
@@ -294,8 +315,9 @@ class RunEngine:
         config = executor.run_config(run, assistant, self.deployment)
         resume = await executor.resumes_from_checkpoint(self.storage, run)
         graph_id = assistant.graph_id if assistant is not None else self.deployment.graph_id
-        await self.storage.threads.update(
-            run.thread_id, status="busy", metadata=thread_labels(graph_id, run.assistant_id)
+        labels = thread_labels(graph_id, run.assistant_id)
+        await ride_out(
+            lambda: self.storage.threads.update(run.thread_id, status="busy", metadata=labels)
         )
 
         async def publish(event: str, data: Any) -> None:
@@ -321,23 +343,27 @@ class RunEngine:
 
     async def _finish(self, run: Run, graph: Any, outcome: executor.Outcome) -> None:
         self._finishing.add(run.run_id)
-        await self.storage.runs.finish(run.run_id, outcome.status, error=outcome.error)
-        await self._settle_thread(run, graph, outcome.status)
+        await ride_out(
+            lambda: self.storage.runs.finish(run.run_id, outcome.status, error=outcome.error)
+        )
+        await ride_out(lambda: self._settle_thread(run, graph, outcome.status))
         await self._append_end(run, outcome.status)
         if run.temporary:
-            await self.storage.threads.delete(run.thread_id)
+            await ride_out(lambda: self.storage.threads.delete(run.thread_id))
 
     async def _finish_cancelled(self, run: Run, graph: Any, action: CancelAction) -> None:
         self._finishing.add(run.run_id)
+        storage = self.storage
         if action == "rollback":
-            await self.storage.runs.delete(run.run_id)
-            await self.storage.checkpointer.adelete_for_run(run.thread_id, run.run_id)
+            await ride_out(lambda: storage.runs.delete(run.run_id))
+            await ride_out(lambda: storage.checkpointer.adelete_for_run(run.thread_id, run.run_id))
         else:
-            await self.storage.runs.set_status(run.run_id, "interrupted", "cancelled")
-        await self._settle_thread(run, graph, "interrupted" if action == "interrupt" else "success")
+            await ride_out(lambda: storage.runs.set_status(run.run_id, "interrupted", "cancelled"))
+        settled: RunStatus = "interrupted" if action == "interrupt" else "success"
+        await ride_out(lambda: self._settle_thread(run, graph, settled))
         await self._append_end(run, "interrupted", cancelled=True)
         if run.temporary:
-            await self.storage.threads.delete(run.thread_id)
+            await ride_out(lambda: storage.threads.delete(run.thread_id))
 
     async def _settle_thread(self, run: Run, graph: Any, status: RunStatus) -> None:
         """The thread's status and pending interrupts after `run`."""
@@ -347,8 +373,8 @@ class RunEngine:
         if status in ("interrupted", "error") and not run.temporary and graph is not None:
             try:
                 state = await graph.aget_state({"configurable": {"thread_id": run.thread_id}})
-            except Exception:  # e.g. the run failed because the database did
-                if status != "error":
+            except Exception as exc:  # e.g. the run failed because the database did
+                if status != "error" or service_down(exc):
                     raise
                 log.warning("run %s: the thread's interrupts could not be read", run.run_id)
                 state = None

@@ -21,6 +21,7 @@ from agentctl.engine.wire import (
 )
 from agentctl.runtime.memory import USER_ID_KEY
 from agentctl.storage.base import Assistant, Run, RunStatus, Storage
+from agentctl.storage.outages import service_down
 
 log = logging.getLogger("agentctl.engine")
 
@@ -150,6 +151,8 @@ async def execute(
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # the agent failed: the client gets an `error` event
+        if service_down(exc):
+            raise  # not the agent's failure: the run is retried once the service is back
         log.warning("run %s failed: %s: %s", run.run_id, type(exc).__name__, exc, exc_info=True)
         outcome = Outcome("error", {"error": type(exc).__name__, "message": str(exc)})
         await publish("error", outcome.error)

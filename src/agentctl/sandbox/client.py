@@ -12,6 +12,7 @@ from agentctl.sandbox.http import spec_json
 from agentctl.sandbox.isolation import Finished, SandboxUnavailable
 from agentctl.sandbox.service import (
     SandboxBusy,
+    SandboxFull,
     SandboxInfo,
     SandboxNotFound,
     SandboxRefused,
@@ -97,6 +98,7 @@ class SandboxClient:
             409: SandboxBusy,
             422: SandboxRefused,
             503: SandboxUnavailable,
+            507: SandboxFull,
         }.get(response.status_code, RuntimeFailure)
         raise error(f"the sandbox service: {detail}")
 

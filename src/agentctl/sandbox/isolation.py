@@ -10,26 +10,32 @@ user namespaces, as an unprivileged user, with an empty environment. It sees:
 
 and nothing else of the machine: not the server's files, environment, processes or network.
 Limits: per-process CPU time, address space, file size and open files, processes per sandbox
-(`prlimit`, inside the namespaces), wall-clock time, and output size.
+(`prlimit`, inside the namespaces), wall-clock time, and output size; what a `Watch` given to
+`run` stops it for (the service's memory and disk limits of a whole sandbox).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import signal
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from agentctl.errors import RuntimeFailure
+
+log = logging.getLogger("agentctl.sandbox")
 
 SANDBOX_UID = 1000  # the user inside; outside it is the server's user, or `AGENTCTL_SANDBOX_UID`
 WORKSPACE = "/workspace"
 SKILLS = "/memories/skills"
 HOST_IMAGE = "host"
 TIMED_OUT = 124  # the exit code of a command stopped at its time limit, as timeout(1) has it
+KILLED = 128 + signal.SIGKILL  # the exit code of a command killed for a limit
 PATH = f"{WORKSPACE}/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # What an image's top level may hold that is not bound into the sandbox.
 _NOT_FROM_IMAGE = frozenset(
@@ -57,11 +63,16 @@ class SandboxUnavailable(RuntimeFailure):
 class Limits:
     timeout: float  # wall-clock seconds per command
     cpu_seconds: int  # per process
-    memory_bytes: int  # address space per process, and the size of /tmp
+    memory_bytes: int  # all processes and /tmp of a sandbox; address space of each process
     processes: int  # at once, per command
     file_bytes: int  # largest file a command may write
     output_bytes: int  # output kept per command; past 16x this, the command is stopped
+    disk_bytes: int = 2 << 30  # a sandbox's /workspace (enforced by the service)
     open_files: int = 512
+
+
+# Given the pid of a running command, returns (only) when it must be stopped: why, in words.
+Watch = Callable[[int], Awaitable[str]]
 
 
 @dataclass(frozen=True)
@@ -169,21 +180,28 @@ def _environment() -> dict[str, str]:
     }
 
 
+def as_user(argv: list[str], uid: int | None) -> list[str]:
+    """`argv` run as `uid` (None: as this process's user)."""
+    if uid is None:
+        return argv
+    # with setpriv: uvloop's subprocesses cannot change user themselves
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *argv]
+
+
 async def run(
     argv: list[str],
     limits: Limits,
     *,
     stdin: bytes | None = None,
-    uid: int | None = None,
     timeout: float | None = None,
     output_bytes: int | None = None,
+    watch: Watch | None = None,
 ) -> Finished:
-    """Run `argv` (from `command_line`), feeding it `stdin`, and collect its output (stdout
-    and stderr together) within the limits. Never raises for what the command does."""
+    """Run `argv` (from `command_line`, as `as_user`), feeding it `stdin`, and collect its
+    output (stdout and stderr together) within the limits, and until `watch` says to stop.
+    Never raises for what the command does."""
     keep = output_bytes or limits.output_bytes
     seconds = min(timeout or limits.timeout, limits.timeout)
-    if uid is not None:  # with setpriv: uvloop's subprocesses cannot change user themselves
-        argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", *argv]
     process = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
@@ -196,6 +214,7 @@ async def run(
         assert process.stdin is not None
         asyncio.get_running_loop().create_task(_feed(process.stdin, stdin))
     assert process.stdout is not None
+    watcher = asyncio.ensure_future(_watching(watch, process.pid)) if watch else None
     kept = bytearray()
     seen = 0
     stopped: str | None = None
@@ -213,12 +232,28 @@ async def run(
     except BaseException:  # the caller gave up (a cancelled run): the command goes too
         _kill(process.pid)
         raise
+    finally:
+        if watcher is not None and not watcher.done():
+            watcher.cancel()
     if stopped is not None:
         _kill(process.pid)
         while await process.stdout.read(65536):  # to the end, or the process is never done
             pass
     code = await process.wait()
+    why = watcher.result() if watcher and watcher.done() and not watcher.cancelled() else None
+    if why is not None and stopped is None:  # the watch killed the command
+        return Finished(bytes(kept), KILLED, seen > keep, why)
     return Finished(bytes(kept), _exit_code(code, stopped), seen > keep, stopped)
+
+
+async def _watching(watch: Watch, pid: int) -> str | None:
+    try:
+        why = await watch(pid)
+    except Exception:  # the command goes on, unwatched
+        log.exception("watching a sandboxed command failed")
+        return None
+    _kill(pid)
+    return why
 
 
 async def _feed(pipe: asyncio.StreamWriter, data: bytes) -> None:

@@ -11,7 +11,7 @@ import asyncio
 import shlex
 import signal
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from deepagents.backends.protocol import (
     ExecuteResponse,
@@ -23,7 +23,7 @@ from deepagents.backends.sandbox import BaseSandbox
 
 from agentctl.sandbox.base import SandboxKey
 from agentctl.sandbox.isolation import Finished
-from agentctl.sandbox.service import Sandboxes, SandboxNotFound, SandboxSpec
+from agentctl.sandbox.service import Sandboxes, SandboxFull, SandboxNotFound, SandboxSpec
 
 T = TypeVar("T")
 FILE_BYTES = 64 << 20  # the largest file moved in or out by the file tools
@@ -117,7 +117,11 @@ class PlatformSandbox(BaseSandbox):  # type: ignore[misc]
     async def aupload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
         responses = []
         for path, data in files:
-            finished = await self._pool.run(self._name, _with_path(_UPLOAD, path), stdin=data)
+            try:
+                finished = await self._pool.run(self._name, _with_path(_UPLOAD, path), stdin=data)
+            except SandboxFull as exc:  # the agent reads why: "Failed to write file ...: ..."
+                responses.append(FileUploadResponse(path, cast(FileOperationError, str(exc))))
+                continue
             code = finished.exit_code
             error = None if code == 0 else _ERRORS.get(code, "permission_denied")
             responses.append(FileUploadResponse(path=path, error=error))

@@ -9,14 +9,19 @@ in which commands run isolated (`agentctl.sandbox.isolation`).
 
 Thread sandboxes (`t.*`) last as long as the service: they are removed when it starts
 again. Assistant sandboxes (`a.*`) persist. Either kind is removed after it has been idle
-for its TTL. `agentctl serve` and `agentctl dev` run one in process; replicas share one run
-by `agentctl sandbox-server` (`agentctl.sandbox.http`).
+for its TTL. A sandbox's memory (all its processes) is limited by a cgroup where one can be
+made (`agentctl.sandbox.cgroup`), else watched from outside; its workspace's disk space is
+watched (`agentctl.sandbox.usage`). Everything touching files runs off the event loop.
+`agentctl serve` and `agentctl dev` run one in process; replicas share one run by
+`agentctl sandbox-server` (`agentctl.sandbox.http`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import errno
 import hashlib
 import json
 import logging
@@ -24,14 +29,15 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from agentctl.errors import UserError
-from agentctl.sandbox import isolation
-from agentctl.sandbox.isolation import Box, Finished, Limits, SandboxUnavailable
+from agentctl.errors import RuntimeFailure, UserError
+from agentctl.sandbox import isolation, usage
+from agentctl.sandbox.cgroup import CgroupError, Cgroups, open_cgroups
+from agentctl.sandbox.isolation import Box, Finished, Limits, SandboxUnavailable, Watch
 from agentctl.settings import SandboxSettings
 
 log = logging.getLogger("agentctl.sandbox")
@@ -40,6 +46,9 @@ NAME = re.compile(r"[at]\.[A-Za-z0-9~-]{1,200}(\.[A-Za-z0-9~-]{1,200})?")
 IMAGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 DEFAULT_TEMPLATE = "agent-deploy"
 STATE = "sandbox.json"
+MEMORY_CHECK = 0.2  # seconds between measures of a command's memory, without a cgroup
+DISK_CHECK = 1.0  # seconds (at least) between measures of a workspace's disk space
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
 class SandboxNotFound(UserError):
@@ -48,6 +57,12 @@ class SandboxNotFound(UserError):
 
 class SandboxBusy(UserError):
     status = 409
+
+
+class SandboxFull(RuntimeFailure):
+    """No room for a write: the sandbox's disk limit, or the disk of the service itself."""
+
+    status = 507
 
 
 class SandboxRefused(UserError):
@@ -124,10 +139,14 @@ class SandboxService:
             processes=settings.processes,
             file_bytes=settings.file_size_mb << 20,
             output_bytes=settings.output_bytes,
+            disk_bytes=settings.disk_mb << 20,
         )
         self.uid = isolation.host_uid(settings.uid)
+        self.cgroups: Cgroups | None = None  # known once started
         self._locks: dict[str, asyncio.Lock] = {}
         self._busy: dict[str, int] = {}
+        self._disk: dict[str, int] = {}  # bytes in each sandbox's workspace, last measured
+        self._memory: dict[str, dict[int, int]] = {}  # bytes per running command, measured
         self._started: asyncio.Task[None] | None = None
         self._reaper: asyncio.Task[None] | None = None
         self._warned: set[str] = set()
@@ -136,6 +155,9 @@ class SandboxService:
 
     async def check(self, spec: SandboxSpec) -> None:
         await self.start()
+        await asyncio.to_thread(self._check, spec)
+
+    def _check(self, spec: SandboxSpec) -> None:
         self._root(spec.image)
         self._template(spec.template)
 
@@ -143,7 +165,8 @@ class SandboxService:
         _check_name(name)
         await self.start()
         async with self._lock(name):
-            return await asyncio.to_thread(self._ensure, name, spec)
+            with self._writing(name):
+                return await asyncio.to_thread(self._ensure, name, spec)
 
     async def execute(
         self,
@@ -156,32 +179,122 @@ class SandboxService:
     ) -> Finished:
         _check_name(name)
         await self.start()
-        folder = self.boxes / name
         async with self._lock(name):  # not while it is being made, changed or removed
-            state = self._state(folder)
-            if state is None:
-                raise SandboxNotFound(f"there is no sandbox {name}")
-            os.utime(folder / STATE)
-            box = Box(
-                root=self._root(state["image"]),
-                etc=self.directory / "etc",
-                workspace=folder / "workspace",
-                skills=folder / "skills" if (folder / "skills").is_dir() else None,
-            )
+            with self._writing(name):
+                box = await asyncio.to_thread(self._box, name)
             self._busy[name] = self._busy.get(name, 0) + 1
         try:
-            network = self.settings.network == "host"
-            argv = isolation.command_line(box, command, self.limits, network=network)
-            return await isolation.run(
-                argv,
-                self.limits,
-                stdin=stdin,
-                uid=self.uid,
-                timeout=timeout,
-                output_bytes=output_bytes,
-            )
+            used = self._disk.get(name)
+            if used is None:
+                used = self._disk[name] = await asyncio.to_thread(usage.disk_used, box.workspace)
+            if stdin is not None and used + len(stdin) > self.limits.disk_bytes:
+                raise SandboxFull(
+                    f"sandbox {name}: writing {len(stdin)} bytes would take its /workspace "
+                    f"({used >> 20} MB used) past its disk limit of "
+                    f"{self.limits.disk_bytes >> 20} MB (AGENTCTL_SANDBOX_DISK_MB)"
+                )
+            # No file may outgrow the room left; when there is none, files can only shrink.
+            room = max(0, self.limits.disk_bytes - used)
+            limits = dataclasses.replace(self.limits, file_bytes=min(self.limits.file_bytes, room))
+            return await self._run(name, box, command, limits, used, stdin, timeout, output_bytes)
         finally:
             self._busy[name] -= 1
+
+    async def _run(
+        self, name: str, box: Box, command: str, limits: Limits, used: int,
+        stdin: bytes | None, timeout: float | None, output_bytes: int | None,
+    ) -> Finished:  # fmt: skip
+        network = self.settings.network == "host"
+        argv = await asyncio.to_thread(
+            isolation.command_line, box, command, limits, network=network
+        )
+        argv = isolation.as_user(argv, self.uid)
+        cgroup: Path | None = None
+        oom_before = oom_after = 0
+        if self.cgroups is not None:
+            cgroup = await asyncio.to_thread(self.cgroups.prepare, name, self.limits.memory_bytes)
+            argv = self.cgroups.join(cgroup, argv)
+            oom_before = await asyncio.to_thread(self.cgroups.oom_kills, cgroup)
+        watch = self._watch(name, box.workspace, allowed=max(used, self.limits.disk_bytes))
+        try:
+            finished = await isolation.run(
+                argv, limits, stdin=stdin, timeout=timeout, output_bytes=output_bytes, watch=watch
+            )
+        finally:
+            self._disk[name] = await asyncio.to_thread(usage.disk_used, box.workspace)
+            if cgroup is not None and self.cgroups is not None:
+                oom_after = await asyncio.to_thread(self.cgroups.oom_kills, cgroup)
+                if self._busy.get(name, 0) <= 1:
+                    await asyncio.to_thread(self.cgroups.release, cgroup)
+        if cgroup is not None and oom_after > oom_before and finished.stopped is None:
+            why = self._too_much_memory()
+            return dataclasses.replace(finished, exit_code=isolation.KILLED, stopped=why)
+        return finished
+
+    def _watch(self, name: str, workspace: Path, *, allowed: int) -> Watch:
+        """Stops a command when its sandbox's processes (all its commands) take more memory
+        than the limit (unless a cgroup limits them), or its workspace grows past `allowed`."""
+        memory = self._memory.setdefault(name, {})
+        limit = self.limits.memory_bytes
+
+        async def watch(pid: int) -> str:
+            next_disk = time.monotonic() + DISK_CHECK
+            try:
+                while True:
+                    await asyncio.sleep(MEMORY_CHECK)
+                    if self.cgroups is None:
+                        memory[pid] = await asyncio.to_thread(usage.command_memory, pid)
+                        if sum(memory.values()) > limit:
+                            return self._too_much_memory()
+                    if time.monotonic() >= next_disk:
+                        began = time.monotonic()
+                        used = await asyncio.to_thread(usage.disk_used, workspace)
+                        self._disk[name] = used
+                        if used > allowed:
+                            return (
+                                f"its files in /workspace went past the disk limit of "
+                                f"{self.limits.disk_bytes >> 20} MB"
+                            )
+                        # a large workspace is measured less often
+                        next_disk = time.monotonic() + max(
+                            DISK_CHECK, 10 * (time.monotonic() - began)
+                        )
+            finally:
+                memory.pop(pid, None)
+
+        return watch
+
+    def _too_much_memory(self) -> str:
+        return (
+            f"its processes used more than the memory limit of {self.limits.memory_bytes >> 20} "
+            "MB of the sandbox"
+        )
+
+    def _box(self, name: str) -> Box:
+        folder = self.boxes / name
+        state = self._state(folder)
+        if state is None:
+            raise SandboxNotFound(f"there is no sandbox {name}")
+        os.utime(folder / STATE)
+        return Box(
+            root=self._root(state["image"]),
+            etc=self.directory / "etc",
+            workspace=folder / "workspace",
+            skills=folder / "skills" if (folder / "skills").is_dir() else None,
+        )
+
+    @contextlib.contextmanager
+    def _writing(self, name: str) -> Iterator[None]:
+        """A full disk under the service's own writes is a 507 naming it, not a crash."""
+        try:
+            yield
+        except OSError as exc:
+            if exc.errno not in NO_SPACE:
+                raise
+            raise SandboxFull(
+                f"sandbox {name}: no space left on the disk of the sandbox service "
+                f"({self.directory}, AGENTCTL_SANDBOX_DIR): {exc.strerror}"
+            ) from None
 
     async def delete(self, name: str) -> bool:
         _check_name(name)
@@ -192,6 +305,7 @@ class SandboxService:
             if self._busy.get(name):
                 raise SandboxBusy(f"sandbox {name} is running a command: delete it after")
             await asyncio.to_thread(_remove, folder)
+            self._disk.pop(name, None)
             return True
 
     def _lock(self, name: str) -> asyncio.Lock:
@@ -225,8 +339,10 @@ class SandboxService:
         probe = self.boxes / ".probe"
         await asyncio.to_thread(self._create, probe, SandboxSpec(image=isolation.HOST_IMAGE))
         box = Box(None, self.directory / "etc", probe / "workspace", None)
-        argv = isolation.command_line(box, "echo ok", self.limits, network=False)
-        finished = await isolation.run(argv, self.limits, uid=self.uid, timeout=30)
+        argv = await asyncio.to_thread(
+            isolation.command_line, box, "echo ok", self.limits, network=False
+        )
+        finished = await isolation.run(isolation.as_user(argv, self.uid), self.limits, timeout=30)
         await asyncio.to_thread(_remove, probe)
         if finished.output.strip() != b"ok":
             said = finished.output.decode("utf-8", "replace").strip()
@@ -235,7 +351,23 @@ class SandboxService:
                 "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) and "
                 f"a {self.directory} every user may traverse (chmod o+x on its parents)"
             )
+        self.cgroups = await asyncio.to_thread(self._open_cgroups)
         self._reaper = asyncio.create_task(self._reap_forever())
+
+    def _open_cgroups(self) -> Cgroups | None:
+        try:
+            cgroups = open_cgroups(self.settings.cgroup)
+        except CgroupError as exc:
+            if self.settings.cgroup not in ("auto", "off"):
+                raise SandboxUnavailable(str(exc)) from None
+            log.info(
+                "sandbox memory: no cgroup (%s); the service measures each sandbox's "
+                "processes instead",
+                exc,
+            )
+            return None
+        log.info("sandbox memory: a cgroup per sandbox, under %s", cgroups.base)
+        return cgroups
 
     def _prepare(self) -> None:
         self.boxes.mkdir(parents=True, exist_ok=True)
@@ -393,6 +525,7 @@ class SandboxService:
                     async with self._lock(info.name):
                         if self._idle(info.name):  # still, now that no ensure runs
                             await asyncio.to_thread(_remove, self.boxes / info.name)
+                            self._disk.pop(info.name, None)
                             log.info("sandbox %s expired", info.name)
             except Exception:  # the next round tries again
                 log.exception("expiring idle sandboxes failed")

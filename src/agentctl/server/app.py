@@ -22,7 +22,7 @@ from agentctl.server import errors, openapi
 from agentctl.server.access import AccessPolicy, Authentication
 from agentctl.server.fields import check_url
 from agentctl.server.heap import resettle_heap
-from agentctl.server.limits import BodyLimit
+from agentctl.server.limits import BodyLimit, Limits
 from agentctl.server.origins import OriginGuard, OriginPolicy
 from agentctl.storage.base import Assistant, Storage
 
@@ -38,6 +38,8 @@ class Server:
     access: AccessPolicy = field(default_factory=AccessPolicy)
     # Which web pages may call it; the default: none but its own.
     origins: OriginPolicy = field(default_factory=OriginPolicy)
+    # What one request may cost (docs/server.md, Limits).
+    limits: Limits = field(default_factory=Limits)
     # Facts shown by `/info`.
     info: dict[str, Any] = field(default_factory=dict)
     # Revisions pushed by `agentctl deploy` (a `platform.Deployments`; `serve` only).
@@ -140,7 +142,7 @@ def create_app(server: Server) -> FastAPI:
         dependencies=[Depends(check_url)],
     )
     app.state.server = server
-    app.add_middleware(BodyLimit)
+    app.add_middleware(BodyLimit, limits=server.limits)
     app.add_middleware(Authentication, policy=lambda: server.access)
     # Outside authentication: a preflight carries no credentials, and a foreign page's
     # request is refused before anything else looks at it.

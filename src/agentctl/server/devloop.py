@@ -36,6 +36,7 @@ from agentctl.server.http import (
     base_url,
     uvicorn_config,
 )
+from agentctl.server.limits import Limits
 from agentctl.server.origins import OriginPolicy
 
 log = logging.getLogger("agentctl.dev")
@@ -87,6 +88,7 @@ class DevServer:
         watch: bool = True,
         environ: Mapping[str, str] | None = None,
         origins: OriginPolicy | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.build = first
         self.rebuild = rebuild
@@ -96,6 +98,7 @@ class DevServer:
         self.watch = watch
         self.environ = dict(os.environ if environ is None else environ)
         self.origins = origins
+        self.limits = limits or Limits()
         self.server: Server | None = None
         self.serving = False  # uvicorn handles Ctrl-C and SIGTERM from here on
         self.detector: BlockingDetector | None = None
@@ -121,10 +124,16 @@ class DevServer:
         """Serve until the process is told to stop (Ctrl-C, SIGTERM)."""
         self._export_env(self.build.project.env)
         server = await open_embedded_server(
-            self.build.project, self.build.revision.id, self.data_dir, origins=self.origins
+            self.build.project,
+            self.build.revision.id,
+            self.data_dir,
+            origins=self.origins,
+            limits=self.limits,
         )
         self.server = server
-        config = uvicorn_config(create_app(server), timeout_graceful_shutdown=GRACEFUL_SHUTDOWN)
+        config = uvicorn_config(
+            create_app(server), self.limits, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN
+        )
         uv = self._uvicorn = NotifyingUvicorn(
             config, on_started=self._started, on_stopping=self._stopping
         )

@@ -12,6 +12,7 @@ from agentctl.runtime import load_agent
 from agentctl.sandbox import open_sandboxes
 from agentctl.server.access import AccessPolicy
 from agentctl.server.app import Server
+from agentctl.server.limits import Limits
 from agentctl.server.origins import OriginPolicy
 from agentctl.settings import SandboxSettings
 from agentctl.storage.base import Storage
@@ -30,11 +31,13 @@ async def open_embedded_server(
     run_timeout: float | None = None,
     origins: OriginPolicy | None = None,
     storage: Storage | None = None,
+    limits: Limits | None = None,
 ) -> Server:
     """Load `project` as revision `revision_id` on the database in `data_dir` (created when
     missing), admitting callers as `agentctl dev` does (and web pages as `origins` says:
     by default, `agentctl dev`'s on 127.0.0.1). Raises a `UserError` when the agent cannot
-    be loaded. `storage` replaces the SQLite database (it is closed with the server)."""
+    be loaded. `storage` replaces the SQLite database (it is closed with the server);
+    `limits`: what one request may cost (by default, the default limits)."""
     access = dev_access(project)
     data_dir.mkdir(parents=True, exist_ok=True)
     if storage is None:
@@ -66,6 +69,7 @@ async def open_embedded_server(
         origins=OriginPolicy.for_dev() if origins is None else origins,
         info={"storage": storage.kind, "revision": revision_id},
         sandboxes=sandboxes,
+        limits=limits or Limits(),
     )
 
 

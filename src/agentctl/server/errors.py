@@ -14,6 +14,12 @@ from starlette.routing import Match
 
 from agentctl import serde
 from agentctl.errors import AgentctlError
+from agentctl.storage.outages import (
+    RETRY_AFTER_SECONDS,
+    outage_errors,
+    outages,
+    service_down,
+)
 
 log = logging.getLogger("agentctl.server")
 
@@ -110,6 +116,15 @@ def install(app: FastAPI) -> None:
         return json_error(exc.status, str(exc))
 
     async def unexpected(request: Request, exc: Exception) -> Response:
+        service = service_down(exc)
+        if service is not None:
+            outages.down(service, exc)
+            return json_error(
+                503,
+                f"{service} is unavailable right now, so the request was not carried out — "
+                f"retry in a few seconds",
+                {"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
         log.exception("unexpected error on %s %s", request.method, request.url.path)
         return json_error(500, "internal server error — see the server log for details")
 
@@ -117,4 +132,6 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(AgentctlError, user_error)
+    for outage in outage_errors():  # answered here, not re-raised to the server's log
+        app.add_exception_handler(outage, unexpected)
     app.add_exception_handler(Exception, unexpected)

@@ -7,11 +7,16 @@ seconds took about 200 ms, some 12% of the CPU. Once the server serves, what it 
 moved out of the collector's reach (`gc.freeze`) and the youngest generation is collected
 less often. Objects still die at once when unreferenced, and cycles are still collected;
 after a revision switch the heap is settled again, so the old revision's cycles are too.
+
+After a large request the memory it freed is handed back to the system (`release_memory_soon`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import ctypes
 import gc
+from typing import Any
 
 YOUNG_GENERATION = 20_000  # allocations between collections of the youngest generation
 
@@ -34,3 +39,38 @@ def resettle_heap() -> None:
     revision leaves behind be collected, and keep the new one out of the way."""
     if _settled:
         settle_heap()
+
+
+_RELEASE_DELAY = 1.0  # seconds: one release covers the large requests that end meanwhile
+_release_pending = False
+
+
+def release_memory_soon() -> None:
+    """After a large request: collect its cycles and hand the freed memory back to the
+    system, once for all the large requests ending within a second. Without this, glibc keeps
+    the pages of a request that built a large object graph for the life of the process."""
+    global _release_pending
+    if not _release_pending:
+        _release_pending = True
+        asyncio.get_running_loop().call_later(_RELEASE_DELAY, _release)
+
+
+def _release() -> None:
+    global _release_pending
+    _release_pending = False
+    gc.collect()
+    if _malloc_trim is not None:  # off the loop: it walks the whole heap
+        asyncio.get_running_loop().run_in_executor(None, _malloc_trim, 0)
+
+
+def _libc_malloc_trim() -> Any:
+    """glibc's `malloc_trim`, or None elsewhere (musl, macOS: they return memory already)."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    return trim
+
+
+_malloc_trim = _libc_malloc_trim()

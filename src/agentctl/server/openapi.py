@@ -4,7 +4,8 @@ that must be UUIDs say so.
 
 Which statuses an operation gives follows from its shape, once, here: 403 for any (a web
 page or `Host` that is not allowed), 401 unless public, 404 with a path parameter or an
-`assistant_id` to look up, 422 with any parameter or body, 413 with a body. What only a
+`assistant_id` to look up, 422 with any parameter or body, 408 and 413 with a body, 503 for
+any (too many connections, or PostgreSQL or Redis not answering). What only a
 route knows (409 on conflicts) it declares itself with `responses=CONFLICT`.
 """
 
@@ -27,15 +28,17 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorOut, "description": "No such record"}
 }
 UNAVAILABLE: dict[int | str, dict[str, Any]] = {
-    503: {"model": OkOut, "description": "The server is stopping: send requests elsewhere"}
+    503: {"model": OkOut, "description": "Not ready: stopping, or a service does not answer"}
 }
 DESCRIPTIONS = {
     "401": "No credentials, or credentials that are not valid",
     "403": "Not allowed: a web page or Host this server does not admit, or an operator's action",
     "404": "No such record (or one that belongs to another user)",
     "409": "Conflict with the record's current state",
-    "413": "The request body is larger than 10 MiB",
+    "408": "The request body was sent too slowly",
+    "413": "The request body is over the size limit, or carries too many messages",
     "422": "A malformed body or parameter; the detail names the field",
+    "503": "Too many open connections, or a service the server needs does not answer",
 }
 _FASTAPI_ERRORS = ("HTTPValidationError", "ValidationError")
 
@@ -51,8 +54,8 @@ def _statuses(path: str, op: dict[str, Any], body: dict[str, Any] | None) -> set
     if params or "requestBody" in op:
         codes.add("422")
     if "requestBody" in op:
-        codes.add("413")
-    return codes
+        codes |= {"408", "413"}
+    return codes | {"503"}
 
 
 def _body_schema(op: dict[str, Any], schemas: dict[str, Any]) -> dict[str, Any] | None:
@@ -79,6 +82,8 @@ def describe(doc: dict[str, Any]) -> dict[str, Any]:
             responses = op.setdefault("responses", {})
             for code in sorted(_statuses(path, op, _body_schema(op, schemas))):
                 answer = responses.setdefault(code, {})
+                if code == "503" and "content" in answer:
+                    continue  # the route's own (`/ok` answers its readiness)
                 answer["description"] = answer.get("description") or DESCRIPTIONS[code]
                 if code == "422" or answer["description"] == "Validation Error":
                     answer["description"] = DESCRIPTIONS[code]

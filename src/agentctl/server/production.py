@@ -14,6 +14,7 @@ from agentctl.project.model import Project
 from agentctl.sandbox import open_sandboxes
 from agentctl.server.access import AccessPolicy
 from agentctl.server.app import Server
+from agentctl.server.limits import Limits
 from agentctl.server.origins import OriginPolicy, parse_origins
 from agentctl.settings import SandboxSettings, Settings, SettingsError
 from agentctl.storage.open import open_storage
@@ -59,6 +60,7 @@ async def open_production_server(settings: Settings) -> Server:
             origins=origins,
             info={"storage": storage.kind, "public_url": settings.public_url},
             shutdown_grace=settings.shutdown_grace_seconds,
+            limits=Limits.of(settings),
             on_close=[close_storage],
             sandboxes=open_sandboxes(
                 SandboxSettings.from_env(), Path(settings.data_dir), settings.platform_api_key

@@ -126,6 +126,7 @@ class PrunedOut(BaseModel):
 class OkOut(BaseModel):
     ok: bool
     stopping: bool = False
+    unavailable: list[str] | None = None  # the services that do not answer
 
 
 class RevisionOut(BaseModel):

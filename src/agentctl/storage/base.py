@@ -215,9 +215,10 @@ class RunStore(Protocol):
         returns them. Gone: the lease expired before `at` — and, on a backend only one
         process uses (SQLite), any worker other than `worker`."""
 
-    async def release(self, worker: str) -> builtins.list[Run]:
-        """The running runs `worker` holds become `pending` again, for another process to
-        take at once (a graceful shutdown that could not finish them); returns them."""
+    async def release(self, worker: str, *, run_id: str | None = None) -> builtins.list[Run]:
+        """The running runs `worker` holds (only `run_id`, when given) become `pending`
+        again, for any process to take at once (a graceful shutdown that could not finish
+        them, or a run an outage stopped); returns them."""
 
     async def cancel_pending(self, run_id: str, *, delete: bool) -> bool:
         """If the run is still `pending`, delete it (`delete`) or mark it `interrupted`
@@ -387,5 +388,9 @@ class Storage(Protocol):
 
     @property
     def bus(self) -> Bus: ...
+
+    async def unavailable(self) -> builtins.list[str]:
+        """The services this storage is built on that do not answer right now (e.g.
+        `["PostgreSQL"]`), each asked with a short timeout; empty when all answer."""
 
     async def close(self) -> None: ...

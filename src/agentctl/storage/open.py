@@ -7,6 +7,7 @@ from pathlib import Path
 
 from agentctl.settings import Settings, SettingsError
 from agentctl.storage.base import Storage
+from agentctl.storage.outages import REDIS
 
 Close = Callable[[], Awaitable[None]]
 
@@ -50,7 +51,11 @@ async def open_storage(settings: Settings) -> tuple[Storage, Close]:
 
     try:
         storage = await PostgresStorage.open(
-            settings.database_url, events=events, bus=bus, pool_size=settings.db_pool_size
+            settings.database_url,
+            events=events,
+            bus=bus,
+            pool_size=settings.db_pool_size,
+            probes={REDIS: client.ping},
         )
     except BaseException:
         await close()

@@ -17,7 +17,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Serve until Ctrl-C or SIGTERM; return the exit status."""
     parser = argparse.ArgumentParser(
         prog="python -m agentctl.testing",
-        description="Scripted, stateless, OpenAI-compatible model server for offline tests.",
+        description=(
+            "Scripted, stateless model server for offline tests, speaking the OpenAI, "
+            "Anthropic and Ollama chat APIs."
+        ),
     )
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="port to bind, 0 for any (8765)")
@@ -52,6 +55,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"  export OPENAI_BASE_URL={server.base_url}\n"
             f"  export OPENAI_API_KEY={API_KEY}\n"
             f'  then use the model "openai:{server.model}" (any model name works).\n'
+            "It speaks Anthropic's and Ollama's chat APIs too:\n"
+            f"  export ANTHROPIC_BASE_URL={server.url} ANTHROPIC_API_KEY={API_KEY}"
+            f'  # "anthropic:{server.model}"\n'
+            f'  export OLLAMA_HOST={server.url}  # "ollama:{server.model}"\n'
             "Script the replies with @say / @call / @fail lines in the user message.\n"
             "Press Ctrl-C to stop.",
             flush=True,

@@ -36,9 +36,11 @@ def demo_files(
     }
 
 
-def write_demo(folder: Path, calculator_url: str, library_url: str) -> Path:
+def write_demo(
+    folder: Path, calculator_url: str, library_url: str, model: str = "openai:scripted"
+) -> Path:
     """Write the demo project into `folder` and return it."""
-    for rel, text in demo_files(calculator_url, library_url).items():
+    for rel, text in demo_files(calculator_url, library_url, model).items():
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)

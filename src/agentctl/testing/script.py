@@ -249,11 +249,13 @@ def decide(messages: Sequence[Mapping[str, Any]]) -> Reply:
 
 def unknown_tools(reply: Reply, tools: Iterable[Any]) -> list[str]:
     """Names of the reply's tool calls that are not among the request's ``tools``."""
-    known: set[str] = set()
+    known: set[Any] = set()
     for tool in tools:
-        function = tool.get("function") if isinstance(tool, Mapping) else None
-        if isinstance(function, Mapping) and isinstance(function.get("name"), str):
-            known.add(function["name"])
+        if isinstance(
+            tool, Mapping
+        ):  # OpenAI and Ollama: {"function": {"name"}}; Anthropic: {"name"}
+            function = tool.get("function")
+            known.add(function.get("name") if isinstance(function, Mapping) else tool.get("name"))
     return [call.name for call in reply.tool_calls if call.name not in known]
 
 

@@ -8,7 +8,6 @@ import logging
 import socket
 import threading
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -16,10 +15,11 @@ from typing import Any, Literal, Self
 import orjson
 import uvicorn
 
-from agentctl.testing import protocol
+from agentctl.testing import anthropic_wire, ollama_wire, openai_wire
 from agentctl.testing.script import Reply, ScriptError, decide, unknown_tools
+from agentctl.testing.wire import Chat, Wire, WireError
 
-__all__ = ["DEFAULT_MODEL", "ScriptedModelApp", "ScriptedModelServer"]
+__all__ = ["DEFAULT_MODEL", "PROVIDERS", "ScriptedModelApp", "ScriptedModelServer"]
 
 logger = logging.getLogger("agentctl.testing")
 
@@ -31,12 +31,22 @@ Headers = Iterable[tuple[bytes, bytes]]
 
 DEFAULT_MODEL = "scripted-model"
 API_KEY = "scripted"
-_COMPLETIONS = frozenset({"/v1/chat/completions", "/chat/completions"})
+PROVIDERS = ("openai", "anthropic", "ollama")
+"""The providers whose wire the server speaks (see `ScriptedModelServer.env_for`)."""
+_OPENAI: Wire = openai_wire.OpenAIWire()
+_ANTHROPIC: Wire = anthropic_wire.AnthropicWire()
+_OLLAMA: Wire = ollama_wire.OllamaWire()
+_WIRES = {
+    "/v1/chat/completions": _OPENAI,
+    "/chat/completions": _OPENAI,
+    "/v1/messages": _ANTHROPIC,
+    "/api/chat": _OLLAMA,
+}
+_COUNT_TOKENS = "/v1/messages/count_tokens"
 _MODELS = frozenset({"/v1/models", "/models"})
-_SSE_HEADERS = [
-    (b"content-type", b"text/event-stream; charset=utf-8"),
-    (b"cache-control", b"no-cache"),
-]
+_TAGS = "/api/tags"
+_LISTS = _MODELS | {_TAGS}
+_NO_CACHE = (b"cache-control", b"no-cache")
 _JSON_TYPE = (b"content-type", b"application/json")
 _CLOSE = (b"connection", b"close")
 _NO_RETRY = [(b"x-should-retry", b"false")]
@@ -44,7 +54,8 @@ _START_TIMEOUT = 10.0
 
 
 class ScriptedModelApp:
-    """ASGI app answering OpenAI Chat Completions requests from the script in their messages."""
+    """ASGI app answering chat requests from the script in their messages, on the wires of
+    OpenAI (Chat Completions), Anthropic (Messages) and Ollama (``/api/chat``)."""
 
     def __init__(self, model: str = DEFAULT_MODEL, *, keep_alive: bool = True) -> None:
         self.model = model
@@ -72,80 +83,81 @@ class ScriptedModelApp:
             send = _closing(send)
         path: str = scope["path"].rstrip("/")
         method: str = scope["method"]
-        if path in _COMPLETIONS:
-            if method == "POST":
-                await self._completions(receive, send)
+        wire = _WIRES.get(path)
+        if wire is not None or path == _COUNT_TOKENS:
+            wire = wire or _ANTHROPIC
+            if method != "POST":
+                await _error(send, wire, 405, f"Method {method} not allowed", "method_not_allowed")
+            elif path == _COUNT_TOKENS:
+                await self._count_tokens(receive, send)
             else:
-                await _error(send, 405, f"Method {method} not allowed", "method_not_allowed")
-        elif method != "GET" and (path in _MODELS or path.startswith("/v1/models/")):
-            await _error(send, 405, f"Method {method} not allowed", "method_not_allowed")
+                await self._answer(wire, receive, send)
+        elif method != "GET" and (path in _LISTS or path.startswith("/v1/models/")):
+            await _error(send, _OPENAI, 405, f"Method {method} not allowed", "method_not_allowed")
         elif path in _MODELS:
-            await _json(send, 200, protocol.models_body(self.model))
+            await _json(send, 200, openai_wire.models_body(self.model))
         elif path == f"/v1/models/{self.model}":
-            await _json(send, 200, protocol.model_object(self.model))
+            await _json(send, 200, openai_wire.model_object(self.model))
+        elif path == _TAGS:
+            await _json(send, 200, ollama_wire.tags_body(self.model))
         else:
-            await _error(send, 404, f"Unknown route: {method} {scope['path']}", "unknown_url")
+            wire = _OLLAMA if path.startswith("/api/") else _OPENAI
+            message = f"Unknown route: {method} {scope['path']}"
+            await _error(send, wire, 404, message, "unknown_url")
 
-    async def _completions(self, receive: Receive, send: Send) -> None:
+    async def _read(
+        self, wire: Wire, receive: Receive, send: Send, *, counted: bool = True
+    ) -> Chat | None:
+        """The request as a `Chat`, or None once a 400 answered it (or the client left);
+        ``counted`` requests are chat requests, counted in `requests`."""
         body = await _read_body(receive)
         if body is None:
-            return
-        self.requests += 1
+            return None
+        self.requests += counted
         try:
-            request = orjson.loads(body)
+            return wire.parse(orjson.loads(body))
         except orjson.JSONDecodeError as exc:
-            await _error(send, 400, f"Could not parse the JSON body: {exc}", "invalid_json")
-            return
-        messages = request.get("messages") if isinstance(request, dict) else None
-        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-            await _error(send, 400, "'messages' must be a list of message objects", "invalid_value")
-            return
-        tools = request.get("tools") or []
-        if not isinstance(tools, list):
-            await _error(send, 400, "'tools' must be a list", "invalid_value")
+            await _error(send, wire, 400, f"Could not parse the JSON body: {exc}", "invalid_json")
+        except WireError as exc:
+            await _error(send, wire, 400, str(exc), "invalid_value")
+        return None
+
+    async def _count_tokens(self, receive: Receive, send: Send) -> None:
+        chat = await self._read(_ANTHROPIC, receive, send, counted=False)
+        if chat is not None:
+            await _json(send, 200, anthropic_wire.count_tokens_body(chat))
+
+    async def _answer(self, wire: Wire, receive: Receive, send: Send) -> None:
+        chat = await self._read(wire, receive, send)
+        if chat is None:
             return
         try:
-            reply = decide(messages)
+            reply = decide(chat.messages)
         except ScriptError as exc:
-            await _error(send, 400, str(exc), "invalid_script")
+            await _error(send, wire, 400, str(exc), "invalid_script")
             return
         if reply.tool_calls and logger.isEnabledFor(logging.DEBUG):
-            for name in unknown_tools(reply, tools):
+            for name in unknown_tools(reply, chat.tools):
                 logger.debug("scripted @call of tool %r, which the request does not offer", name)
         if reply.sleep and await self._pause(reply.sleep, receive) == "disconnected":
             return
         if (error := reply.error) is not None:
-            await _error(send, error.status, error.message, "scripted_failure", _NO_RETRY)
+            await _error(send, wire, error.status, error.message, "scripted_failure", _NO_RETRY)
             return
-        model = request.get("model")
-        model = model if isinstance(model, str) and model else self.model
-        completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
-        created = int(time.time())
-        usage = protocol.usage(messages, tools, reply)
-        if request.get("stream") is not True:
-            completion = protocol.completion_body(
-                reply, completion_id=completion_id, model=model, created=created, usage=usage
-            )
-            await _json(send, 200, completion)
+        model = chat.model or self.model
+        if not chat.stream:
+            await _json(send, 200, wire.body(reply, chat, model))
             return
-        options = request.get("stream_options")
-        include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-        events = protocol.stream_events(
-            reply,
-            completion_id=completion_id,
-            model=model,
-            created=created,
-            usage=usage if include_usage else None,
-        )
-        await self._stream(events, reply, receive, send)
+        headers = [(b"content-type", wire.stream_type), _NO_CACHE]
+        await self._stream(wire.stream(reply, chat, model), reply, headers, receive, send)
 
     async def _stream(
-        self, events: list[bytes], reply: Reply, receive: Receive, send: Send
+        self, events: list[bytes], reply: Reply, headers: Headers, receive: Receive, send: Send
     ) -> None:
         if not reply.slow:
-            await _send(send, 200, b"".join(events), _SSE_HEADERS)
+            await _send(send, 200, b"".join(events), headers)
             return
-        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+        await send({"type": "http.response.start", "status": 200, "headers": list(headers)})
         delay = reply.slow
         for number, event in enumerate(events):
             if number and delay:
@@ -211,9 +223,9 @@ async def _json(send: Send, status: int, payload: Any, headers: Headers = ()) ->
 
 
 async def _error(
-    send: Send, status: int, message: str, code: str | None, headers: Headers = ()
+    send: Send, wire: Wire, status: int, message: str, code: str, headers: Headers = ()
 ) -> None:
-    await _json(send, status, protocol.error_body(status, message, code), headers)
+    await _json(send, status, wire.error(status, message, code), headers)
 
 
 class ScriptedModelServer:
@@ -267,13 +279,25 @@ class ScriptedModelServer:
 
     @property
     def requests(self) -> int:
-        """Number of chat completion requests received."""
+        """Number of chat requests received (on any wire)."""
         return self.app.requests
 
     @property
     def env(self) -> dict[str, str]:
         """Environment variables pointing the openai SDK and langchain-openai at this server."""
-        return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": API_KEY}
+        return self.env_for("openai")
+
+    def env_for(self, provider: str) -> dict[str, str]:
+        """Environment variables pointing `provider` (``openai``, ``anthropic`` or ``ollama``:
+        their SDKs, their langchain packages, ``init_chat_model("PROVIDER:...")``) at this
+        server."""
+        if provider == "openai":
+            return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": API_KEY}
+        if provider == "anthropic":
+            return {"ANTHROPIC_BASE_URL": self.url, "ANTHROPIC_API_KEY": API_KEY}
+        if provider == "ollama":
+            return {"OLLAMA_HOST": self.url}
+        raise ValueError(f"unknown provider {provider!r}: use one of {', '.join(PROVIDERS)}")
 
     @property
     def running(self) -> bool:

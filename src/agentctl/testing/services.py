@@ -13,11 +13,13 @@ import contextlib
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -121,75 +123,154 @@ def _postgres_binary(name: str) -> str | None:
     return found[0] if found else shutil.which(name)
 
 
-def _start_postgres() -> str:
-    initdb, postgres = _postgres_binary("initdb"), _postgres_binary("postgres")
-    if initdb is None or postgres is None:
-        raise ServiceUnavailable(
-            "no PostgreSQL answers at DATABASE_URL or 127.0.0.1:5432, and none can be started "
-            "here — install it (Debian: apt-get install postgresql) or set DATABASE_URL"
+class ThrowawayServer:
+    """A server of ours on a free loopback port, with its data in a folder of its own, that
+    can be stopped and started again on the same port with its data (as a restart does).
+    Tests of outages stop it mid-run; it is removed when this process exits."""
+
+    what = "server"
+
+    def __init__(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix=f"agentctl-{self.what.lower()}-"))
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+        atexit.register(self.remove)
+
+    @property
+    def url(self) -> str:
+        raise NotImplementedError
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def answers(self) -> bool:
+        raise NotImplementedError
+
+    def start(self) -> ThrowawayServer:
+        """Start the server and wait until it answers."""
+        self.process = subprocess.Popen(
+            self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-    folder = Path(tempfile.mkdtemp(prefix="agentctl-pg-"))
-    data, sockets = folder / "data", folder / "sockets"
-    sockets.mkdir()
-    # initdb refuses to run as root: the cluster belongs to the `postgres` user then.
-    run_as: list[str] = []
-    if os.geteuid() == 0:
-        shutil.chown(folder, "postgres")
-        shutil.chown(sockets, "postgres")
-        run_as = ["runuser", "-u", "postgres", "--"]
-    subprocess.run(
-        [*run_as, initdb, "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
-        check=True,
-        capture_output=True,
-    )
-    port = free_port()
-    process = subprocess.Popen(
-        [*run_as, postgres, "-D", str(data), "-p", str(port), "-k", str(sockets),
-         "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=300"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    atexit.register(_stop, process, folder)
-    url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    _wait_until(lambda: _postgres_answers(url), process, "PostgreSQL")
-    return url
+        _wait_until(self.answers, self.process, self.what)
+        return self
+
+    def stop(self, sig: signal.Signals = signal.SIGTERM) -> None:
+        """Stop the server with `sig` (SIGKILL: as a crash) and wait until it has exited."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class ThrowawayPostgres(ThrowawayServer):
+    """A PostgreSQL cluster of its own (`initdb` once); `stop()` is a fast shutdown, which
+    ends every session as a restart of the service does."""
+
+    what = "PostgreSQL"
+
+    def __init__(self) -> None:
+        initdb, self.binary = _postgres_binary("initdb"), _postgres_binary("postgres")
+        if initdb is None or self.binary is None:
+            raise ServiceUnavailable(
+                "no PostgreSQL answers at DATABASE_URL or 127.0.0.1:5432, and none can be "
+                "started here — install it (Debian: apt-get install postgresql) or set "
+                "DATABASE_URL"
+            )
+        super().__init__()
+        self.data, self.sockets = self.folder / "data", self.folder / "sockets"
+        self.sockets.mkdir()
+        # initdb refuses to run as root: the cluster belongs to the `postgres` user then.
+        self.run_as: list[str] = []
+        if os.geteuid() == 0:
+            shutil.chown(self.folder, "postgres")
+            shutil.chown(self.sockets, "postgres")
+            self.run_as = ["runuser", "-u", "postgres", "--"]
+        subprocess.run(
+            [*self.run_as, initdb, "-D", str(self.data), "-A", "trust", "-U", "postgres",
+             "--no-sync"],
+            check=True,
+            capture_output=True,
+        )  # fmt: skip
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def command(self) -> list[str]:
+        return [*self.run_as, self.binary or "postgres", "-D", str(self.data),
+                "-p", str(self.port), "-k", str(self.sockets),
+                "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
+                "-c", "max_connections=300"]  # fmt: skip
+
+    def answers(self) -> bool:
+        return _postgres_answers(self.url)
+
+    def stop(self, sig: signal.Signals = signal.SIGINT) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        # Under `runuser` the postmaster is its child, which the signal must reach.
+        try:
+            postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            postmaster = self.process.pid
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(postmaster, sig)
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            super().stop(signal.SIGKILL)
+
+
+class ThrowawayRedis(ThrowawayServer):
+    """A Redis of its own that keeps its data across a restart (an append-only file synced
+    at every write, as a production Redis that must not lose streams is configured)."""
+
+    what = "Redis"
+
+    def __init__(self) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise ServiceUnavailable(
+                "no Redis answers at REDIS_URL or 127.0.0.1:6379, and none can be started "
+                "here — install it (Debian: apt-get install redis-server) or set REDIS_URL"
+            )
+        self.binary = binary
+        super().__init__()
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def command(self) -> list[str]:
+        return [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
+                "--dir", str(self.folder), "--save", "", "--appendonly", "yes",
+                "--appendfsync", "always"]  # fmt: skip
+
+    def answers(self) -> bool:
+        return _redis_answers(self.url)
+
+
+def _start_postgres() -> str:
+    return ThrowawayPostgres().start().url
 
 
 def _start_redis() -> str:
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise ServiceUnavailable(
-            "no Redis answers at REDIS_URL or 127.0.0.1:6379, and none can be started here — "
-            "install it (Debian: apt-get install redis-server) or set REDIS_URL"
-        )
-    port = free_port()
-    process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    atexit.register(_stop, process, None)
-    url = f"redis://127.0.0.1:{port}/0"
-    _wait_until(lambda: _redis_answers(url), process, "Redis")
-    return url
+    return ThrowawayRedis().start().url
 
 
-def _wait_until(ready: object, process: subprocess.Popen[bytes], what: str) -> None:
+def _wait_until(ready: Callable[[], bool], process: subprocess.Popen[bytes], what: str) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise ServiceUnavailable(f"the throwaway {what} server exited at start")
-        if callable(ready) and ready():
+        if ready():
             return
         time.sleep(0.2)
     raise ServiceUnavailable(f"the throwaway {what} server did not answer within 30 s")
-
-
-def _stop(process: subprocess.Popen[bytes], folder: Path | None) -> None:
-    process.terminate()
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(10)
-    if process.poll() is None:
-        process.kill()
-    if folder is not None:
-        shutil.rmtree(folder, ignore_errors=True)

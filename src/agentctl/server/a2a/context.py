@@ -18,6 +18,7 @@ from agentctl.storage.base import Assistant
 
 ASSISTANT = "agentctl.assistant"
 TASK_METADATA_KEY = "a2a_task_id"  # in the metadata of the runs A2A starts
+RUN_ID_KEY = "runId"  # in the metadata of a task (its latest run) and of its `working` update
 
 
 class CallerUser(User):

@@ -3,7 +3,8 @@
 The run is started as the caller (`start_run`: their thread, their user identity) and
 followed through the event log, like any stream of the LangGraph API. What the task shows:
 
-- `submitted` (a new task), then `working` (metadata `run_id`: the run in the LangGraph API);
+- `submitted` (a new task), then `working` (metadata `runId`: the run in the LangGraph API;
+  A2A 1.0 keys are camelCase);
 - the agent's words as they stream: one artifact per AI message, its text in chunks
   (`append`), closed by a last chunk that holds the whole text (`append: false`, so a
   client that keeps the artifact by replacing gets it whole);
@@ -26,8 +27,10 @@ from a2a.types import Part, TaskState
 from agentctl import serde
 from agentctl.engine.streams import follow
 from agentctl.engine.wire import END_EVENT
+from agentctl.server.a2a.context import RUN_ID_KEY
 from agentctl.server.a2a.turns import Turn, is_approval, pending_interrupts, turn_of
 from agentctl.server.app import Server
+from agentctl.server.content import text_of
 from agentctl.server.errors import ApiError
 from agentctl.storage.base import FINAL_RUN_STATUSES, Run
 
@@ -63,7 +66,7 @@ class RunExecutor(AgentExecutor):
         self._runs[turn.task_id] = run
         try:
             await updater.update_status(
-                TaskState.TASK_STATE_WORKING, metadata={"run_id": run.run_id}
+                TaskState.TASK_STATE_WORKING, metadata={RUN_ID_KEY: run.run_id}
             )
             await self._follow(turn, run, updater)
         finally:
@@ -166,19 +169,6 @@ class Answer:
             last_chunk=last,
         )
         self.sent = True
-
-
-def text_of(content: Any) -> str:
-    """The text of a message's `content`: a string, or the text of its content blocks."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            block if isinstance(block, str) else str(block.get("text") or "")
-            for block in content
-            if isinstance(block, str) or (isinstance(block, dict) and block.get("type") == "text")
-        )
-    return ""
 
 
 def describe(interrupts: list[dict[str, Any]]) -> str:

@@ -26,7 +26,12 @@ from a2a.server.tasks import InMemoryTaskStore, TaskStore
 from a2a.types import ListTasksRequest, ListTasksResponse, Task, TaskState, TaskStatus
 
 from agentctl.server import lookup
-from agentctl.server.a2a.context import TASK_METADATA_KEY, caller_in, owner_context
+from agentctl.server.a2a.context import (
+    RUN_ID_KEY,
+    TASK_METADATA_KEY,
+    caller_in,
+    owner_context,
+)
 from agentctl.server.app import Server
 from agentctl.storage.base import FINAL_RUN_STATUSES, Run
 
@@ -119,7 +124,12 @@ class RunTaskStore(TaskStore):
                     task_id=task_id,
                 )
             )
-        return Task(id=task_id, context_id=run.thread_id, status=status)
+        return Task(
+            id=task_id,
+            context_id=run.thread_id,
+            status=status,
+            metadata={RUN_ID_KEY: run.run_id},
+        )
 
     async def _cancel_run(self, task_id: str) -> None:
         run = await self._run_of(task_id)

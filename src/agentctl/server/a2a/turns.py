@@ -4,7 +4,8 @@
 it fixes the ids — `contextId` is the thread (a new UUID when the message has none), a new
 task is `"{contextId}:{run_id}"` — checks that the thread is the caller's, and decides what
 the run is: new input, or, when the thread waits at an approval gate, the resume of the
-interrupted run. Anything wrong is an A2A error to the caller, and no task is made.
+interrupted run. Anything wrong is an A2A error to the caller, and no task is made: a part
+the agent cannot take (a file, or a media type other than text or JSON) is -32005.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from typing import Any
 from a2a.helpers import get_data_parts, get_text_parts
 from a2a.server.agent_execution import RequestContext, RequestContextBuilder
 from a2a.server.context import ServerCallContext
-from a2a.types import Message, SendMessageRequest, Task, TaskState
-from a2a.utils.errors import InvalidParamsError
+from a2a.types import Message, Part, SendMessageRequest, Task, TaskState
+from a2a.utils.errors import ContentTypeNotSupportedError, InvalidParamsError
 
 from agentctl import serde
+from agentctl.server.a2a.card import JSON, TEXT
 from agentctl.server.a2a.context import TASK_METADATA_KEY, assistant_in, caller_in
 from agentctl.server.a2a.tasks import RunTaskStore
 from agentctl.server.access import Caller
@@ -71,6 +73,8 @@ class TurnBuilder(RequestContextBuilder):
         if params is None:  # not a message: nothing to prepare
             return RequestContext(context, task_id=task_id, context_id=context_id, task=task)
         caller, storage = caller_in(context), self.server.storage
+        for number, part in enumerate(params.message.parts, 1):
+            _check_part(number, part)
         if task_id and not context_id:  # continuing a task: its context
             known = await self.tasks.get(task_id, context)
             context_id = known.context_id if known is not None else None
@@ -129,6 +133,23 @@ def _checked_context_id(value: str) -> str:
             "or send the contextId of one"
         ) from None
     return value
+
+
+def _check_part(number: int, part: Part) -> None:
+    """-32005 for a part the agent cannot read: it takes text (any `text/*`) and JSON data."""
+    kind = part.WhichOneof("content")
+    media_type = part.media_type.partition(";")[0].strip().lower()
+    if kind == "text" and (not media_type or media_type.startswith("text/")):
+        return
+    if kind == "data" and media_type in ("", JSON):
+        return
+    if kind is None and not media_type:
+        return  # an empty part: nothing to read
+    what = "a file" if kind in ("raw", "url") else f"a {kind or 'empty'} part"
+    raise ContentTypeNotSupportedError(
+        message=f"part {number} is {what} of type {media_type or 'unknown'} — this agent "
+        f"takes text ({TEXT}) and data ({JSON}) parts only"
+    )
 
 
 def _text(message: Message) -> str:

@@ -8,10 +8,11 @@ What we add:
 
 - the tool: named after the agent, described by AGENTS.md; a call is an ordinary run owned
   by the caller `Authentication` admitted (stateless, or on the `thread_id` it names);
-- `_refusal`, a check of the JSON-RPC envelope before the package sees it, because the
+- `_refusal`, a check of the JSON-RPC message before the package sees it, because the
   package answers an unknown method or a message that is not JSON-RPC with -32602 (invalid
-  params) and a parse error with a made-up id: here they get -32601, -32600 and -32700
-  with the id JSON-RPC asks for.
+  params), params that are not an object with a made-up id, and takes a request whose id is
+  neither a string nor an integer for a notification (no answer at all): here they get
+  -32601, -32600 and -32602 (saying which param is wrong) with the id JSON-RPC asks for.
 """
 
 from __future__ import annotations
@@ -33,15 +34,23 @@ from starlette.types import Message, Receive, Scope, Send
 from agentctl import serde
 from agentctl._version import __version__
 from agentctl.engine.deployment import NotDeployed
+from agentctl.server import jsonrpc
 from agentctl.server.access import Caller, caller_of
 from agentctl.server.app import Server
+from agentctl.server.content import text_of
 from agentctl.server.errors import ApiError
 from agentctl.server.routes.runs import start_run
 from agentctl.server.run_requests import RunCreate
 from agentctl.server.run_streams import wait_for_result
 from agentctl.storage.base import Run
 
-SERVED_METHODS = frozenset({"initialize", "ping", "tools/list", "tools/call"})
+# The methods answered, and the request each one is (its params checked by `_refusal`).
+SERVED_METHODS: dict[str, type[BaseModel]] = {
+    "initialize": types.InitializeRequest,
+    "ping": types.PingRequest,
+    "tools/list": types.ListToolsRequest,
+    "tools/call": types.CallToolRequest,
+}
 
 THREAD_ID_HELP = (
     "Optional. A UUID naming a conversation: calls with the same thread_id continue it and "
@@ -94,9 +103,7 @@ def protocol_server(server: Server) -> ProtocolServer[Any, Request]:
         try:
             arguments = ToolInput.model_validate(req.params.arguments or {})
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
-            )
+            problems = jsonrpc.problems(exc, root="arguments")
             return _result(f"invalid arguments — {problems}", error=True)
         request = protocol.request_context.request
         assert request is not None  # the streamable HTTP transport always passes it
@@ -167,15 +174,7 @@ def last_answer(values: Any) -> str | None:
     if last.get("type") not in ("ai", "AIMessageChunk"):
         return None
     content = last.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            part if isinstance(part, str) else str(part.get("text", ""))
-            for part in content
-            if isinstance(part, str) or (isinstance(part, dict) and part.get("type") == "text")
-        )
-    return None
+    return text_of(content) if isinstance(content, str | list) else None
 
 
 def _result(
@@ -239,34 +238,41 @@ class McpEndpoint:
 
 
 def _refusal(body: bytes) -> tuple[int, dict[str, Any]] | None:
-    """(HTTP status, JSON-RPC error) for a body that is not JSON-RPC or asks for a method
-    this server does not serve; None for anything the protocol server should see."""
+    """(HTTP status, JSON-RPC error) for a body that is not JSON-RPC, or a request with an
+    unusable id, a method this server does not serve or params its method does not take;
+    None for anything the protocol server should see."""
     try:
         message = serde.loads(body)
     except ValueError as exc:
-        return 400, _error(None, types.PARSE_ERROR, f"Parse error: {exc}")
+        return 400, jsonrpc.error(None, types.PARSE_ERROR, f"Parse error: {exc}")
     if not isinstance(message, dict):
         what = "a batch (array)" if isinstance(message, list) else "not a JSON object"
-        return 400, _error(None, types.INVALID_REQUEST, f"Invalid Request: {what}")
+        return 400, jsonrpc.error(None, types.INVALID_REQUEST, f"Invalid Request: {what}")
     request_id = message.get("id")
-    if not isinstance(request_id, str | int) or isinstance(request_id, bool):
-        request_id = None
     method = message.get("method")
     if message.get("jsonrpc") != "2.0" or not (
         isinstance(method, str) or "result" in message or "error" in message
     ):
         detail = 'Invalid Request: send {"jsonrpc": "2.0", "method": …, "id": …}'
-        return 400, _error(request_id, types.INVALID_REQUEST, detail)
-    if "id" in message and isinstance(method, str) and method not in SERVED_METHODS:
+        return 400, jsonrpc.error(request_id, types.INVALID_REQUEST, detail)
+    if not isinstance(method, str) or "id" not in message:
+        return None  # a notification, or a response: the protocol server's
+    if not jsonrpc.is_request_id(request_id):
+        shown = serde.dumps(request_id).decode()
+        detail = f"Invalid Request: id must be a string or an integer, not {shown}"
+        return 400, jsonrpc.error(None, types.INVALID_REQUEST, detail)
+    request_type = SERVED_METHODS.get(method)
+    if request_type is None:
         detail = (
             f"Method not found: {method} — this server answers {', '.join(sorted(SERVED_METHODS))}"
         )
-        return 200, _error(request_id, types.METHOD_NOT_FOUND, detail)
+        return 200, jsonrpc.error(request_id, types.METHOD_NOT_FOUND, detail)
+    try:
+        request_type.model_validate({k: v for k, v in message.items() if k in ("method", "params")})
+    except ValidationError as exc:
+        detail = f"Invalid params: {jsonrpc.problems(exc)}"
+        return 200, jsonrpc.error(request_id, types.INVALID_PARAMS, detail)
     return None
-
-
-def _error(request_id: str | int | None, code: int, message: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
 async def _send_json(send: Send, status: int, content: Any) -> None:

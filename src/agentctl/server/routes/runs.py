@@ -17,6 +17,7 @@ from agentctl.server.access import Caller, caller_of
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict, not_found
 from agentctl.server.fields import Limit, Offset
+from agentctl.server.limits import check_messages
 from agentctl.server.openapi import CONFLICT
 from agentctl.server.routes.common import query_modes
 from agentctl.server.run_requests import CancelMany, RunCreate
@@ -55,6 +56,9 @@ async def start_run(
     `run_id`: the new run's id, when the caller chose it (A2A task ids name their run).
     `answers_interrupt`: the input answers the thread's interrupt if one waits when the run
     starts (decided then, once the runs before it have ended)."""
+    check_messages(server.limits, "input", body.input)
+    if body.command is not None:
+        check_messages(server.limits, "command.update", body.command.update)
     assistant = await lookup.get_assistant(server, body.assistant_id)
     # A thread the run creates has the run's metadata and names its graph and assistant;
     # an existing one gets the names when the run starts (engine).

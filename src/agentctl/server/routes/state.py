@@ -14,6 +14,7 @@ from agentctl.server.access import caller_of
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict
 from agentctl.server.fields import Metadata
+from agentctl.server.limits import check_messages
 from agentctl.server.openapi import CONFLICT
 from agentctl.server.routes.common import Body, Limit
 from agentctl.server.schemas import StateUpdateOut, ThreadStateOut
@@ -122,6 +123,7 @@ async def post_state_at(request: Request, thread_id: str, body: StateAtCheckpoin
 @router.post("/threads/{thread_id}/state", response_model=StateUpdateOut, responses=CONFLICT)
 async def update_state(request: Request, thread_id: str, body: StateUpdate) -> Response:
     server = server_of(request)
+    check_messages(server.limits, "values", body.values)
     await _thread(server, thread_id, request)
     active = await server.storage.runs.active(thread_id)
     if any(run.status == "running" for run in active):

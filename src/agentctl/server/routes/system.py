@@ -28,6 +28,7 @@ from agentctl.server.app import Server, server_of
 from agentctl.server.openapi import UNAVAILABLE
 from agentctl.server.schemas import OkOut
 from agentctl.storage.base import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES, Page, ThreadStatus
+from agentctl.storage.outages import RETRY_AFTER_SECONDS
 
 router = APIRouter(tags=["system"])
 
@@ -42,11 +43,21 @@ def _version(package: str) -> str | None:
 
 
 @router.get("/ok", response_model=OkOut, responses=UNAVAILABLE)
-async def ok(request: Request) -> Response:
-    """Liveness and readiness: 503 once the server is stopping (draining its runs), so a
-    load balancer sends new requests elsewhere."""
-    if server_of(request).stopping_since is not None:
+async def ok(request: Request, live: bool = False) -> Response:
+    """Readiness: 503 once the server is stopping (draining its runs) or while PostgreSQL
+    or Redis does not answer, so a load balancer sends new requests elsewhere meanwhile.
+    `?live=true` is liveness: 200 for as long as the process answers at all, so an outage
+    of a service does not get the replicas restarted."""
+    server = server_of(request)
+    if live:
+        return views.json_response({"ok": True})
+    if server.stopping_since is not None:
         return views.json_response({"ok": False, "stopping": True}, status=503)
+    unavailable = await server.storage.unavailable()
+    if unavailable:
+        body = {"ok": False, "unavailable": unavailable}
+        headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+        return views.json_response(body, status=503, headers=headers)
     return views.json_response({"ok": True})
 
 

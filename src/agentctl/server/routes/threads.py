@@ -16,12 +16,12 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.types import StateUpdate
 from starlette.responses import Response
 
-from agentctl import serde
 from agentctl.server import extract, lookup, views
 from agentctl.server.access import Caller, caller_of, without_owner
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict, not_found
 from agentctl.server.fields import Metadata
+from agentctl.server.limits import check_messages
 from agentctl.server.openapi import CONFLICT
 from agentctl.server.routes.common import (
     Body,
@@ -35,6 +35,7 @@ from agentctl.server.routes.common import (
 from agentctl.server.routes.crons import delete_crons_where
 from agentctl.server.schemas import THREAD_LIST, PrunedOut, ThreadOut
 from agentctl.server.state_view import thread_config, thread_values
+from agentctl.server.values_search import search_by_values
 from agentctl.storage.base import Page, Thread, ThreadStatus, now
 
 router = APIRouter(tags=["threads"])
@@ -130,26 +131,25 @@ async def apply_supersteps(server: Server, thread_id: str, supersteps: list[Supe
 async def create_thread(request: Request, body: ThreadCreate | None = None) -> Response:
     server, caller = server_of(request), caller_of(request)
     body = body or ThreadCreate()
+    for i, step in enumerate(body.supersteps or ()):
+        for j, update in enumerate(step.updates):
+            check_messages(server.limits, f"supersteps[{i}].updates[{j}].values", update.values)
     thread_id = lookup.check_uuid("thread_id", body.thread_id or str(uuid.uuid4()))
     thread = Thread(thread_id=thread_id, metadata=caller.stamp(body.metadata))
     if not await server.storage.threads.create(thread):
         existing = await server.storage.threads.get(thread_id)
-        mine = existing is not None and caller.owns(existing.metadata)
-        if body.if_exists == "do_nothing" and existing is not None and mine:
+        if existing is not None and not caller.owns(existing.metadata):
+            # Another user's id: the 404 of GET, not "exists", so nothing confirms it.
+            raise not_found("thread", thread_id)
+        if body.if_exists == "do_nothing" and existing is not None:
             return views.json_response(await thread_json(server, existing))
-        hint = ' or pass if_exists="do_nothing"' if mine else ""
-        raise conflict(f"thread {thread_id} already exists — use another id{hint}")
+        raise conflict(
+            f'thread {thread_id} already exists — use another id or pass if_exists="do_nothing"'
+        )
     if body.supersteps:
         await apply_supersteps(server, thread_id, body.supersteps)
         return views.json_response(await thread_json(server, thread))
     return views.json_response(views.thread_view(thread))
-
-
-def _matches(values: Any, wanted: dict[str, Any]) -> bool:
-    if not isinstance(values, dict):
-        return False
-    plain = serde.to_jsonable({k: values.get(k) for k in wanted})
-    return all(plain.get(k) == v for k, v in wanted.items())
 
 
 async def _search(
@@ -164,22 +164,10 @@ async def _search(
             metadata=metadata, status=body.status, ids=body.ids, page=page_
         )
         return [await thread_json(server, t, values=with_values) for t in found], total
-    # Values live in checkpoints: filter thread by thread, then page the matches.
-    matches: list[dict[str, Any]] = []
-    offset = 0
-    while True:
-        batch, _ = await storage.threads.search(
-            metadata=metadata, status=body.status, ids=body.ids,
-            page=Page(limit=200, offset=offset, sort_by=page_.sort_by, sort_order=page_.sort_order),
-        )  # fmt: skip
-        for thread in batch:
-            view = await thread_json(server, thread)
-            if _matches(view["values"], body.values):
-                matches.append(view)
-        if len(batch) < 200:
-            break
-        offset += 200
-    return matches[page_.offset : page_.offset + page_.limit], len(matches)
+    found, total = await search_by_values(
+        server, body.values, metadata=metadata, status=body.status, ids=body.ids, page=page_
+    )
+    return [await thread_json(server, t, values=with_values) for t in found], total
 
 
 @router.post("/threads/search", response_model=THREAD_LIST)

@@ -4,9 +4,12 @@ crons and revisions for any number of replicas; the event log and the bus are in
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from agentctl.storage.base import Bus, EventLog
+from agentctl.storage.outages import POSTGRES
 from agentctl.storage.postgres.assistants import PostgresAssistants
 from agentctl.storage.postgres.checkpointer import PoolPostgresSaver, pool_store
 from agentctl.storage.postgres.crons import PostgresCrons
@@ -16,6 +19,9 @@ from agentctl.storage.postgres.runs import PostgresRuns
 from agentctl.storage.postgres.threads import PostgresThreads
 
 __all__ = ["PostgresStorage"]
+
+Probe = Callable[[], Awaitable[object]]
+PROBE_SECONDS = 1.0  # how long `unavailable()` waits for each service's answer
 
 
 class PostgresStorage:
@@ -28,9 +34,16 @@ class PostgresStorage:
     kind = "postgres"
 
     def __init__(
-        self, pool: Pool, checkpointer: PoolPostgresSaver, store: Any, events: EventLog, bus: Bus
+        self,
+        pool: Pool,
+        checkpointer: PoolPostgresSaver,
+        store: Any,
+        events: EventLog,
+        bus: Bus,
+        probes: Mapping[str, Probe] | None = None,
     ) -> None:
         self.pool = pool
+        self.probes = {POSTGRES: self._ping, **(probes or {})}
         self.checkpointer = checkpointer
         self.store = store
         self.events = events
@@ -43,11 +56,18 @@ class PostgresStorage:
 
     @classmethod
     async def open(
-        cls, database_url: str, *, events: EventLog, bus: Bus, pool_size: int = 20
+        cls,
+        database_url: str,
+        *,
+        events: EventLog,
+        bus: Bus,
+        pool_size: int = 20,
+        probes: Mapping[str, Probe] | None = None,
     ) -> PostgresStorage:
         """Connect to the database at `database_url` (a `postgresql://` URL) with a pool of
         at most `pool_size` connections, and bring its tables (ours, the checkpointer's and
-        the store's) up to date. Safe when many replicas start at once."""
+        the store's) up to date. Safe when many replicas start at once. `probes` ask the
+        other services (by name) whether they answer, for `unavailable()`."""
         pool = await open_pool(database_url, size=pool_size)
         try:
             checkpointer = PoolPostgresSaver(pool)
@@ -56,7 +76,24 @@ class PostgresStorage:
         except BaseException:
             await pool.close()
             raise
-        return cls(pool, checkpointer, store, events, bus)
+        return cls(pool, checkpointer, store, events, bus, probes)
+
+    async def unavailable(self) -> list[str]:
+        async def answers(probe: Probe) -> bool:
+            try:
+                async with asyncio.timeout(PROBE_SECONDS):
+                    await probe()
+            except (TimeoutError, Exception):
+                return False
+            return True
+
+        names = list(self.probes)
+        results = await asyncio.gather(*(answers(self.probes[name]) for name in names))
+        return [name for name, up in zip(names, results, strict=True) if not up]
+
+    async def _ping(self) -> None:
+        async with self.pool.connection(timeout=PROBE_SECONDS) as conn:
+            await conn.execute("SELECT 1")
 
     async def close(self) -> None:
         await self.pool.close()

@@ -8,7 +8,7 @@ shared by every checkpoint naming that version, and pending writes in `checkpoin
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -18,6 +18,7 @@ from langgraph.store.postgres.aio import AsyncPostgresStore
 from psycopg import AsyncCursor
 from psycopg.rows import DictRow, dict_row
 
+from agentctl.storage.outages import ride_out
 from agentctl.storage.postgres.database import Pool
 
 _TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
@@ -85,7 +86,19 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
             )
             async with self._cursor(pipeline=True) as cur:
                 await cur.executemany(_UPSERT_BLOBS, rows)
-        return await super().aput(config, checkpoint, metadata, new_versions)
+        return await ride_out(
+            lambda: super(PoolPostgresSaver, self).aput(config, checkpoint, metadata, new_versions)
+        )
+
+    async def aput_writes(
+        self, config: Any, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        """Save a task's pending writes; both saves wait out an outage of the database (they
+        are upserts: saving again what was saved is harmless), so a run goes on from the step
+        it was at once the database is back."""
+        await ride_out(lambda: super(PoolPostgresSaver, self).aput_writes(
+            config, writes, task_id, task_path
+        ))  # fmt: skip
 
     async def acopy_thread(self, source: str, target: str) -> None:
         """Copy every checkpoint, channel value and pending write of thread `source` to

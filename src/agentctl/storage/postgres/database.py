@@ -10,6 +10,7 @@ holds a snapshot that the libraries' `CREATE INDEX CONCURRENTLY` would wait for 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -21,10 +22,19 @@ from psycopg import AsyncConnection
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
+from psycopg_pool.base import AttemptWithBackoff
 
 from agentctl.errors import RuntimeFailure
 
 Pool = AsyncConnectionPool[AsyncConnection[DictRow]]
+
+CONNECTION_WAIT_SECONDS = 5.0
+# psycopg_pool tries to replace a lost connection after 1, 2, 4, 8… s: a database back after
+# 15 s would be used up to 16 s later. Try every half second instead (with its jitter).
+AttemptWithBackoff.INITIAL_DELAY = 0.5
+AttemptWithBackoff.DELAY_BACKOFF = 1.0
+# Its warning at each attempt would fill the log; storage/outages.py logs an outage once.
+logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 # Advisory lock keys (any bigint no other code of ours uses).
 MIGRATION_LOCK = 0x6167_6E74_6D69_6701
@@ -133,6 +143,12 @@ async def open_pool(database_url: str, *, size: int) -> Pool:
         max_size=size,
         open=False,
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        # A connection is checked as it is taken (one round trip): after a restart of the
+        # database no request is given a connection the restart broke.
+        check=AsyncConnectionPool.check_connection,
+        # While the database is down a request waits this long for a connection, then is
+        # answered 503 (a run waits on, see storage/outages.py).
+        timeout=CONNECTION_WAIT_SECONDS,
     )
     await pool.open(wait=True)
     return cast(Pool, pool)

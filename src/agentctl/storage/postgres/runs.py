@@ -141,16 +141,18 @@ class PostgresRuns:
         # Other replicas' runs stay theirs while their leases run: `worker` is not needed.
         return await self._requeue("(lease_expires_at IS NULL OR lease_expires_at < %s)", at)
 
-    async def release(self, worker: str) -> builtins.list[Run]:
+    async def release(self, worker: str, *, run_id: str | None = None) -> builtins.list[Run]:
+        if run_id is not None:
+            return await self._requeue("worker = %s AND run_id = %s", worker, run_id)
         return await self._requeue("worker = %s", worker)
 
-    async def _requeue(self, where: str, param: Any) -> builtins.list[Run]:
+    async def _requeue(self, where: str, *params: Any) -> builtins.list[Run]:
         """Running runs matching `where` become pending, with no worker and no lease."""
         rows = await self._rows(
             "UPDATE runs SET status = 'pending', worker = NULL, lease_expires_at = NULL, "
             f"updated_at = %s WHERE status = 'running' AND {where} RETURNING {_COLUMNS}",
             now(),
-            param,
+            *params,
         )
         return sorted((_run(row) for row in rows), key=lambda run: (run.created_at, run.run_id))
 

@@ -6,6 +6,12 @@ is a stream position. One Lua script appends (XADD), refreshes the stream's TTL 
 publishes the entry to the thread's channel in one round trip, atomically, so the order
 on the channel is the order in the stream.
 
+An append waits out an outage of Redis: it is sent again until Redis answers, so a run
+goes on where it was and its clients get every event once Redis is back. Appends are
+numbered per process and the script skips a number it has already stored for this
+process (in the hash `{stream}:writers`), so an append that took effect before the
+connection dropped is not stored twice.
+
 Live subscriptions of a process share one pub/sub connection. A thread's feed starts at a
 *baseline* — the stream's last id, read when its first local subscription appears — and
 from then on delivers every entry after it exactly once, in order: whatever was appended
@@ -20,23 +26,33 @@ round trip after `subscribe`.)
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import logging
+import uuid
 from typing import Any, cast
 
 from agentctl.errors import RuntimeFailure
 from agentctl.storage.base import Event, event_position
+from agentctl.storage.outages import ride_out, service_down
 from agentctl.storage.redis.pubsub import PubSub, stop
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError, RedisError
 
 log = logging.getLogger("agentctl.storage")
 
-# KEYS[1] stream; ARGV: run_id, event, data, ttl seconds, channel.
-# The message is "<id> <len(run_id)> <len(event)>\n" + run_id + event + data.
+# KEYS[1] stream, KEYS[2] its writers hash; ARGV: run_id, event, data, ttl seconds, channel,
+# writer, number. The message is "<id> <len(run_id)> <len(event)>\n" + run_id + event + data.
 APPEND = """
+local last = redis.call('HGET', KEYS[2], ARGV[6])
+if last then
+  local number, stored = string.match(last, '^(%d+) (.*)$')
+  if tonumber(number) >= tonumber(ARGV[7]) then return stored end
+end
 local id = redis.call('XADD', KEYS[1], '*', 'run_id', ARGV[1], 'event', ARGV[2], 'data', ARGV[3])
+redis.call('HSET', KEYS[2], ARGV[6], ARGV[7] .. ' ' .. id)
 redis.call('EXPIRE', KEYS[1], ARGV[4])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
 redis.call('PUBLISH', ARGV[5], id .. ' ' .. #ARGV[1] .. ' ' .. #ARGV[2] .. '\\n'
   .. ARGV[1] .. ARGV[2] .. ARGV[3])
 return id
@@ -45,7 +61,9 @@ APPEND_SHA = hashlib.sha1(APPEND.encode()).hexdigest()
 PAGE = 1000  # stream entries per XRANGE
 Position = tuple[int, int]
 Entries = list[tuple[bytes, dict[bytes, bytes]]]
-Argv = tuple[str, tuple[str | bytes | int, ...]]  # key; run_id, event, data, ttl, channel
+# (stream, writers hash), (run_id, event, data, ttl, channel, writer, number)
+Argv = tuple[tuple[str, str], tuple[str | bytes | int, ...]]
+Queued = tuple[str, str, str, bytes, int, "asyncio.Future[Event]"]
 
 
 def _text(value: bytes | str) -> str:
@@ -122,7 +140,9 @@ class RedisEventLog:
         self._timeout = timeout
         self._feeds: dict[str, _Feed] = {}
         self._by_channel: dict[bytes, _Feed] = {}
-        self._queued: list[tuple[str, str, str, bytes, asyncio.Future[Event]]] = []
+        self._queued: list[Queued] = []
+        self._writer = uuid.uuid4().hex  # this process's appends, numbered by `_number`
+        self._number = 0
         self._flusher: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._pubsub = PubSub(
@@ -143,47 +163,61 @@ class RedisEventLog:
 
     async def append(self, thread_id: str, run_id: str, event: str, data: bytes) -> Event:
         """Append in one round trip. Appends are sent in call order, those made while
-        others are in flight together in one pipeline, so a thread's ids follow that order."""
+        others are in flight together in one pipeline, so a thread's ids follow that order.
+        While Redis cannot be reached, the appends wait and are sent again."""
         future: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
-        self._queued.append((thread_id, run_id, event, data, future))
+        self._number += 1
+        self._queued.append((thread_id, run_id, event, data, self._number, future))
         if self._flusher is None:
             self._flusher = asyncio.create_task(self._flush())
         return await future
 
     async def _flush(self) -> None:
-        batch: list[tuple[str, str, str, bytes, asyncio.Future[Event]]] = []
+        batch: list[Queued] = []
         try:
             while self._queued:
                 batch, self._queued = self._queued, []
-                try:
-                    results = await self._send([self._argv(*item[:4]) for item in batch])
-                except Exception as exc:
-                    results = [exc] * len(batch)
-                for (_, run_id, event, data, future), result in zip(batch, results, strict=True):
+                results = await ride_out(functools.partial(self._send_all, batch))
+                for (_, run_id, event, data, _, future), result in zip(batch, results, strict=True):
                     if future.done():
                         continue
                     if isinstance(result, Exception):
                         future.set_exception(result)
                     else:
                         future.set_result(Event(_text(result), run_id, event, data))
+        except Exception as exc:
+            for *_, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
         finally:
             self._flusher = None
             for *_, future in batch:  # cancelled by `close`: the callers must not hang
                 if not future.done():
                     future.set_exception(RuntimeFailure("the event log was closed"))
 
-    def _argv(self, thread_id: str, run_id: str, event: str, data: bytes) -> Argv:
+    async def _send_all(self, batch: list[Queued]) -> list[Any]:
+        """Each append's id or error; raises when Redis cannot be reached for any of them
+        (then the whole batch is sent again: what was stored already is skipped)."""
+        results = await self._send([self._argv(*item[:5]) for item in batch])
+        for result in results:
+            if isinstance(result, Exception) and service_down(result):
+                raise result
+        return results
+
+    def _argv(self, thread_id: str, run_id: str, event: str, data: bytes, number: int) -> Argv:
         channel = self.channel(thread_id)
-        return self.key(thread_id), (run_id, event, data, self.ttl_seconds, channel)
+        key = self.key(thread_id)
+        argv = (run_id, event, data, self.ttl_seconds, channel, self._writer, number)
+        return (key, f"{key}:writers"), argv
 
     async def _send(self, batch: list[Argv]) -> list[Any]:
         """The script's result (an id) or the error, for each append of `batch`."""
         if len(batch) == 1:
-            key, argv = batch[0]
+            keys, argv = batch[0]
             try:
-                return [await self._client.evalsha(APPEND_SHA, 1, key, *argv)]
+                return [await self._client.evalsha(APPEND_SHA, 2, *keys, *argv)]
             except NoScriptError:
-                return [await self._client.eval(APPEND, 1, key, *argv)]
+                return [await self._client.eval(APPEND, 2, *keys, *argv)]
             except RedisError as exc:
                 return [exc]
         results = await self._pipeline(batch, APPEND_SHA)
@@ -196,11 +230,11 @@ class RedisEventLog:
 
     async def _pipeline(self, batch: list[Argv], sha: str | None) -> list[Any]:
         async with self._client.pipeline(transaction=False) as pipe:
-            for key, argv in batch:
+            for keys, argv in batch:
                 if sha is None:
-                    pipe.eval(APPEND, 1, key, *argv)
+                    pipe.eval(APPEND, 2, *keys, *argv)
                 else:
-                    pipe.evalsha(sha, 1, key, *argv)
+                    pipe.evalsha(sha, 2, *keys, *argv)
             return list(await pipe.execute(raise_on_error=False))
 
     # -- reading ---------------------------------------------------------------------------
@@ -238,7 +272,8 @@ class RedisEventLog:
         return _text(entries[0][0]) if entries else None
 
     async def delete(self, thread_id: str) -> None:
-        await self._client.delete(self.key(thread_id))
+        key = self.key(thread_id)
+        await self._client.delete(key, f"{key}:writers")
 
     # -- live subscriptions ----------------------------------------------------------------
 

@@ -42,6 +42,9 @@ class SqliteStorage:
         self.revisions = SqliteRevisions(self.conn)
         self.bus = LocalBus()
 
+    async def unavailable(self) -> list[str]:
+        return []  # a file of this process's: there when the process is
+
     async def close(self) -> None:
         await self.bus.close()
         close(self.conn)

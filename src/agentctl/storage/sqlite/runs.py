@@ -147,7 +147,9 @@ class SqliteRuns:
             (worker, timestamp(at)),
         )
 
-    async def release(self, worker: str) -> builtins.list[Run]:
+    async def release(self, worker: str, *, run_id: str | None = None) -> builtins.list[Run]:
+        if run_id is not None:
+            return self._requeue("worker = ? AND run_id = ?", (worker, run_id))
         return self._requeue("worker = ?", (worker,))
 
     def _requeue(self, where: str, params: tuple[Any, ...]) -> builtins.list[Run]:

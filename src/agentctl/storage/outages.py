@@ -1,0 +1,131 @@
+"""Outages of the backing services: telling one from any other failure, and waiting it out.
+
+PostgreSQL or Redis going away is a normal event, not a failure of the run or the request
+in flight: a write that could not be made is made again once the service is back (every
+write retried here is idempotent), and a request the server cannot carry out meanwhile is
+answered 503 with `Retry-After` (server/errors.py). Each outage is logged once when it is
+first seen and once when the service is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+log = logging.getLogger("agentctl.storage")
+
+POSTGRES = "PostgreSQL"
+REDIS = "Redis"
+RETRY_AFTER_SECONDS = 2
+FIRST_DELAY, LONGEST_DELAY = 0.1, 1.0
+
+# SQLSTATE classes and codes of a server that cannot be reached, is shutting down or is
+# starting: connection exceptions (08), operator intervention (57P01-57P03).
+_POSTGRES_DOWN_STATES = ("57P01", "57P02", "57P03")
+
+T = TypeVar("T")
+
+
+def service_down(exc: BaseException) -> str | None:
+    """The service (POSTGRES or REDIS) that `exc`, or a failure that led to it, says cannot
+    be reached; None for any other failure."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        service = _down(current)
+        if service is not None:
+            return service
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _down(exc: BaseException) -> str | None:
+    # Only the libraries already imported can have raised: SQLite-only processes never
+    # import psycopg or redis for this.
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is not None:
+        if isinstance(exc, psycopg.InterfaceError):
+            return POSTGRES
+        if isinstance(exc, psycopg.OperationalError):
+            state = exc.sqlstate
+            if state is None or state.startswith("08") or state in _POSTGRES_DOWN_STATES:
+                return POSTGRES
+    pool = sys.modules.get("psycopg_pool")
+    if pool is not None and isinstance(exc, pool.PoolTimeout):
+        return POSTGRES
+    redis = sys.modules.get("redis.exceptions")
+    if redis is not None and isinstance(
+        exc, redis.ConnectionError | redis.TimeoutError | redis.BusyLoadingError
+    ):
+        return REDIS
+    return None
+
+
+def outage_errors() -> tuple[type[Exception], ...]:
+    """The exception classes that can mean a service is unreachable (`service_down` tells
+    for sure), for handlers that match by class."""
+    import psycopg
+    import psycopg_pool
+    import redis.exceptions
+
+    return (
+        psycopg.OperationalError,
+        psycopg.InterfaceError,
+        psycopg_pool.PoolTimeout,
+        redis.exceptions.ConnectionError,
+        redis.exceptions.TimeoutError,
+    )
+
+
+class _Outages:
+    """When each service was first seen down (logged once per outage)."""
+
+    def __init__(self) -> None:
+        self.since: dict[str, float] = {}
+
+    def down(self, service: str, exc: BaseException) -> None:
+        if service not in self.since:
+            self.since[service] = time.monotonic()
+            log.warning(
+                "%s is unavailable (%s: %s); runs wait for it and go on when it is back",
+                service,
+                type(exc).__name__,
+                str(exc).strip().splitlines()[0] if str(exc).strip() else "no answer",
+            )
+
+    def up(self, service: str) -> None:
+        since = self.since.pop(service, None)
+        if since is not None:
+            log.warning("%s is back after %.1f s", service, time.monotonic() - since)
+
+
+outages = _Outages()
+
+
+async def ride_out(operation: Callable[[], Awaitable[T]]) -> T:
+    """`await operation()`, done again (after a growing pause, up to LONGEST_DELAY) for as
+    long as it fails because PostgreSQL or Redis cannot be reached. Any other failure is
+    raised. `operation` must be safe to repeat: it may have taken effect before the
+    connection dropped. Cancellation (a cancel, a shutdown, a timeout) ends the wait."""
+    delay = FIRST_DELAY
+    failed: str | None = None
+    while True:
+        try:
+            result = await operation()
+        except Exception as exc:
+            service = service_down(exc)
+            if service is None:
+                raise
+            failed = service
+            outages.down(service, exc)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, LONGEST_DELAY)
+            continue
+        if failed is not None:
+            outages.up(failed)
+        return result

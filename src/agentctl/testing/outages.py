@@ -1,0 +1,205 @@
+"""PostgreSQL or Redis going away under streamed runs, as a chaos tester does it, and what
+the clients saw: which runs did not end `success`, which events a client missed or got
+twice, and the HTTP statuses answered while the service was down and after it was back.
+
+Used by the outage tests (which want zeros) and by `bench/outages.py` (which prints the
+figures). Each run's events are checked per client against the run's whole stored stream,
+read again at the end: a client that streamed the run and one that joined it on another
+replica each must have every event once, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from langgraph_sdk import get_client
+
+# A run that crosses a step boundary (a tool call and its checkpoints) every second for a
+# few seconds, then streams tokens, so an outage of a few seconds falls in the middle of it.
+SCRIPT = "\n".join(
+    [
+        *(
+            f"@sleep {0 if n == 'a' else 1} @call write_file "
+            f'{{"file_path": "/{n}.txt", "content": "{n}"}}'
+            for n in "abcd"
+        ),
+        "@slow 0.2 @say one two three four five six seven eight nine ten",
+    ]
+)
+MODES = ["values", "updates", "messages-tuple"]
+
+
+@dataclass
+class OutageReport:
+    runs: int = 0
+    failed: dict[str, str] = field(default_factory=dict)  # run id -> how it ended
+    missing: int = 0  # events some client did not get
+    duplicated: int = 0  # events some client got more than once
+    events: int = 0  # events of all runs, as stored
+    during: Counter[int] = field(default_factory=Counter)  # API statuses while down
+    after: Counter[int] = field(default_factory=Counter)  # ... once the service was back
+    ok_during: Counter[int] = field(default_factory=Counter)  # /ok statuses while down
+    retry_after: set[str] = field(default_factory=set)  # Retry-After headers of the 503s
+    problems: list[str] = field(default_factory=list)
+    timeline: list[str] = field(default_factory=list)
+    finished_after: float = 0.0  # seconds from the service's return to the last run's end
+
+    def lines(self) -> list[str]:
+        return [
+            f"runs {self.runs}, not ending success {len(self.failed)} {self.failed or ''}",
+            f"events {self.events}, missed {self.missing}, duplicated {self.duplicated}",
+            f"every run ended {self.finished_after:.1f} s after the service was back",
+            f"API while down {dict(self.during)}, after {dict(self.after)}",
+            f"/ok while down {dict(self.ok_during)}",
+            *self.problems,
+            ", ".join(self.timeline),
+        ]
+
+
+async def outage_under_runs(
+    urls: list[str],
+    api_key: str,
+    assistant_id: str,
+    outage: Callable[[], Awaitable[None]],
+    restore: Callable[[], Awaitable[None]],
+    *,
+    runs: int = 6,
+    down_seconds: float = 4.0,
+    timeout: float = 90.0,
+) -> OutageReport:
+    """Start `runs` streamed runs spread over the replicas at `urls`, each joined by a
+    second client on the next replica; call `outage()` once they are streaming, wait
+    `down_seconds`, call `restore()`, and report once every run has ended (or `timeout`)."""
+    report = OutageReport(runs=runs)
+    clients = [get_client(url=url, api_key=api_key, timeout=timeout) for url in urls]
+    threads = [str(uuid.uuid4()) for _ in range(runs)]
+    for i, thread_id in enumerate(threads):
+        await clients[i % len(clients)].threads.create(thread_id=thread_id)
+    seen: dict[str, list[list[str]]] = {}  # run id -> each client's event ids
+    run_ids: dict[str, str] = {}  # thread -> run id
+    started = asyncio.Event()
+    t0 = time.monotonic()
+
+    async def stream(i: int, thread_id: str) -> None:
+        client = clients[i % len(clients)]
+        ids: list[str] = []
+        async for part in client.runs.stream(
+            thread_id,
+            assistant_id,
+            input={"messages": [{"role": "user", "content": SCRIPT}]},  # type: ignore[dict-item]
+            stream_mode=MODES,  # type: ignore[arg-type]
+        ):
+            if part.event == "metadata" and thread_id not in run_ids:
+                run_ids[thread_id] = part.data["run_id"]
+                joiner.append(asyncio.create_task(join(i, thread_id, part.data["run_id"])))
+                if len(run_ids) == runs:
+                    started.set()
+            if part.id:
+                ids.append(part.id)
+        seen.setdefault(run_ids[thread_id], []).append(ids)
+        report.timeline.append(f"stream {i} ended {time.monotonic() - t0:.1f}")
+
+    async def join(i: int, thread_id: str, run_id: str) -> None:
+        client = clients[(i + 1) % len(clients)]
+        ids = [
+            part.id
+            async for part in client.runs.join_stream(thread_id, run_id, last_event_id="-")
+            if part.id
+        ]
+        seen.setdefault(run_id, []).append(ids)
+
+    joiner: list[asyncio.Task[None]] = []
+    streams = [asyncio.create_task(stream(i, t)) for i, t in enumerate(threads)]
+    down = asyncio.Event()
+    back = asyncio.Event()
+    poller = asyncio.create_task(_poll(urls, api_key, threads[0], down, back, report))
+    try:
+        async with asyncio.timeout(timeout):
+            await started.wait()
+            await asyncio.sleep(0.5)  # well into the runs: the first tool call is done
+            begun = time.monotonic()
+            await outage()
+            down.set()
+            report.timeline.append(f"down {time.monotonic() - begun:.1f}")
+            await asyncio.sleep(down_seconds)
+            await restore()
+            back.set()
+            report.timeline.append(f"back {time.monotonic() - begun:.1f}")
+            restored = time.monotonic()
+            done = await asyncio.gather(*streams, return_exceptions=True)
+            done += await asyncio.gather(*joiner, return_exceptions=True)
+            report.finished_after = time.monotonic() - restored
+        for result in done:
+            if isinstance(result, BaseException):
+                report.problems.append(f"a client failed: {type(result).__name__}: {result}")
+        await asyncio.sleep(1.0)  # the poller sees the service back
+    finally:
+        poller.cancel()
+        for task in [*streams, *joiner]:
+            task.cancel()
+    for thread_id, run_id in run_ids.items():
+        client = clients[0]
+        run = await client.runs.get(thread_id, run_id)
+        if run["status"] != "success":
+            report.failed[run_id] = run["status"]
+        stored = [
+            part.id
+            async for part in client.runs.join_stream(thread_id, run_id, last_event_id="-")
+            if part.id
+        ]
+        report.events += len(stored)
+        for ids in seen.get(run_id, []):
+            counts = Counter(ids)
+            report.duplicated += sum(n - 1 for n in counts.values())
+            report.missing += len(set(stored) - set(counts))
+    for client in clients:
+        await client.aclose()
+    return report
+
+
+async def _poll(
+    urls: list[str],
+    api_key: str,
+    thread_id: str,
+    down: asyncio.Event,
+    back: asyncio.Event,
+    report: OutageReport,
+) -> None:
+    """Read a thread and `/ok` on every replica every 0.1 s, noting the statuses."""
+    async with httpx.AsyncClient(headers={"x-api-key": api_key}, timeout=10) as http:
+        while True:
+            for url in urls:
+                before = (down.is_set(), back.is_set())
+                try:
+                    answer = await http.get(f"{url}/threads/{thread_id}")
+                    ok = await http.get(f"{url}/ok")
+                except httpx.HTTPError as exc:
+                    report.problems.append(f"{url}: {type(exc).__name__}")
+                    continue
+                if answer.status_code >= 500 and answer.status_code != 503:
+                    report.problems.append(f"{url}: {answer.status_code} {answer.text}")
+                # A request sent before and answered after a change is in neither phase.
+                if not before[0] or before != (down.is_set(), back.is_set()):
+                    continue
+                phase = report.after if back.is_set() else report.during
+                phase[answer.status_code] += 1
+                if answer.status_code == 503:
+                    report.retry_after.add(answer.headers.get("retry-after", ""))
+                if not back.is_set():
+                    report.ok_during[ok.status_code] += 1
+            await asyncio.sleep(0.1)
+
+
+async def in_thread(action: Callable[[], Any]) -> None:
+    """Run a blocking `action` (stopping or starting a server) off the event loop."""
+    started = time.monotonic()
+    await asyncio.to_thread(action)
+    if time.monotonic() - started > 30:
+        raise RuntimeError("stopping or starting the service took over 30 s")
