@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint format typecheck test check demo bench bench-setup bench-server bench-production bench-sandbox bench-request-cost clean
+.PHONY: install lint format typecheck test check demo bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost clean
 
 install: $(STAMP)
 
@@ -58,6 +58,10 @@ bench-server: bench-setup
 # deploy-to-live; uses DATABASE_URL / REDIS_URL or throwaway servers.
 bench-production: install
 	$(BIN)/python bench/production.py $(ARGS)
+
+# PostgreSQL and Redis stopped and started again under streamed runs on two replicas.
+bench-outages: install
+	$(BIN)/python bench/outages.py $(ARGS)
 
 # What one sandboxed command costs, in process and through agentctl sandbox-server.
 bench-sandbox: install

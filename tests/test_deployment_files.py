@@ -368,9 +368,10 @@ def test_the_load_balancer_publishes_the_documented_port() -> None:
 def test_kubernetes_ports_agree() -> None:
     port = setting(k8s_settings(), "AGENTCTL_PORT")
     assert [p["containerPort"] for p in container()["ports"]] == [port]
-    for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+    paths = {"readinessProbe": "/ok", "livenessProbe": "/ok?live=true", "startupProbe": "/ok"}
+    for probe, path in paths.items():
         check = container()[probe]["httpGet"]
-        assert check["path"] == "/ok", f"{probe}: GET /ok"
+        assert check["path"] == path, f"{probe}: GET {path}"
         assert container_port(check["port"]) == port, f"{probe}: port {port}"
     service = manifest("Service", "agentctl", K8S / "service.yaml")
     for service_port in service["spec"]["ports"]:

@@ -98,6 +98,11 @@ class _Outages:
                 str(exc).strip().splitlines()[0] if str(exc).strip() else "no answer",
             )
 
+    def settle(self, unavailable: list[str]) -> None:
+        """Every service not in `unavailable` (all were just asked) is back."""
+        for service in [name for name in self.since if name not in unavailable]:
+            self.up(service)
+
     def up(self, service: str) -> None:
         since = self.since.pop(service, None)
         if since is not None:

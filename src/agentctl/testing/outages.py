@@ -11,6 +11,7 @@ replica each must have every event once, in order.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections import Counter
@@ -120,6 +121,7 @@ async def outage_under_runs(
     down = asyncio.Event()
     back = asyncio.Event()
     poller = asyncio.create_task(_poll(urls, api_key, threads[0], down, back, report))
+    begun = time.monotonic()
     try:
         async with asyncio.timeout(timeout):
             await started.wait()
@@ -140,6 +142,12 @@ async def outage_under_runs(
             if isinstance(result, BaseException):
                 report.problems.append(f"a client failed: {type(result).__name__}: {result}")
         await asyncio.sleep(1.0)  # the poller sees the service back
+    except TimeoutError:
+        still = sum(not task.done() for task in [*streams, *joiner])
+        report.problems.append(
+            f"{still} client streams were still open {time.monotonic() - begun:.0f} s after "
+            "the outage began"
+        )
     finally:
         poller.cancel()
         for task in [*streams, *joiner]:
@@ -149,11 +157,7 @@ async def outage_under_runs(
         run = await client.runs.get(thread_id, run_id)
         if run["status"] != "success":
             report.failed[run_id] = run["status"]
-        stored = [
-            part.id
-            async for part in client.runs.join_stream(thread_id, run_id, last_event_id="-")
-            if part.id
-        ]
+        stored = await _stored(client, thread_id, run_id)
         report.events += len(stored)
         for ids in seen.get(run_id, []):
             counts = Counter(ids)
@@ -162,6 +166,17 @@ async def outage_under_runs(
     for client in clients:
         await client.aclose()
     return report
+
+
+async def _stored(client: Any, thread_id: str, run_id: str) -> list[str]:
+    """The ids of the run's stored events (as far as they go when it never ended)."""
+    ids: list[str] = []
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(10):
+            async for part in client.runs.join_stream(thread_id, run_id, last_event_id="-"):
+                if part.id:
+                    ids.append(part.id)
+    return ids
 
 
 async def _poll(

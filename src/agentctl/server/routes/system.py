@@ -28,7 +28,7 @@ from agentctl.server.app import Server, server_of
 from agentctl.server.openapi import UNAVAILABLE
 from agentctl.server.schemas import OkOut
 from agentctl.storage.base import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES, Page, ThreadStatus
-from agentctl.storage.outages import RETRY_AFTER_SECONDS
+from agentctl.storage.outages import RETRY_AFTER_SECONDS, outages
 
 router = APIRouter(tags=["system"])
 
@@ -54,6 +54,7 @@ async def ok(request: Request, live: bool = False) -> Response:
     if server.stopping_since is not None:
         return views.json_response({"ok": False, "stopping": True}, status=503)
     unavailable = await server.storage.unavailable()
+    outages.settle(unavailable)
     if unavailable:
         body = {"ok": False, "unavailable": unavailable}
         headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
