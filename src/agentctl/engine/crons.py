@@ -19,7 +19,7 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import CroniterError, croniter
+from croniter import CroniterBadDateError, CroniterError, croniter
 
 from agentctl.engine.engine import RunEngine, ThreadBusyError
 from agentctl.storage.base import OWNER, Cron, Page, Run, Storage, Thread, new_id, now
@@ -68,13 +68,20 @@ def parse_timezone(name: str | None) -> tzinfo:
 
 
 def check_schedule(schedule: str) -> str:
-    """`schedule` if croniter accepts it; ValueError saying what is wrong otherwise."""
+    """`schedule` if croniter accepts it and it fires at all; ValueError saying what is
+    wrong otherwise."""
     try:
-        croniter(schedule, now())
+        parsed = croniter(schedule, now())
     except (CroniterError, ValueError, KeyError) as exc:
         raise ValueError(
             f"schedule {schedule!r} is not a valid cron expression ({exc}) — use 5 fields "
             "'minute hour day month weekday', e.g. '0 9 * * 1-5', or 6 with seconds last"
+        ) from None
+    try:
+        parsed.get_next(datetime)
+    except CroniterBadDateError:
+        raise ValueError(
+            f"schedule {schedule!r} never fires (no date matches it, e.g. February 31st)"
         ) from None
     return schedule
 

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 
 from agentctl._version import __version__
 from agentctl.engine import Deployment, RunEngine
@@ -18,8 +18,9 @@ from agentctl.observability.metrics import HttpMetrics, Metrics
 from agentctl.observability.tracing import HttpTracing
 from agentctl.runtime.agent import AgentRuntime
 from agentctl.sandbox import Sandboxes
-from agentctl.server import errors
+from agentctl.server import errors, openapi
 from agentctl.server.access import AccessPolicy, Authentication
+from agentctl.server.fields import check_url
 from agentctl.server.heap import resettle_heap
 from agentctl.server.limits import BodyLimit, Limits
 from agentctl.server.origins import OriginGuard, OriginPolicy
@@ -138,6 +139,7 @@ def create_app(server: Server) -> FastAPI:
         docs_url="/docs",
         openapi_url="/openapi.json",
         redoc_url=None,
+        dependencies=[Depends(check_url)],
     )
     app.state.server = server
     app.add_middleware(BodyLimit, limits=server.limits)
@@ -150,6 +152,7 @@ def create_app(server: Server) -> FastAPI:
     app.add_middleware(HttpMetrics, metrics=metrics)
     app.add_middleware(HttpTracing)  # a pass-through unless tracing is configured
     errors.install(app)
+    openapi.install(app)
     from agentctl.server.routes import ROUTERS
 
     for router in ROUTERS:

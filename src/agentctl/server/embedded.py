@@ -15,6 +15,7 @@ from agentctl.server.app import Server
 from agentctl.server.limits import Limits
 from agentctl.server.origins import OriginPolicy
 from agentctl.settings import SandboxSettings
+from agentctl.storage.base import Storage
 from agentctl.storage.sqlite import SqliteStorage
 
 DATABASE_FILE = "agentctl.db"
@@ -29,15 +30,18 @@ async def open_embedded_server(
     workers: int = 16,
     run_timeout: float | None = None,
     origins: OriginPolicy | None = None,
+    storage: Storage | None = None,
     limits: Limits | None = None,
 ) -> Server:
     """Load `project` as revision `revision_id` on the database in `data_dir` (created when
     missing), admitting callers as `agentctl dev` does (and web pages as `origins` says:
     by default, `agentctl dev`'s on 127.0.0.1). Raises a `UserError` when the agent cannot
-    be loaded. `limits`: what one request may cost (by default, the default limits)."""
+    be loaded. `storage` replaces the SQLite database (it is closed with the server);
+    `limits`: what one request may cost (by default, the default limits)."""
     access = dev_access(project)
     data_dir.mkdir(parents=True, exist_ok=True)
-    storage = SqliteStorage(data_dir / DATABASE_FILE, data_dir / STORE_FILE)
+    if storage is None:
+        storage = SqliteStorage(data_dir / DATABASE_FILE, data_dir / STORE_FILE)
     sandboxes = None
     try:
         sandboxes = open_sandboxes(
@@ -63,7 +67,7 @@ async def open_embedded_server(
         engine=engine,
         access=access,
         origins=OriginPolicy.for_dev() if origins is None else origins,
-        info={"storage": "sqlite", "revision": revision_id},
+        info={"storage": storage.kind, "revision": revision_id},
         sandboxes=sandboxes,
         limits=limits or Limits(),
     )

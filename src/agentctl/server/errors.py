@@ -10,6 +10,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Match
 
 from agentctl import serde
 from agentctl.errors import AgentctlError
@@ -21,6 +22,9 @@ from agentctl.storage.outages import (
 )
 
 log = logging.getLogger("agentctl.server")
+
+FASTAPI_UNPARSED = "There was an error parsing the body"
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 
 class ApiError(Exception):
@@ -63,9 +67,24 @@ def describe_validation(errors: list[dict[str, Any]]) -> str:
         if error.get("type") == "json_invalid":
             messages.append("the body is not valid JSON — send a JSON object")
             continue
-        messages.append(f"{_location(tuple(error.get('loc', ())))}: {error.get('msg', 'invalid')}")
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+        messages.append(f"{_location(tuple(error.get('loc', ())))}: {message}")
     more = len(errors) - 5
     return "; ".join(messages) + (f" (and {more} more)" if more > 0 else "")
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method some route of the app takes on the request's path (starlette's 405
+    names only those of the first route that matched the path)."""
+    allowed = [
+        method
+        for method in METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] == Match.FULL
+            for route in request.app.router.routes
+        )
+    ]
+    return ", ".join(allowed)
 
 
 def install(app: FastAPI) -> None:
@@ -80,11 +99,17 @@ def install(app: FastAPI) -> None:
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
-        if exc.status_code == 404 and detail == "Not Found":
+        status = exc.status_code
+        if status == 404 and detail == "Not Found":
             detail = f"no endpoint {request.method} {request.url.path}"
-        elif exc.status_code == 405:
-            detail = f"{request.method} is not allowed on {request.url.path}"
-        return json_error(exc.status_code, detail, getattr(exc, "headers", None))
+        elif status == 400 and detail == FASTAPI_UNPARSED:  # e.g. nested past the parser's depth
+            status, detail = 422, "the body could not be read as JSON (nested too deeply?)"
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:
+            allowed = allowed_methods(request)
+            detail = f"{request.method} is not allowed on {request.url.path} — use {allowed}"
+            headers = {**(headers or {}), "Allow": allowed}
+        return json_error(status, detail, headers)
 
     async def user_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, AgentctlError)

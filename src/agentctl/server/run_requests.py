@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from agentctl.engine.wire import STREAM_MODES
 from agentctl.server.access import without_owner
+from agentctl.server.fields import Body, Config, Metadata, Seconds, StreamModes
 from agentctl.storage.base import Run, new_id
 
 # A run's own options, stored with it for the worker (everything else is the server's).
@@ -33,26 +34,22 @@ RUN_KWARGS = (
 )
 
 
-class CommandBody(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class CommandBody(Body):
     resume: Any = None
     update: Any = None
     goto: Any = None
 
 
-class RunCreate(BaseModel):
+class RunCreate(Body):
     """The body of every run-creating endpoint; unknown fields are ignored."""
 
-    model_config = ConfigDict(extra="ignore")
-
-    assistant_id: str = Field(min_length=1)
+    assistant_id: Annotated[str, Field(min_length=1)]
     input: Any = None
     command: CommandBody | None = None
-    config: dict[str, Any] | None = None
+    config: Config | None = None
     context: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
-    stream_mode: str | list[str] = "values"
+    metadata: Metadata | None = None
+    stream_mode: StreamModes = "values"
     stream_subgraphs: bool = False
     stream_resumable: bool = False
     interrupt_before: Literal["*"] | list[str] | None = None
@@ -63,7 +60,7 @@ class RunCreate(BaseModel):
     if_not_exists: Literal["create", "reject"] = "reject"
     on_disconnect: Literal["cancel", "continue"] = "continue"
     on_completion: Literal["delete", "keep"] | None = None
-    after_seconds: float | None = Field(default=None, ge=0)
+    after_seconds: Seconds | None = None
     durability: Literal["sync", "async", "exit"] | None = None
     webhook: str | None = None
     feedback_keys: list[str] | None = None
@@ -115,9 +112,7 @@ class RunCreate(BaseModel):
         )
 
 
-class CancelMany(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
+class CancelMany(Body):
     thread_id: str | None = None
     run_ids: list[str] | None = None
     status: Literal["pending", "running", "all"] | None = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from starlette.responses import Response
+
 HEARTBEAT = b": heartbeat\r\n\r\n"
 HEARTBEAT_SECONDS = 5.0
 
@@ -23,3 +25,9 @@ def stream_headers(location: str | None, content_location: str | None) -> dict[s
     if content_location:
         headers["Content-Location"] = content_location
     return headers
+
+
+class EventStream(Response):
+    """An SSE response, for the OpenAPI document (the routes build their own)."""
+
+    media_type = "text/event-stream"

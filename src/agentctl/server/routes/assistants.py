@@ -17,6 +17,8 @@ from agentctl.server import graph_schemas, lookup, views
 from agentctl.server.access import caller_of
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict
+from agentctl.server.fields import Config, Metadata
+from agentctl.server.openapi import CONFLICT
 from agentctl.server.routes.common import (
     Body,
     Limit,
@@ -29,6 +31,7 @@ from agentctl.server.routes.common import (
 )
 from agentctl.server.routes.crons import delete_crons_where
 from agentctl.server.routes.threads import delete_threads_where
+from agentctl.server.schemas import ASSISTANT_LIST, AssistantOut
 from agentctl.storage.base import Assistant, Page, new_id, now
 
 router = APIRouter(tags=["assistants"])
@@ -42,9 +45,9 @@ AssistantField = Literal[
 class AssistantCreate(Body):
     graph_id: str
     assistant_id: str | None = None
-    config: dict[str, Any] | None = None
+    config: Config | None = None
     context: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     if_exists: OnConflict = "raise"
     name: str | None = None
     description: str | None = None
@@ -52,15 +55,15 @@ class AssistantCreate(Body):
 
 class AssistantPatch(Body):
     graph_id: str | None = None
-    config: dict[str, Any] | None = None
+    config: Config | None = None
     context: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     name: str | None = None
     description: str | None = None
 
 
 class AssistantSearch(Body):
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     graph_id: str | None = None
     name: str | None = None
     limit: Limit = 10
@@ -71,13 +74,13 @@ class AssistantSearch(Body):
 
 
 class AssistantCount(Body):
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     graph_id: str | None = None
     name: str | None = None
 
 
 class VersionSearch(Body):
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     limit: Limit = 10
     offset: Offset = 0
 
@@ -95,7 +98,7 @@ def check_graph(server: Server, graph_id: str) -> str:
     return graph_id
 
 
-@router.post("/assistants")
+@router.post("/assistants", response_model=AssistantOut, responses=CONFLICT)
 async def create_assistant(request: Request, body: AssistantCreate) -> Response:
     server = server_of(request)
     lookup.require_operator(caller_of(request), "create assistants")
@@ -123,7 +126,7 @@ async def create_assistant(request: Request, body: AssistantCreate) -> Response:
     return views.json_response(views.assistant_view(assistant))
 
 
-@router.post("/assistants/search")
+@router.post("/assistants/search", response_model=ASSISTANT_LIST)
 async def search_assistants(request: Request, body: AssistantSearch | None = None) -> Response:
     server = server_of(request)
     body = body or AssistantSearch()
@@ -139,7 +142,7 @@ async def search_assistants(request: Request, body: AssistantSearch | None = Non
     )
 
 
-@router.post("/assistants/count")
+@router.post("/assistants/count", response_model=int)
 async def count_assistants(request: Request, body: AssistantCount | None = None) -> Response:
     server = server_of(request)
     body = body or AssistantCount()
@@ -149,13 +152,13 @@ async def count_assistants(request: Request, body: AssistantCount | None = None)
     return views.json_response(total)
 
 
-@router.get("/assistants/{assistant_id}")
+@router.get("/assistants/{assistant_id}", response_model=AssistantOut)
 async def get_assistant(request: Request, assistant_id: str) -> Response:
     assistant = await lookup.get_assistant(server_of(request), assistant_id)
     return views.json_response(views.assistant_view(assistant))
 
 
-@router.patch("/assistants/{assistant_id}")
+@router.patch("/assistants/{assistant_id}", response_model=AssistantOut)
 async def patch_assistant(request: Request, assistant_id: str, body: AssistantPatch) -> Response:
     server = server_of(request)
     lookup.require_operator(caller_of(request), "change assistants")
@@ -179,7 +182,7 @@ async def patch_assistant(request: Request, assistant_id: str, body: AssistantPa
     return views.json_response(views.assistant_view(updated))
 
 
-@router.delete("/assistants/{assistant_id}", status_code=204)
+@router.delete("/assistants/{assistant_id}", status_code=204, responses=CONFLICT)
 async def delete_assistant(
     request: Request, assistant_id: str, delete_threads: bool = False
 ) -> Response:
@@ -203,7 +206,7 @@ async def delete_assistant(
     return Response(status_code=204)
 
 
-@router.get("/assistants/{assistant_id}/graph")
+@router.get("/assistants/{assistant_id}/graph", response_model=dict[str, Any])
 async def get_assistant_graph(
     request: Request, assistant_id: str, xray: str | None = None
 ) -> Response:
@@ -214,7 +217,7 @@ async def get_assistant_graph(
     return views.json_response(drawable.to_json())
 
 
-@router.get("/assistants/{assistant_id}/schemas")
+@router.get("/assistants/{assistant_id}/schemas", response_model=dict[str, Any])
 async def get_assistant_schemas(request: Request, assistant_id: str) -> Response:
     server = server_of(request)
     assistant = await lookup.get_assistant(server, assistant_id)
@@ -222,14 +225,14 @@ async def get_assistant_schemas(request: Request, assistant_id: str) -> Response
     return views.json_response(graph_schemas.graph_schemas(graph, assistant.graph_id))
 
 
-@router.get("/assistants/{assistant_id}/subgraphs")
+@router.get("/assistants/{assistant_id}/subgraphs", response_model=dict[str, Any])
 async def get_assistant_subgraphs(
     request: Request, assistant_id: str, recurse: bool = False
 ) -> Response:
     return await _subgraphs(request, assistant_id, None, recurse)
 
 
-@router.get("/assistants/{assistant_id}/subgraphs/{namespace}")
+@router.get("/assistants/{assistant_id}/subgraphs/{namespace}", response_model=dict[str, Any])
 async def get_assistant_subgraph(
     request: Request, assistant_id: str, namespace: str, recurse: bool = False
 ) -> Response:
@@ -248,7 +251,7 @@ async def _subgraphs(
     return views.json_response(found)
 
 
-@router.post("/assistants/{assistant_id}/versions")
+@router.post("/assistants/{assistant_id}/versions", response_model=list[AssistantOut])
 async def list_versions(
     request: Request, assistant_id: str, body: VersionSearch | None = None
 ) -> Response:
@@ -261,7 +264,7 @@ async def list_versions(
     return views.json_response([views.assistant_view(v) for v in versions])
 
 
-@router.post("/assistants/{assistant_id}/latest")
+@router.post("/assistants/{assistant_id}/latest", response_model=AssistantOut)
 async def set_latest_version(request: Request, assistant_id: str, body: SetLatest) -> Response:
     server = server_of(request)
     lookup.require_operator(caller_of(request), "change assistants")

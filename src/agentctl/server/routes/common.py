@@ -4,23 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
-from typing import Annotated, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from agentctl.server.errors import ApiError
+from agentctl.server.fields import Body, Limit, Offset, OnConflict, SortOrder
 from agentctl.storage.base import Page
 
-Limit = Annotated[int, Field(ge=1, le=1000)]
-Offset = Annotated[int, Field(ge=0)]
-SortOrder = Literal["asc", "desc"]
-OnConflict = Literal["raise", "do_nothing"]
-
-
-class Body(BaseModel):
-    """A request body: unknown fields are ignored, wrong types are a 422."""
-
-    model_config = ConfigDict(extra="ignore")
+__all__ = ["Body", "Limit", "Offset", "OnConflict", "SortOrder"]
 
 
 def page(limit: int, offset: int, sort_by: str | None, sort_order: SortOrder | None) -> Page:

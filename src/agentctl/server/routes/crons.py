@@ -14,7 +14,9 @@ from agentctl.server import lookup, views
 from agentctl.server.access import Caller, caller_of, without_owner
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, not_found
+from agentctl.server.fields import Config, Metadata, StreamModes
 from agentctl.server.routes.common import Body, Limit, Offset, SortOrder, page, select_fields
+from agentctl.server.schemas import CRON_LIST, CronOut
 from agentctl.storage.base import Cron, Page, new_id, now
 
 router = APIRouter(tags=["crons"])
@@ -29,8 +31,8 @@ PAYLOAD_FIELDS = ("input", "metadata", "multitask_strategy", *schedule.RUN_FIELD
 
 class CronFields(Body):
     input: Any = None
-    metadata: dict[str, Any] | None = None
-    config: dict[str, Any] | None = None
+    metadata: Metadata | None = None
+    config: Config | None = None
     context: dict[str, Any] | None = None
     interrupt_before: Interrupts | None = None
     interrupt_after: Interrupts | None = None
@@ -39,7 +41,7 @@ class CronFields(Body):
     end_time: datetime | None = None
     enabled: bool | None = None
     timezone: str | None = None
-    stream_mode: str | list[str] | None = None
+    stream_mode: StreamModes | None = None
     stream_subgraphs: bool | None = None
     stream_resumable: bool | None = None
     durability: Literal["sync", "async", "exit"] | None = None
@@ -58,7 +60,7 @@ class CronPatch(CronFields):
 class CronCount(Body):
     assistant_id: str | None = None
     thread_id: str | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
 
 
 class CronSearch(CronCount):
@@ -91,7 +93,6 @@ async def _create(
     await _check(body, body.schedule)
     assistant = await lookup.get_assistant(server, body.assistant_id)
     if thread_id is not None:
-        lookup.check_uuid("thread id", thread_id)
         await lookup.get_thread(server, thread_id, caller)
     metadata = caller.stamp(body.metadata)
     payload = {k: v for k in PAYLOAD_FIELDS if (v := getattr(body, k, None)) is not None}
@@ -118,12 +119,12 @@ async def _create(
     return views.json_response(views.cron_view(cron))
 
 
-@router.post("/runs/crons")
+@router.post("/runs/crons", response_model=CronOut)
 async def create_cron(request: Request, body: CronCreate) -> Response:
     return await _create(server_of(request), caller_of(request), body, None)
 
 
-@router.post("/threads/{thread_id}/runs/crons")
+@router.post("/threads/{thread_id}/runs/crons", response_model=CronOut)
 async def create_thread_cron(request: Request, thread_id: str, body: CronCreate) -> Response:
     return await _create(server_of(request), caller_of(request), body, thread_id)
 
@@ -144,7 +145,7 @@ async def _search(
     )
 
 
-@router.post("/runs/crons/search")
+@router.post("/runs/crons/search", response_model=CRON_LIST)
 async def search_crons(request: Request, body: CronSearch | None = None) -> Response:
     body = body or CronSearch()
     found, total = await _search(
@@ -160,7 +161,7 @@ async def search_crons(request: Request, body: CronSearch | None = None) -> Resp
     )
 
 
-@router.post("/runs/crons/count")
+@router.post("/runs/crons/count", response_model=int)
 async def count_crons(request: Request, body: CronCount | None = None) -> Response:
     _, total = await _search(
         server_of(request), caller_of(request), body or CronCount(), None, Page(limit=1)
@@ -169,19 +170,18 @@ async def count_crons(request: Request, body: CronCount | None = None) -> Respon
 
 
 async def _get(server: Server, cron_id: str, request: Request) -> Cron:
-    lookup.check_uuid("cron id", cron_id)
     cron = await server.storage.crons.get(cron_id)
     if cron is None or not caller_of(request).owns(cron.metadata):
         raise not_found("cron", cron_id)
     return cron
 
 
-@router.get("/runs/crons/{cron_id}")
+@router.get("/runs/crons/{cron_id}", response_model=CronOut)
 async def get_cron(request: Request, cron_id: str) -> Response:
     return views.json_response(views.cron_view(await _get(server_of(request), cron_id, request)))
 
 
-@router.patch("/runs/crons/{cron_id}")
+@router.patch("/runs/crons/{cron_id}", response_model=CronOut)
 async def patch_cron(request: Request, cron_id: str, body: CronPatch) -> Response:
     server = server_of(request)
     cron = await _get(server, cron_id, request)

@@ -15,11 +15,15 @@ from agentctl.platform.deployments import Deployments
 from agentctl.server.access import caller_of
 from agentctl.server.app import server_of
 from agentctl.server.errors import ApiError
+from agentctl.server.fields import Limit, Offset, RevisionNumber
+from agentctl.server.openapi import NOT_FOUND
 from agentctl.server.routes.common import Body
+from agentctl.server.schemas import RevisionOut
 from agentctl.server.views import json_response, page_headers
 from agentctl.storage.base import RevisionRecord
 
-router = APIRouter(prefix="/platform", tags=["platform"])
+# Every route answers 404 on a server that takes no deploys (`agentctl dev`).
+router = APIRouter(prefix="/platform", tags=["platform"], responses=NOT_FOUND)
 
 
 class RevisionUpload(Body):
@@ -56,7 +60,7 @@ def revision_view(record: RevisionRecord, active: int | None) -> dict[str, Any]:
     }
 
 
-@router.post("/revisions", status_code=201)
+@router.post("/revisions", status_code=201, response_model=RevisionOut)
 async def upload_revision(body: RevisionUpload, request: Request) -> Response:
     deployments = deployments_of(request)
     try:
@@ -69,11 +73,11 @@ async def upload_revision(body: RevisionUpload, request: Request) -> Response:
     return json_response(revision_view(record, record.number), status=201)
 
 
-@router.get("/revisions")
+@router.get("/revisions", response_model=list[RevisionOut])
 async def list_revisions(
     request: Request,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 20,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[Limit, Query()] = 20,
+    offset: Annotated[Offset, Query()] = 0,
 ) -> Response:
     deployments = deployments_of(request)
     records, total = await deployments.storage.revisions.list(limit=limit, offset=offset)
@@ -84,8 +88,8 @@ async def list_revisions(
     )
 
 
-@router.get("/revisions/{number}")
-async def get_revision(number: int, request: Request) -> Response:
+@router.get("/revisions/{number}", response_model=RevisionOut)
+async def get_revision(number: RevisionNumber, request: Request) -> Response:
     deployments = deployments_of(request)
     record = await deployments.storage.revisions.get(number)
     if record is None:
@@ -95,8 +99,8 @@ async def get_revision(number: int, request: Request) -> Response:
     return json_response(revision_view(record, await deployments.storage.revisions.active()))
 
 
-@router.post("/revisions/{number}/activate")
-async def activate_revision(number: int, request: Request) -> Response:
+@router.post("/revisions/{number}/activate", response_model=RevisionOut)
+async def activate_revision(number: RevisionNumber, request: Request) -> Response:
     deployments = deployments_of(request)
     if await deployments.storage.revisions.get(number) is None:
         raise ApiError(

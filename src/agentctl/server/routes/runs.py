@@ -4,7 +4,7 @@ stateless (`thread_id: null`: a temporary thread, deleted when the run ends)."""
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Header, Query, Request
 from starlette.responses import Response
@@ -16,7 +16,9 @@ from agentctl.server import lookup
 from agentctl.server.access import Caller, caller_of
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict, not_found
+from agentctl.server.fields import Limit, Offset
 from agentctl.server.limits import check_messages
+from agentctl.server.openapi import CONFLICT
 from agentctl.server.routes.common import query_modes
 from agentctl.server.run_requests import CancelMany, RunCreate
 from agentctl.server.run_streams import (
@@ -25,6 +27,8 @@ from agentctl.server.run_streams import (
     wait_for_result,
     waiting_response,
 )
+from agentctl.server.schemas import RunOut
+from agentctl.server.sse import EventStream
 from agentctl.server.views import json_response, run_view
 from agentctl.storage.base import (
     ACTIVE_RUN_STATUSES,
@@ -109,31 +113,31 @@ def _created(run: Run) -> Response:
 # -- runs on a thread --------------------------------------------------------------------
 
 
-@router.post("/threads/{thread_id}/runs")
+@router.post("/threads/{thread_id}/runs", response_model=RunOut, responses=CONFLICT)
 async def create_run(thread_id: str, body: RunCreate, request: Request) -> Response:
     return _created(await start_run(server_of(request), caller_of(request), body, thread_id))
 
 
-@router.post("/threads/{thread_id}/runs/stream")
+@router.post("/threads/{thread_id}/runs/stream", response_class=EventStream, responses=CONFLICT)
 async def stream_run(thread_id: str, body: RunCreate, request: Request) -> Response:
     server = server_of(request)
     run = await start_run(server, caller_of(request), body, thread_id)
     return run_stream_response(server, run, cancel_on_disconnect=body.on_disconnect == "cancel")
 
 
-@router.post("/threads/{thread_id}/runs/wait")
+@router.post("/threads/{thread_id}/runs/wait", response_model=Any, responses=CONFLICT)
 async def wait_run(thread_id: str, body: RunCreate, request: Request) -> Response:
     server = server_of(request)
     run = await start_run(server, caller_of(request), body, thread_id, wait=True)
     return waiting_response(wait_for_result(server, run, from_events=False), run, "join")
 
 
-@router.get("/threads/{thread_id}/runs")
+@router.get("/threads/{thread_id}/runs", response_model=list[RunOut])
 async def list_runs(
     thread_id: str,
     request: Request,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 10,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[Limit, Query()] = 10,
+    offset: Annotated[Offset, Query()] = 0,
     status: Literal["pending", "running", "success", "error", "interrupted", "timeout"]
     | None = None,
 ) -> Response:
@@ -143,13 +147,13 @@ async def list_runs(
     return json_response([run_view(run) for run in runs])
 
 
-@router.get("/threads/{thread_id}/runs/{run_id}")
+@router.get("/threads/{thread_id}/runs/{run_id}", response_model=RunOut)
 async def get_run(thread_id: str, run_id: str, request: Request) -> Response:
     run = await lookup.get_run(server_of(request), thread_id, run_id, caller_of(request))
     return json_response(run_view(run))
 
 
-@router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204)
+@router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204, responses=CONFLICT)
 async def delete_run(thread_id: str, run_id: str, request: Request) -> Response:
     server = server_of(request)
     run = await lookup.get_run(server, thread_id, run_id, caller_of(request))
@@ -159,14 +163,14 @@ async def delete_run(thread_id: str, run_id: str, request: Request) -> Response:
     return Response(status_code=204)
 
 
-@router.get("/threads/{thread_id}/runs/{run_id}/join")
+@router.get("/threads/{thread_id}/runs/{run_id}/join", response_model=Any)
 async def join_run(thread_id: str, run_id: str, request: Request) -> Response:
     server = server_of(request)
     run = await lookup.get_run(server, thread_id, run_id, caller_of(request))
     return waiting_response(wait_for_result(server, run, from_events=False), run, "join")
 
 
-@router.get("/threads/{thread_id}/runs/{run_id}/stream")
+@router.get("/threads/{thread_id}/runs/{run_id}/stream", response_class=EventStream)
 async def join_run_stream(
     thread_id: str,
     run_id: str,
@@ -186,7 +190,7 @@ async def join_run_stream(
     )
 
 
-@router.post("/threads/{thread_id}/runs/{run_id}/cancel")
+@router.post("/threads/{thread_id}/runs/{run_id}/cancel", response_model=Any)
 async def cancel_run(
     thread_id: str,
     run_id: str,
@@ -209,26 +213,26 @@ async def cancel_run(
 # -- stateless runs ----------------------------------------------------------------------
 
 
-@router.post("/runs")
+@router.post("/runs", response_model=RunOut, responses=CONFLICT)
 async def create_stateless_run(body: RunCreate, request: Request) -> Response:
     return _created(await start_run(server_of(request), caller_of(request), body, None))
 
 
-@router.post("/runs/stream")
+@router.post("/runs/stream", response_class=EventStream, responses=CONFLICT)
 async def stream_stateless_run(body: RunCreate, request: Request) -> Response:
     server = server_of(request)
     run = await start_run(server, caller_of(request), body, None)
     return run_stream_response(server, run, cancel_on_disconnect=body.on_disconnect == "cancel")
 
 
-@router.post("/runs/wait")
+@router.post("/runs/wait", response_model=Any, responses=CONFLICT)
 async def wait_stateless_run(body: RunCreate, request: Request) -> Response:
     server = server_of(request)
     run = await start_run(server, caller_of(request), body, None, wait=True)
     return waiting_response(wait_for_result(server, run, from_events=run.temporary), run, "join")
 
 
-@router.post("/runs/batch")
+@router.post("/runs/batch", response_model=list[RunOut], responses=CONFLICT)
 async def create_batch(
     request: Request, body: Annotated[list[RunCreate], Body(max_length=100)]
 ) -> Response:

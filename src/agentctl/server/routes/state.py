@@ -13,8 +13,11 @@ from agentctl.server import lookup, views
 from agentctl.server.access import caller_of
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict
+from agentctl.server.fields import Metadata
 from agentctl.server.limits import check_messages
+from agentctl.server.openapi import CONFLICT
 from agentctl.server.routes.common import Body, Limit
+from agentctl.server.schemas import StateUpdateOut, ThreadStateOut
 from agentctl.server.state_view import (
     checkpoint_view,
     select_state,
@@ -51,7 +54,7 @@ class StateUpdate(Body):
 class HistoryQuery(Body):
     limit: Limit = 10
     before: str | CheckpointRef | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     checkpoint: CheckpointRef | None = None
     select: list[str] | None = None
 
@@ -68,7 +71,6 @@ def _config(thread_id: str, checkpoint: CheckpointRef | None, checkpoint_id: str
 
 
 async def _thread(server: Server, thread_id: str, request: Request) -> None:
-    lookup.check_uuid("thread id", thread_id)
     await lookup.get_thread(server, thread_id, caller_of(request))
 
 
@@ -82,7 +84,7 @@ async def _state(
     return state_view(snapshot)
 
 
-@router.get("/threads/{thread_id}/state")
+@router.get("/threads/{thread_id}/state", response_model=ThreadStateOut)
 async def get_state(
     request: Request,
     thread_id: str,
@@ -95,7 +97,7 @@ async def get_state(
     return views.json_response(select_state(view, select))
 
 
-@router.get("/threads/{thread_id}/state/{checkpoint_id}")
+@router.get("/threads/{thread_id}/state/{checkpoint_id}", response_model=ThreadStateOut)
 async def get_state_at(
     request: Request,
     thread_id: str,
@@ -110,7 +112,7 @@ async def get_state_at(
     return views.json_response(select_state(view, select))
 
 
-@router.post("/threads/{thread_id}/state/checkpoint")
+@router.post("/threads/{thread_id}/state/checkpoint", response_model=ThreadStateOut)
 async def post_state_at(request: Request, thread_id: str, body: StateAtCheckpoint) -> Response:
     server = server_of(request)
     await _thread(server, thread_id, request)
@@ -118,7 +120,7 @@ async def post_state_at(request: Request, thread_id: str, body: StateAtCheckpoin
     return views.json_response(select_state(view, body.select))
 
 
-@router.post("/threads/{thread_id}/state")
+@router.post("/threads/{thread_id}/state", response_model=StateUpdateOut, responses=CONFLICT)
 async def update_state(request: Request, thread_id: str, body: StateUpdate) -> Response:
     server = server_of(request)
     check_messages(server.limits, "values", body.values)
@@ -133,8 +135,14 @@ async def update_state(request: Request, thread_id: str, body: StateUpdate) -> R
     config = _config(thread_id, body.checkpoint, body.checkpoint_id)
     try:
         new_config = await graph.aupdate_state(config, body.values, as_node=body.as_node)
-    except (InvalidUpdateError, ValueError, TypeError, KeyError) as exc:
-        raise ApiError(422, f"the state update could not be applied: {exc}") from None
+    except (InvalidUpdateError, ValueError, TypeError, KeyError, NotImplementedError) as exc:
+        # e.g. a message that is not a message (langchain raises NotImplementedError)
+        keys = ", ".join(body.values) if isinstance(body.values, dict) else ""
+        raise ApiError(
+            422,
+            f"body values{f' ({keys})' if keys else ''}: the state update could not be "
+            f"applied: {exc}",
+        ) from None
     checkpoint = checkpoint_view(new_config)
     await settle_thread(server, thread_id, busy=bool(active))
     await server.storage.events.append(
@@ -182,11 +190,11 @@ async def _history(
     ]
 
 
-@router.get("/threads/{thread_id}/history")
+@router.get("/threads/{thread_id}/history", response_model=list[ThreadStateOut])
 async def get_history(
     request: Request,
     thread_id: str,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 10,
+    limit: Annotated[Limit, Query()] = 10,
     before: str | None = None,
 ) -> Response:
     server = server_of(request)
@@ -197,7 +205,7 @@ async def get_history(
     return views.json_response(states)
 
 
-@router.post("/threads/{thread_id}/history")
+@router.post("/threads/{thread_id}/history", response_model=list[ThreadStateOut])
 async def post_history(
     request: Request, thread_id: str, body: HistoryQuery | None = None
 ) -> Response:

@@ -9,7 +9,6 @@ the SDK sends it; the other endpoints take it as a JSON list of labels.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
@@ -21,27 +20,40 @@ from agentctl.server import views
 from agentctl.server.access import caller_of
 from agentctl.server.app import server_of
 from agentctl.server.errors import ApiError
+from agentctl.server.fields import (
+    MAX_SECONDS,
+    Namespace,
+    NamespacePrefix,
+    StoreFilter,
+    check_label,
+    check_namespace,
+)
 from agentctl.server.routes.common import Body, Limit, Offset
+from agentctl.server.schemas import ItemOut, ItemsOut, NamespacesOut
 
 router = APIRouter(tags=["store"])
 
 
+# A time to live in minutes, as the langgraph store takes it.
+TtlMinutes = Annotated[float, Field(gt=0, le=MAX_SECONDS / 60, allow_inf_nan=False)]
+
+
 class ItemPut(Body):
-    namespace: list[str]
+    namespace: Namespace
     key: str
     value: dict[str, Any]
     index: Literal[False] | list[str] | None = None
-    ttl: Annotated[float, Field(gt=0)] | None = None
+    ttl: TtlMinutes | None = None
 
 
 class ItemDelete(Body):
-    namespace: list[str]
+    namespace: Namespace
     key: str
 
 
 class ItemSearch(Body):
-    namespace_prefix: list[str] = Field(default_factory=list)
-    filter: dict[str, Any] | None = None
+    namespace_prefix: NamespacePrefix = Field(default_factory=list)
+    filter: StoreFilter | None = None
     limit: Limit = 10
     offset: Offset = 0
     query: str | None = None
@@ -49,27 +61,19 @@ class ItemSearch(Body):
 
 
 class NamespaceList(Body):
-    prefix: list[str] | None = None
-    suffix: list[str] | None = None
+    prefix: NamespacePrefix | None = None
+    suffix: NamespacePrefix | None = None
     max_depth: Annotated[int, Field(ge=1)] | None = None
     limit: Limit = 100
     offset: Offset = 0
 
 
-def check_namespace(
-    namespace: Sequence[str], *, field: str = "namespace", allow_empty: bool = False
-) -> tuple[str, ...]:
-    """The namespace as a tuple, or a 422 naming what is wrong with it."""
-    if not namespace and not allow_empty:
-        raise ApiError(422, f"{field}: must have at least one label")
-    for label in namespace:
-        if not label:
-            raise ApiError(422, f"{field}: labels must not be empty (got {list(namespace)})")
-        if "." in label:
-            raise ApiError(
-                422, f"{field}: label {label!r} contains '.', which namespace labels cannot"
-            )
-    return tuple(namespace)
+def query_namespace(dotted: str) -> tuple[str, ...]:
+    """`?namespace=a.b` as labels, or a 422 naming what is wrong with it."""
+    try:
+        return tuple(check_namespace([check_label(label) for label in dotted.split(".") if dotted]))
+    except ValueError as exc:
+        raise ApiError(422, f"query parameter namespace: {exc}") from None
 
 
 def item_view(item: Any) -> dict[str, Any]:
@@ -89,7 +93,7 @@ def item_view(item: Any) -> dict[str, Any]:
 @router.put("/store/items", status_code=204)
 async def put_item(request: Request, body: ItemPut) -> Response:
     store = server_of(request).storage.store
-    namespace = caller_of(request).namespace(check_namespace(body.namespace))
+    namespace = caller_of(request).namespace(tuple(body.namespace))
     try:
         await store.aput(namespace, body.key, body.value, index=body.index, ttl=body.ttl)
     except InvalidNamespaceError as exc:
@@ -97,7 +101,7 @@ async def put_item(request: Request, body: ItemPut) -> Response:
     return Response(status_code=204)
 
 
-@router.get("/store/items")
+@router.get("/store/items", response_model=ItemOut | None)
 async def get_item(
     request: Request,
     key: str,
@@ -105,9 +109,7 @@ async def get_item(
     refresh_ttl: bool | None = None,
 ) -> Response:
     store = server_of(request).storage.store
-    labels = caller_of(request).namespace(
-        check_namespace(namespace.split(".") if namespace else [])
-    )
+    labels = caller_of(request).namespace(query_namespace(namespace))
     try:
         item = await store.aget(labels, key, refresh_ttl=refresh_ttl)
     except InvalidNamespaceError as exc:
@@ -119,7 +121,7 @@ async def get_item(
 @router.delete("/store/items", status_code=204)
 async def delete_item(request: Request, body: ItemDelete) -> Response:
     store = server_of(request).storage.store
-    namespace = caller_of(request).namespace(check_namespace(body.namespace))
+    namespace = caller_of(request).namespace(tuple(body.namespace))
     try:
         await store.adelete(namespace, body.key)
     except InvalidNamespaceError as exc:
@@ -127,13 +129,11 @@ async def delete_item(request: Request, body: ItemDelete) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/store/items/search")
+@router.post("/store/items/search", response_model=ItemsOut)
 async def search_items(request: Request, body: ItemSearch | None = None) -> Response:
     store, caller = server_of(request).storage.store, caller_of(request)
     body = body or ItemSearch()
-    prefix = caller.namespace_prefix(
-        check_namespace(body.namespace_prefix, field="namespace_prefix", allow_empty=True)
-    )
+    prefix = caller.namespace_prefix(tuple(body.namespace_prefix))
     try:
         items = await store.asearch(
             prefix,
@@ -149,14 +149,12 @@ async def search_items(request: Request, body: ItemSearch | None = None) -> Resp
     return views.json_response({"items": [item_view(item) for item in mine]})
 
 
-@router.post("/store/namespaces")
+@router.post("/store/namespaces", response_model=NamespacesOut)
 async def list_namespaces(request: Request, body: NamespaceList | None = None) -> Response:
     store, caller = server_of(request).storage.store, caller_of(request)
     body = body or NamespaceList()
-    prefix = caller.namespace_prefix(
-        check_namespace(body.prefix or [], field="prefix", allow_empty=True)
-    )
-    suffix = check_namespace(body.suffix or [], field="suffix", allow_empty=True)
+    prefix = caller.namespace_prefix(tuple(body.prefix or ()))
+    suffix = tuple(body.suffix or ())
     namespaces = await store.alist_namespaces(
         prefix=prefix or None,
         suffix=suffix or None,

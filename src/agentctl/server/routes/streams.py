@@ -13,13 +13,14 @@ from agentctl.server.app import server_of
 from agentctl.server.routes.common import query_modes
 from agentctl.server.routes.runs import checked_event_id
 from agentctl.server.run_streams import thread_stream_response
+from agentctl.server.sse import EventStream
 
 router = APIRouter(tags=["threads"])
 
 THREAD_STREAM_MODES = ("run_modes", "lifecycle", "state_update")
 
 
-@router.get("/threads/{thread_id}/stream")
+@router.get("/threads/{thread_id}/stream", response_class=EventStream)
 async def join_thread_stream(
     thread_id: str,
     request: Request,

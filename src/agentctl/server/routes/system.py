@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+from typing import Any
 
 from fastapi import APIRouter, Request
 from prometheus_client import (
@@ -16,7 +17,7 @@ from prometheus_client import (
     platform_collector,
     process_collector,
 )
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
 
 from agentctl._version import __version__
 from agentctl.engine.executor import STRICT_RESUME_KEY
@@ -24,6 +25,8 @@ from agentctl.observability.metrics import Metrics
 from agentctl.server import lookup, views
 from agentctl.server.access import caller_of
 from agentctl.server.app import Server, server_of
+from agentctl.server.openapi import UNAVAILABLE
+from agentctl.server.schemas import OkOut
 from agentctl.storage.base import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES, Page, ThreadStatus
 from agentctl.storage.outages import RETRY_AFTER_SECONDS, outages
 
@@ -39,7 +42,7 @@ def _version(package: str) -> str | None:
         return None
 
 
-@router.get("/ok")
+@router.get("/ok", response_model=OkOut, responses=UNAVAILABLE)
 async def ok(request: Request, live: bool = False) -> Response:
     """Readiness: 503 once the server is stopping (draining its runs) or while PostgreSQL
     or Redis does not answer, so a load balancer sends new requests elsewhere meanwhile.
@@ -59,7 +62,7 @@ async def ok(request: Request, live: bool = False) -> Response:
     return views.json_response({"ok": True})
 
 
-@router.get("/info")
+@router.get("/info", response_model=dict[str, Any])
 async def info(request: Request) -> Response:
     server = server_of(request)
     deployment = server.deployment
@@ -148,7 +151,7 @@ def _add_runtime_collectors(registry: CollectorRegistry) -> None:
     gc_collector.GCCollector(registry=registry)
 
 
-@router.get("/metrics")
+@router.get("/metrics", response_class=PlainTextResponse)
 async def metrics(request: Request) -> Response:
     lookup.require_operator(caller_of(request), "read the metrics")
     state = request.app.state

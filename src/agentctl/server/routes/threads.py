@@ -20,7 +20,9 @@ from agentctl.server import extract, lookup, views
 from agentctl.server.access import Caller, caller_of, without_owner
 from agentctl.server.app import Server, server_of
 from agentctl.server.errors import ApiError, conflict, not_found
+from agentctl.server.fields import Metadata
 from agentctl.server.limits import check_messages
+from agentctl.server.openapi import CONFLICT
 from agentctl.server.routes.common import (
     Body,
     Limit,
@@ -31,6 +33,7 @@ from agentctl.server.routes.common import (
     select_fields,
 )
 from agentctl.server.routes.crons import delete_crons_where
+from agentctl.server.schemas import THREAD_LIST, PrunedOut, ThreadOut
 from agentctl.server.state_view import thread_config, thread_values
 from agentctl.server.values_search import search_by_values
 from agentctl.storage.base import Page, Thread, ThreadStatus, now
@@ -56,17 +59,17 @@ class Superstep(Body):
 
 class ThreadCreate(Body):
     thread_id: str | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     if_exists: OnConflict = "raise"
     supersteps: list[Superstep] | None = None
 
 
 class ThreadPatch(Body):
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
 
 
 class ThreadCount(Body):
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     values: dict[str, Any] | None = None
     status: ThreadStatus | None = None
     ids: list[str] | None = None
@@ -124,7 +127,7 @@ async def apply_supersteps(server: Server, thread_id: str, supersteps: list[Supe
         raise ApiError(422, f"supersteps could not be applied: {exc}") from None
 
 
-@router.post("/threads")
+@router.post("/threads", response_model=ThreadOut, responses=CONFLICT)
 async def create_thread(request: Request, body: ThreadCreate | None = None) -> Response:
     server, caller = server_of(request), caller_of(request)
     body = body or ThreadCreate()
@@ -167,7 +170,7 @@ async def _search(
     return [await thread_json(server, t, values=with_values) for t in found], total
 
 
-@router.post("/threads/search")
+@router.post("/threads/search", response_model=THREAD_LIST)
 async def search_threads(request: Request, body: ThreadSearch | None = None) -> Response:
     server = server_of(request)
     body = body or ThreadSearch()
@@ -189,7 +192,7 @@ async def search_threads(request: Request, body: ThreadSearch | None = None) -> 
     )
 
 
-@router.post("/threads/count")
+@router.post("/threads/count", response_model=int)
 async def count_threads(request: Request, body: ThreadCount | None = None) -> Response:
     server = server_of(request)
     body = body or ThreadCount()
@@ -197,7 +200,7 @@ async def count_threads(request: Request, body: ThreadCount | None = None) -> Re
     return views.json_response(total)
 
 
-@router.post("/threads/prune")
+@router.post("/threads/prune", response_model=PrunedOut)
 async def prune_threads(request: Request, body: ThreadPrune) -> Response:
     server, caller = server_of(request), caller_of(request)
     pruned = 0
@@ -249,15 +252,14 @@ def _unique(ids: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-@router.get("/threads/{thread_id}")
+@router.get("/threads/{thread_id}", response_model=ThreadOut)
 async def get_thread(request: Request, thread_id: str) -> Response:
     server = server_of(request)
-    lookup.check_uuid("thread id", thread_id)
     thread = await lookup.get_thread(server, thread_id, caller_of(request))
     return views.json_response(await thread_json(server, thread))
 
 
-@router.patch("/threads/{thread_id}")
+@router.patch("/threads/{thread_id}", response_model=ThreadOut)
 async def patch_thread(
     request: Request,
     thread_id: str,
@@ -265,7 +267,6 @@ async def patch_thread(
     prefer: str | None = Header(default=None),
 ) -> Response:
     server = server_of(request)
-    lookup.check_uuid("thread id", thread_id)
     await lookup.get_thread(server, thread_id, caller_of(request))
     thread = await server.storage.threads.update(thread_id, metadata=without_owner(body.metadata))
     if thread is None:  # deleted in between
@@ -278,16 +279,14 @@ async def patch_thread(
 @router.delete("/threads/{thread_id}", status_code=204)
 async def delete_thread_route(request: Request, thread_id: str) -> Response:
     server = server_of(request)
-    lookup.check_uuid("thread id", thread_id)
     await lookup.get_thread(server, thread_id, caller_of(request))
     await delete_thread(server, thread_id)
     return Response(status_code=204)
 
 
-@router.post("/threads/{thread_id}/copy")
+@router.post("/threads/{thread_id}/copy", response_model=ThreadOut)
 async def copy_thread(request: Request, thread_id: str) -> Response:
     server, caller = server_of(request), caller_of(request)
-    lookup.check_uuid("thread id", thread_id)
     source = await lookup.get_thread(server, thread_id, caller)
     copy = Thread(
         thread_id=str(uuid.uuid4()),

@@ -1,0 +1,181 @@
+"""Request field types every route shares, checked once at the request model: a value that
+SQLite or PostgreSQL cannot hold (an integer past 64 bits, a NUL character, nesting past
+`MAX_DEPTH`, an offset or delay past any clock) is a 422 naming the field, never a 500.
+
+`Body` walks every JSON value of its declared fields (unknown fields stay ignored); the
+`Annotated` types below add what a field means (metadata keys a filter can name, store
+filter operators, paging and time bounds) and say so in the OpenAPI document.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from typing import Annotated, Any, Literal
+
+from fastapi import Path
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+from starlette.requests import HTTPConnection
+
+from agentctl.engine.wire import STREAM_MODES
+from agentctl.server.errors import ApiError
+
+INT64 = (-(2**63), 2**63 - 1)
+UUID_PARAMS = ("thread_id", "run_id", "cron_id")  # path parameters that are UUIDs
+MAX_DEPTH = 100
+MAX_OFFSET = 10**12
+MAX_SECONDS = 10 * 365 * 24 * 3600  # ten years
+STORE_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+_FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")  # what the langgraph stores can filter on
+_CONTROL = re.compile(r'["\\\x00-\x1f]')
+
+
+def _at(path: str) -> str:
+    return f"{path}: " if path else ""
+
+
+def check_json(value: Any, path: str = "", depth: int = 0) -> Any:
+    """`value` when every part of it can be stored as JSON by SQLite and PostgreSQL alike;
+    a ValueError naming the offending part otherwise."""
+    if depth > MAX_DEPTH:
+        raise ValueError(f"{_at(path)}nested deeper than {MAX_DEPTH} levels")
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if not INT64[0] <= value <= INT64[1]:
+            raise ValueError(f"{_at(path)}integer {value} does not fit in 64 bits")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{_at(path)}number {value} is out of range")
+    elif isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError(f"{_at(path)}text must not contain the NUL character")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if "\x00" in key:
+                raise ValueError(f"{_at(path)}key {key!r} must not contain the NUL character")
+            check_json(item, f"{path}.{key}" if path else key, depth + 1)
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            check_json(item, f"{path}[{index}]", depth + 1)
+    return value
+
+
+class Body(BaseModel):
+    """A request body: unknown fields are ignored, wrong types and values no store can hold
+    are a 422."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name in cls.model_fields.keys() & data.keys():
+                check_json(data[name], name)
+        return data
+
+
+def check_metadata(value: dict[str, Any]) -> dict[str, Any]:
+    """Metadata whose every key a search can name (SQLite's JSON paths cannot hold quotes,
+    backslashes or control characters)."""
+    for key in value:
+        if _CONTROL.search(key):
+            raise ValueError(
+                f"key {key!r} must not contain quotes, backslashes or control characters"
+            )
+    return value
+
+
+def check_config(value: dict[str, Any]) -> dict[str, Any]:
+    """A run config as langgraph reads it."""
+    configurable = value.get("configurable")
+    if configurable is not None and not isinstance(configurable, dict):
+        raise ValueError("configurable must be an object")
+    tags = value.get("tags")
+    if tags is not None and not (isinstance(tags, list) and all(isinstance(t, str) for t in tags)):
+        raise ValueError("tags must be a list of strings")
+    limit = value.get("recursion_limit")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError("recursion_limit must be a positive integer")
+    return value
+
+
+def check_store_filter(value: dict[str, Any]) -> dict[str, Any]:
+    """A store filter: `{key: value}` or `{key: {"$op": value}}` with a known operator."""
+    for key, wanted in value.items():
+        if not _FILTER_KEY.match(key):
+            raise ValueError(
+                f"key {key!r} may hold only letters, digits, '_', '-' and '.' (a nested path)"
+            )
+        if isinstance(wanted, dict):
+            unknown = [op for op in wanted if op not in STORE_OPERATORS]
+            if unknown:
+                raise ValueError(
+                    f"{key}: unknown operator {', '.join(map(repr, unknown))} — "
+                    f"use one of {', '.join(STORE_OPERATORS)}"
+                )
+    return value
+
+
+def check_label(value: str) -> str:
+    if not value:
+        raise ValueError("namespace labels must not be empty")
+    if "." in value or "\x00" in value:
+        raise ValueError(f"label {value!r} must not contain '.' or the NUL character")
+    return value
+
+
+def check_namespace(value: list[str]) -> list[str]:
+    if not value:
+        raise ValueError("must have at least one label")
+    return value
+
+
+def check_url(connection: HTTPConnection) -> None:
+    """A dependency of every route: a path or query parameter holding NUL (`%00`), or a
+    path id of `UUID_PARAMS` that is not a UUID, is a 422 naming it."""
+    given = [
+        *(("path parameter", name, value) for name, value in connection.path_params.items()),
+        *(
+            ("query parameter", name, value)
+            for name, value in connection.query_params.multi_items()
+        ),
+    ]
+    for kind, name, value in given:
+        if isinstance(value, str) and "\x00" in value:
+            raise ApiError(422, f"{kind} {name}: must not contain the NUL character")
+    for name in UUID_PARAMS:
+        value = connection.path_params.get(name)
+        if isinstance(value, str):
+            try:
+                uuid.UUID(value)
+            except ValueError:
+                raise ApiError(422, f"path parameter {name}: {value!r} is not a UUID") from None
+
+
+Metadata = Annotated[dict[str, Any], AfterValidator(check_metadata)]
+Config = Annotated[dict[str, Any], AfterValidator(check_config)]
+StoreFilter = Annotated[dict[str, Any], AfterValidator(check_store_filter)]
+Label = Annotated[
+    str,
+    AfterValidator(check_label),
+    WithJsonSchema({"type": "string", "minLength": 1, "pattern": "^[^.\\u0000]+$"}),
+]
+Namespace = Annotated[
+    list[Label], AfterValidator(check_namespace), Field(json_schema_extra={"minItems": 1})
+]
+NamespacePrefix = list[Label]
+Limit = Annotated[int, Field(ge=1, le=1000)]
+Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET)]
+Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS, allow_inf_nan=False)]
+_MODE = {"type": "string", "enum": list(STREAM_MODES)}
+# One stream mode or a list of them (checked with a message listing them by the models).
+StreamModes = Annotated[
+    str | list[str],
+    WithJsonSchema({"anyOf": [_MODE, {"type": "array", "items": _MODE}]}),
+]
+RevisionNumber = Annotated[int, Path(ge=1, le=INT64[1])]
+SortOrder = Literal["asc", "desc"]
+OnConflict = Literal["raise", "do_nothing"]

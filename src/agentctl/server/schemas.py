@@ -1,0 +1,158 @@
+"""The shapes of the JSON the routes answer (as `views.py` and `state_view.py` build them),
+for the OpenAPI document: routes name them as `response_model`, but return their JSON
+already serialized, so these models never validate a response on the hot path."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, create_model
+
+from agentctl.storage.base import ThreadStatus
+
+Uuid = Annotated[str, Field(json_schema_extra={"format": "uuid"})]
+RunStatus = Literal["pending", "running", "success", "error", "interrupted", "timeout"]
+
+
+class ErrorOut(BaseModel):
+    """Every error: what went wrong and, for a bad field, which one."""
+
+    detail: str
+
+
+class AssistantOut(BaseModel):
+    assistant_id: Uuid
+    graph_id: str
+    name: str
+    description: str | None
+    config: dict[str, Any]
+    context: dict[str, Any]
+    metadata: dict[str, Any]
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class InterruptOut(BaseModel):
+    value: Any
+    id: str | None
+
+
+class ThreadOut(BaseModel):
+    thread_id: Uuid
+    created_at: datetime
+    updated_at: datetime
+    state_updated_at: datetime
+    metadata: dict[str, Any]
+    status: ThreadStatus
+    values: Any
+    interrupts: dict[str, list[InterruptOut]]
+
+
+class RunOut(BaseModel):
+    run_id: Uuid
+    thread_id: Uuid
+    assistant_id: Uuid
+    created_at: datetime
+    updated_at: datetime
+    status: RunStatus
+    metadata: dict[str, Any]
+    kwargs: dict[str, Any]
+    multitask_strategy: str
+    attempt: int
+
+
+class CronOut(BaseModel):
+    cron_id: Uuid
+    assistant_id: Uuid
+    thread_id: Uuid | None
+    schedule: str
+    timezone: str | None
+    payload: dict[str, Any]
+    next_run_date: datetime | None
+    end_time: datetime | None
+    on_run_completed: Literal["delete", "keep"] | None
+    metadata: dict[str, Any]
+    enabled: bool
+    user_id: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class CheckpointOut(BaseModel):
+    thread_id: Uuid | None
+    checkpoint_ns: str
+    checkpoint_id: str | None
+    checkpoint_map: dict[str, Any] | None
+
+
+class ThreadStateOut(BaseModel):
+    values: Any
+    next: list[str]
+    tasks: list[dict[str, Any]]
+    checkpoint: CheckpointOut | None
+    metadata: dict[str, Any] | None
+    created_at: str | None
+    parent_checkpoint: CheckpointOut | None
+    interrupts: list[InterruptOut]
+
+
+class StateUpdateOut(BaseModel):
+    checkpoint: CheckpointOut | None
+
+
+class ItemOut(BaseModel):
+    namespace: list[str]
+    key: str
+    value: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    score: float | None = None
+
+
+class ItemsOut(BaseModel):
+    items: list[ItemOut]
+
+
+class NamespacesOut(BaseModel):
+    namespaces: list[list[str]]
+
+
+class PrunedOut(BaseModel):
+    pruned_count: int
+
+
+class OkOut(BaseModel):
+    ok: bool
+    stopping: bool = False
+    unavailable: list[str] | None = None  # the services that do not answer
+
+
+class RevisionOut(BaseModel):
+    number: int
+    revision_id: str
+    agent: str
+    model: str
+    auth: str | None
+    packages: list[str]
+    secrets: list[str]
+    created_at: datetime
+    active: bool
+
+
+def selected(model: type[BaseModel]) -> type[BaseModel]:
+    """`model` as a search answers it: only the fields `select` names (all by default)."""
+    fields: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        annotation: Any = field.annotation
+        fields[name] = (annotation | None, None)
+    if model is ThreadOut:
+        fields["extracted"] = (dict[str, Any] | None, None)
+    return create_model(f"Selected{model.__name__}", **fields)
+
+
+# What the searches answer (types, as values for `response_model`).
+ASSISTANT_LIST: Any = list[selected(AssistantOut)]  # type: ignore[misc]
+THREAD_LIST: Any = list[selected(ThreadOut)]  # type: ignore[misc]
+CRON_LIST: Any = list[selected(CronOut)]  # type: ignore[misc]
