@@ -70,3 +70,12 @@ async def test_bad_last_event_id_is_422(agent: Running, http: httpx.AsyncClient)
     )
     assert response.status_code == 422
     assert "not an event id" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("path", ["/threads/%2F", "/threads/", "/assistants/search/", "/ok/"])
+async def test_a_path_no_route_has_is_404_not_a_redirect(
+    http: httpx.AsyncClient, path: str
+) -> None:
+    response = await http.get(path)
+    assert response.status_code in (404, 405), response.text
+    assert response.json()["detail"]

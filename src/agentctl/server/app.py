@@ -140,6 +140,8 @@ def create_app(server: Server) -> FastAPI:
         openapi_url="/openapi.json",
         redoc_url=None,
         dependencies=[Depends(check_url)],
+        # A path no route has is a 404, not a 307 to a guess with one slash less.
+        redirect_slashes=False,
     )
     app.state.server = server
     app.add_middleware(BodyLimit, limits=server.limits)
