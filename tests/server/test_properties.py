@@ -152,7 +152,8 @@ def path_of(op: Operation, target: Target, draw: st.DrawFn) -> str:
         if name == "assistant_id":
             plausible = "demo"
         text = draw(st.one_of(st.just(plausible), st.text(max_size=6), st.sampled_from(EDGE_TEXT)))
-        return quote(text, safe="") or "x"
+        # Dots escaped too: a client drops a `.` or `..` segment, asking another path.
+        return quote(text, safe="").replace(".", "%2E") or "x"
 
     return re.sub(r"\{(\w+)(?::path)?\}", fill, op.path)
 
