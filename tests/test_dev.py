@@ -238,6 +238,36 @@ async def test_threads_and_memory_survive_a_restart(demo: Path, start_dev: Start
     assert again.stop() == 0
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_while_validating_interrupts_the_start(
+    demo: Path, start_dev: StartDev, sig: signal.Signals
+) -> None:
+    dev = start_dev("--config", demo / "agent.toml", "--port", free_port())
+    dev.wait_for(r"^Validating… ", "err", timeout=READY_TIMEOUT)
+    assert dev.stop(sig) == 130, dev.err
+    assert dev.lines["err"][-1] == "interrupted before the server was ready"
+    assert "Traceback" not in dev.err
+    assert "Ready" not in dev.out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_while_loading_interrupts_the_start(
+    demo: Path, start_dev: StartDev, sig: signal.Signals
+) -> None:
+    with socket.socket() as silent:  # an MCP server that never answers: loading waits
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        mcp = {"mcpServers": {"calc": {"url": f"http://127.0.0.1:{silent.getsockname()[1]}/mcp"}}}
+        (demo / "mcp.json").write_text(json.dumps(mcp))
+        dev = start_dev("--config", demo / "agent.toml", "--port", free_port())
+        dev.wait_for(r"^Starting… ", "err", timeout=READY_TIMEOUT)
+        time.sleep(0.5)
+        assert dev.stop(sig) == 130, dev.err
+    assert dev.lines["err"][-1] == "interrupted before the server was ready"
+    assert "Traceback" not in dev.err
+    assert "Ready" not in dev.out
+
+
 async def test_edits_reload_the_agent(demo: Path, start_dev: StartDev) -> None:
     dev = start_dev("--config", demo / "agent.toml", "--port", free_port())
     url = dev.ready()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,6 +55,27 @@ def dev(
     survive a restart. Unless --allow-blocking is given, a blocking call on the server's
     event loop fails the run that made it, naming the call.
     """
+    servers: list[DevServer] = []  # the server, once there is one
+    # Ctrl-C and SIGTERM interrupt the start until the server is ready; then they stop it.
+    with signals(interrupt=lambda: not (servers and servers[0].ready)):
+        try:
+            _serve(config, port, host, cors_origins, allow_blocking, servers)
+        except KeyboardInterrupt:
+            if sys.stderr.isatty():
+                click.echo(err=True)  # after the terminal's ^C
+            click.echo("interrupted before the server was ready", err=True)
+            sys.exit(130)
+    click.echo("stopped")
+
+
+def _serve(
+    config: Path,
+    port: int,
+    host: str,
+    cors_origins: tuple[str, ...],
+    allow_blocking: bool,
+    servers: list[DevServer],
+) -> None:
     from agentctl.server.devloop import DevServer, configure_logging
     from agentctl.server.http import listen_socket
     from agentctl.server.limits import Limits
@@ -75,19 +97,18 @@ def dev(
             origins=OriginPolicy.for_dev(cors_origins, host),
             limits=limits,
         )
+        servers.append(server)
         step("Starting", f'agent "{first.project.name}" on {server.url}')
         configure_logging()
-        with (
-            signals(interrupt=lambda: not server.serving),
-            asyncio.Runner(loop_factory=loop_factory()) as runner,
-        ):
+        with asyncio.Runner(loop_factory=loop_factory()) as runner:
             runner.run(server.run())
     finally:
         sock.close()
-    click.echo("stopped")
 
 
 def _origins(values: tuple[str, ...]) -> tuple[str, ...]:
+    if not values:  # importing the server takes a while: not before the signals are ours
+        return ()
     from agentctl.server.origins import parse_origin
 
     try:
@@ -163,9 +184,9 @@ class _Printer:
 
 @contextmanager
 def signals(interrupt: Callable[[], bool]) -> Iterator[None]:
-    """Ctrl-C and SIGTERM. While the server serves, uvicorn handles them (a graceful stop)
-    and raises them again once it is done: that must not interrupt us. Before, they
-    interrupt the start (exit 130)."""
+    """Ctrl-C and SIGTERM raise KeyboardInterrupt while `interrupt()` is true. While uvicorn
+    serves it handles them (a graceful stop) and raises them again once it is done: that
+    interrupts us only when the signal came before the server was ready."""
 
     def handle(signum: int, frame: FrameType | None) -> None:
         if interrupt():

@@ -100,7 +100,9 @@ class DevServer:
         self.origins = origins
         self.limits = limits or Limits()
         self.server: Server | None = None
-        self.serving = False  # uvicorn handles Ctrl-C and SIGTERM from here on
+        # Ready (the ready message is out): a Ctrl-C or SIGTERM from here on is a graceful
+        # stop, one before interrupts the start.
+        self.ready = False
         self.detector: BlockingDetector | None = None
         self._exported: set[str] = set()
         self._failed = False
@@ -137,7 +139,6 @@ class DevServer:
         uv = self._uvicorn = NotifyingUvicorn(
             config, on_started=self._started, on_stopping=self._stopping
         )
-        self.serving = True
         try:
             await uv.serve(sockets=[self.sock])
         except SystemExit:  # uvicorn's way of saying the application did not start
@@ -164,6 +165,7 @@ class DevServer:
                 exempt_functions=[("agentctl/server/devloop.py", {"_load_runtime"})],
             )
             self.detector.activate()
+        self.ready = True
         if self.watch:
             self._watcher = asyncio.create_task(self._watch(), name="agentctl-dev-watch")
         self.events.ready(self)
