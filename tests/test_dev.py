@@ -298,6 +298,44 @@ async def test_edits_reload_the_agent(demo: Path, start_dev: StartDev) -> None:
     assert "Traceback" not in dev.err
 
 
+def edit(dev: DevProcess, path: Path, text: str) -> int:
+    """Write `text` to `path` until `dev` reloads (its watcher starts just after the ready
+    message, so a write at once may go unseen); the number of stdout lines before."""
+    seen = len(dev.lines["out"])
+    for _ in range(10):
+        path.write_text(text)
+        try:
+            dev.wait_for(r"^reloaded: revision \w{12}$", after=seen, timeout=3)
+        except AssertionError:
+            continue
+        return seen
+    raise AssertionError(f"no reload after editing {path}\n{dev.out}\n{dev.err}")
+
+
+def test_a_reload_that_changes_auth_says_how_to_call_again(demo: Path, start_dev: StartDev) -> None:
+    (demo / ".env").write_text("IDP_B_SECRET_KEY=sk_test_reload\n")
+    dev = start_dev("--config", demo / "agent.toml", "--port", free_port())
+    url = dev.ready()
+    assert "  Auth  none: anyone who can reach the address may call (no user memory)" in dev.out
+
+    # An edit that leaves auth alone prints no Auth line.
+    edit(dev, demo / "AGENTS.md", "You are the edited agent.\n")
+    # [auth] on: the Auth line and an example that sends a token.
+    toml = '[agent]\nname = "demo"\nmodel = "openai:scripted"\n'
+    seen = edit(dev, demo / "agent.toml", toml + '\n[auth]\nprovider = "idp_b"\n')
+    dev.wait_for(r"^  Auth  idp_b: requests need Authorization: Bearer <token>$", after=seen)
+    tried = dev.wait_for(r"^  Try   curl -s (\S+) .*-H 'Authorization: Bearer ", after=seen)
+    assert tried.group(1) == f"{url}/runs/wait"
+    assert sum(line.startswith("  Auth  ") for line in dev.lines["out"][:seen]) == 1
+
+    # [auth] off again.
+    seen = edit(dev, demo / "agent.toml", toml)
+    dev.wait_for(r"^  Auth  none: anyone who can reach the address may call", after=seen)
+    dev.wait_for(r"^  Try   curl -s \S+ -H 'Content-Type: application/json' -d ", after=seen)
+    assert dev.stop() == 0
+    assert "Traceback" not in dev.err
+
+
 # -- errors at startup -----------------------------------------------------------------
 
 
@@ -374,7 +412,7 @@ class _Events:
     def ready(self, dev: DevServer) -> None:
         self.started.set()
 
-    def reloaded(self, build: Build) -> None:
+    def reloaded(self, dev: DevServer, previous: Build) -> None:
         pass
 
     def reload_failed(self, error: Exception, serving: Build) -> None:

@@ -140,21 +140,15 @@ class _Printer:
 
     def ready(self, dev: DevServer) -> None:
         build = dev.build
-        url = dev.url
-        name = build.project.name
         click.echo(
             click.style("Ready: ", fg="green", bold=True)
-            + f'agent "{name}", revision {build.revision.short_id}'
+            + f'agent "{build.project.name}", revision {build.revision.short_id}'
         )
-        click.echo(f"  API   {url}")
-        click.echo(f"  Docs  {url}/docs")
-        auth = build.project.auth
-        click.echo(f"  Try   {example_call(url, name, BEARER if auth is not None else None)}")
+        click.echo(f"  API   {dev.url}")
+        click.echo(f"  Docs  {dev.url}/docs")
+        self._try(dev)
         click.echo(f"  Data  {dev.data_dir}")
-        if auth is None:
-            click.echo("  Auth  none: anyone who can reach the address may call (no user memory)")
-        else:
-            click.echo(f"  Auth  {auth.provider}: requests need Authorization: Bearer <token>")
+        self._auth(dev)
         blocking = (
             "blocking calls on the event loop are allowed"
             if dev.allow_blocking
@@ -162,10 +156,30 @@ class _Printer:
         )
         click.echo(f"Watching {dev.root} for changes; {blocking}. Press Ctrl-C to stop.")
 
-    def reloaded(self, build: Build) -> None:
+    def reloaded(self, dev: DevServer, previous: Build) -> None:
+        build = dev.build
         click.echo(
             click.style("reloaded: ", fg="green", bold=True) + f"revision {build.revision.short_id}"
         )
+        # How to call it changed: say so again.
+        if (build.project.name, build.project.auth) != (
+            previous.project.name,
+            previous.project.auth,
+        ):
+            self._try(dev)
+            self._auth(dev)
+
+    def _try(self, dev: DevServer) -> None:
+        project = dev.build.project
+        header = BEARER if project.auth is not None else None
+        click.echo(f"  Try   {example_call(dev.url, project.name, header)}")
+
+    def _auth(self, dev: DevServer) -> None:
+        auth = dev.build.project.auth
+        if auth is None:
+            click.echo("  Auth  none: anyone who can reach the address may call (no user memory)")
+        else:
+            click.echo(f"  Auth  {auth.provider}: requests need Authorization: Bearer <token>")
 
     def reload_failed(self, error: Exception, serving: Build) -> None:
         from agentctl.cli import report

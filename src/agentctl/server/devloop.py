@@ -58,7 +58,7 @@ class DevEvents(Protocol):
     """What the dev server tells its user (the CLI prints it)."""
 
     def ready(self, dev: DevServer) -> None: ...
-    def reloaded(self, build: Build) -> None: ...
+    def reloaded(self, dev: DevServer, previous: Build) -> None: ...
     def reload_failed(self, error: Exception, serving: Build) -> None: ...
 
 
@@ -213,9 +213,9 @@ class DevServer:
             self.events.reload_failed(exc, self.build)
             return False
         await server.switch(runtime, access)
-        self.build = build
+        previous, self.build = self.build, build
         self._failed = False
-        self.events.reloaded(build)
+        self.events.reloaded(self, previous)
         return True
 
     async def _load_runtime(self, server: Server, build: Build) -> AgentRuntime:
