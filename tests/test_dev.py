@@ -4,9 +4,11 @@ client, files edited while it serves, and blocking calls on its event loop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import sqlite3
@@ -536,3 +538,109 @@ def test_make_demo_runs_the_agent_offline(tmp_path: Path, dev_env: dict[str, str
     assert "scripted reply to: hello" in output
     assert "stopped" in output
     assert "Traceback" not in output
+
+
+def descendants(pid: int) -> set[int]:
+    """The processes under `pid`, from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def answers(url: str) -> bool:
+    try:
+        httpx.get(url, timeout=2)
+    except httpx.TransportError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("command", "sig"),
+    [
+        pytest.param("demo.sh", signal.SIGTERM, id="demo.sh-SIGTERM"),
+        pytest.param("demo.sh", signal.SIGINT, id="demo.sh-SIGINT"),
+        pytest.param("demo.sh", signal.SIGHUP, id="demo.sh-SIGHUP"),
+        pytest.param("make demo", signal.SIGTERM, id="make-demo-SIGTERM"),
+        pytest.param("parent", signal.SIGKILL, id="parent-SIGKILL"),
+    ],
+)
+def test_stopping_make_demo_stops_its_servers(
+    tmp_path: Path, dev_env: dict[str, str], command: str, sig: signal.Signals
+) -> None:
+    if sig == signal.SIGINT and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        pytest.skip("SIGINT is ignored here, so in the script too (a background job)")
+    venv = Path(sys.executable).parent
+    env = {k: v for k, v in dev_env.items() if not k.startswith("OPENAI_")}
+    env.update(DEMO_DIR=str(tmp_path / "demo"), PORT="0", BIN=str(venv))
+    env.pop("DEMO_ONCE", None)
+    script = ["bash", str(ROOT / "scripts/demo.sh")]
+    args = {
+        "demo.sh": script,
+        # The installed environment is this one: make only runs the demo.
+        "make demo": [
+            "make",
+            "-s",
+            "-o",
+            f"{venv.parent}/.installed",
+            "demo",
+            f"VENV={venv.parent}",
+        ],
+        # Whatever started the script is killed outright: the script notices and stops.
+        "parent": ["bash", "-c", f"{' '.join(script)} & wait"],
+    }[command]
+    if args[0] == "make" and shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    log = tmp_path / "demo.log"
+    with log.open("w") as out:
+        top = subprocess.Popen(
+            args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not (serving := re.search(r"keeps serving on (http://\S+):", log.read_text())):
+            assert top.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        output = log.read_text()
+        assert "scripted reply to: hello" in output
+        model = re.search(r"OPENAI_BASE_URL=(http://\S+)", output)
+        assert model is not None
+        urls = [f"{serving.group(1)}/ok", f"{model.group(1)}/models"]
+        assert all(answers(url) for url in urls)
+        children = descendants(top.pid)
+        assert len(children) >= 3, children  # the model, the dev server, tee (make: the script)
+
+        top.send_signal(sig)
+        top.wait(30)
+        deadline = time.monotonic() + 30
+        while left := [pid for pid in children if alive(pid)]:
+            assert time.monotonic() < deadline, f"still running: {left}\n{log.read_text()}"
+            time.sleep(0.2)
+        assert not any(answers(url) for url in urls)
+        output = log.read_text()
+        assert "stopped" in output.splitlines()
+        assert "Traceback" not in output
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(top.pid, signal.SIGKILL)
+        top.wait()
