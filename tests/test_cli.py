@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -274,3 +276,36 @@ def test_no_color_turns_colour_off_on_a_terminal(tmp_path: Path) -> None:
     plain = _on_a_terminal(["init", "bad name!"], {"NO_COLOR": "1"}, tmp_path)
     assert b"\x1b[" not in plain
     assert b"error: " in plain
+
+
+TRACE_KEY = "lsv2_pt_test-trace-key-must-never-leak"
+
+
+def tracing_env(endpoint: str) -> str:
+    return (
+        f"LANGSMITH_API_KEY={TRACE_KEY}\nLANGSMITH_TRACING=true\n"
+        f"LANGSMITH_PROJECT=deployed-demo\nLANGSMITH_ENDPOINT={endpoint}\n"
+    )
+
+
+def test_dry_run_sends_langsmith_variables_as_secrets(run_cli: RunCli, tmp_path: Path) -> None:
+    run_cli("init", "demo", cwd=tmp_path)
+    root = tmp_path / "demo"
+    with (root / ".env").open("a") as env:
+        env.write("OPENAI_API_KEY=sk-test-key-123456\n" + tracing_env("http://127.0.0.1:9"))
+        env.write("LANGCHAIN_TRACING_V2=true\n")
+    result = run_cli("deploy", "--dry-run", cwd=root)
+    assert result.exit_code == 0, result.err
+    secrets = re.search(r"^  secrets +(.+)$", result.out, re.MULTILINE)
+    assert secrets is not None, result.out
+    assert secrets.group(1).split(", ") == [
+        "LANGCHAIN_TRACING_V2", "LANGSMITH_API_KEY", "LANGSMITH_ENDPOINT", "LANGSMITH_PROJECT",
+        "LANGSMITH_TRACING", "OPENAI_API_KEY",
+    ]  # fmt: skip
+    assert TRACE_KEY not in result.out + result.err
+    [build] = (root / ".agentctl/build").iterdir()
+    archive = (build / "revision.tar.gz").read_bytes()
+    assert TRACE_KEY.encode() not in gzip.decompress(archive)
+    manifest = json.loads((build / "manifest.json").read_text())
+    assert "LANGSMITH_API_KEY" in manifest["env_optional"]
+    assert TRACE_KEY not in json.dumps(manifest)
