@@ -35,8 +35,9 @@ check: lint typecheck test
 
 # Scaffold ./demo and serve it with `agentctl dev` on the scripted model (no key, no
 # network); a sample request is answered, then it serves until Ctrl-C (DEMO_ONCE=1: stops).
+# `exec`: the script is make's child, so the SIGTERM make passes on reaches it and its servers.
 demo: install
-	BIN=$(BIN) bash scripts/demo.sh
+	BIN=$(BIN) exec bash scripts/demo.sh
 
 # The in-process floor. `make bench-server` measures the server against it and `langgraph dev`.
 bench: install

@@ -5,24 +5,39 @@
 #   DEMO_DIR   where to scaffold the project (demo; replaced on every run)
 #   PORT       port of the agent server (2024, or a free one when 2024 is taken; 0: any)
 #   DEMO_ONCE  set to stop after the sample request instead of serving until Ctrl-C
+#
+# Ctrl-C, SIGTERM or SIGHUP (to this script, or SIGTERM to `make demo`) stop the servers it
+# started and wait for them; so does the end of its parent (e.g. make killed otherwise).
 set -euo pipefail
 
 BIN=${BIN:-.venv/bin}
 DIR=${DEMO_DIR:-demo}
 PORT=${PORT:-2024}
 logs=$(mktemp -d)
+parent=$PPID
 model_pid=
 dev_pid=
 
 stop_all() {
-    for pid in $dev_pid $model_pid; do
+    trap '' INT TERM HUP # a second signal must not cut the clean-up short
+    # The dev server first (it stops gracefully), then the model, then anything else.
+    for pid in $dev_pid $model_pid $(jobs -p); do
         kill -TERM "$pid" 2>/dev/null || true
+    done
+    for pid in $dev_pid $model_pid $(jobs -p); do
         wait "$pid" 2>/dev/null || true
     done
     rm -rf "$logs"
 }
 trap stop_all EXIT
-trap 'exit 0' INT TERM
+trap 'exit 0' INT TERM HUP
+
+# Bash runs a trap only once the foreground command is done: long commands run in the
+# background and are waited for, so that a signal stops them at once.
+in_background() {
+    "$@" <&0 &
+    wait $!
+}
 
 # wait_for FILE PATTERN PID: until a line of FILE matches PATTERN (fails if PID exits).
 wait_for() {
@@ -71,7 +86,7 @@ NAME=$(sed -n 's/^Ready: agent "\([^"]*\)".*/\1/p' "$logs/dev.out")
 
 echo
 echo "== A run through the official langgraph-sdk client"
-"$BIN/python" - "$URL" "$NAME" <<'PYTHON'
+in_background "$BIN/python" - "$URL" "$NAME" <<'PYTHON'
 import sys
 
 from langgraph_sdk import get_sync_client
@@ -90,4 +105,10 @@ fi
 echo
 echo "The agent keeps serving on $URL: try the curl line above, or edit $DIR/AGENTS.md and"
 echo "watch it reload. Press Ctrl-C to stop."
+while kill -0 "$dev_pid" 2>/dev/null; do
+    if ! kill -0 "$parent" 2>/dev/null; then
+        exit 0 # whoever started us is gone: stop with it
+    fi
+    in_background sleep 1
+done
 wait "$dev_pid"

@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import contextlib
+import gzip
+import http.server
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any, ClassVar
+
+import httpx
 
 from agentctl.cli import COMMANDS
 from agentctl.project import load_project
+from agentctl.testing import ScriptedModelServer
+from agentctl.testing.replicas import start_replica
 from tests.conftest import RunCli
 
 SCAFFOLD = [".env", ".gitignore", "AGENTS.md", "agent.toml", "mcp.json", "skills/review/SKILL.md"]
@@ -274,3 +284,93 @@ def test_no_color_turns_colour_off_on_a_terminal(tmp_path: Path) -> None:
     plain = _on_a_terminal(["init", "bad name!"], {"NO_COLOR": "1"}, tmp_path)
     assert b"\x1b[" not in plain
     assert b"error: " in plain
+
+
+TRACE_KEY = "lsv2_pt_test-trace-key-must-never-leak"
+
+
+def tracing_env(endpoint: str) -> str:
+    return (
+        f"LANGSMITH_API_KEY={TRACE_KEY}\nLANGSMITH_TRACING=true\n"
+        f"LANGSMITH_PROJECT=deployed-demo\nLANGSMITH_ENDPOINT={endpoint}\n"
+    )
+
+
+def test_dry_run_sends_langsmith_variables_as_secrets(run_cli: RunCli, tmp_path: Path) -> None:
+    run_cli("init", "demo", cwd=tmp_path)
+    root = tmp_path / "demo"
+    with (root / ".env").open("a") as env:
+        env.write("OPENAI_API_KEY=sk-test-key-123456\n" + tracing_env("http://127.0.0.1:9"))
+        env.write("LANGCHAIN_TRACING_V2=true\n")
+    result = run_cli("deploy", "--dry-run", cwd=root)
+    assert result.exit_code == 0, result.err
+    secrets = re.search(r"^  secrets +(.+)$", result.out, re.MULTILINE)
+    assert secrets is not None, result.out
+    assert secrets.group(1).split(", ") == [
+        "LANGCHAIN_TRACING_V2", "LANGSMITH_API_KEY", "LANGSMITH_ENDPOINT", "LANGSMITH_PROJECT",
+        "LANGSMITH_TRACING", "OPENAI_API_KEY",
+    ]  # fmt: skip
+    assert TRACE_KEY not in result.out + result.err
+    [build] = (root / ".agentctl/build").iterdir()
+    archive = (build / "revision.tar.gz").read_bytes()
+    assert TRACE_KEY.encode() not in gzip.decompress(archive)
+    manifest = json.loads((build / "manifest.json").read_text())
+    assert "LANGSMITH_API_KEY" in manifest["env_optional"]
+    assert TRACE_KEY not in json.dumps(manifest)
+
+
+class _Traces(http.server.BaseHTTPRequestHandler):
+    """A LangSmith endpoint that records what reaches it."""
+
+    seen: ClassVar[list[tuple[str, str, bytes]]] = []
+
+    def _answer(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.seen.append((self.path, self.headers.get("x-api-key") or "", body))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    do_GET = do_POST = do_PATCH = _answer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_a_deployed_revision_traces_to_langsmith(
+    run_cli: RunCli, tmp_path: Path, model_server: ScriptedModelServer
+) -> None:
+    traces = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Traces)
+    threading.Thread(target=traces.serve_forever, daemon=True).start()
+    endpoint = f"http://127.0.0.1:{traces.server_address[1]}"
+    key = "pk-test-deployment-key-0123456789"
+    replica = start_replica({"PLATFORM_API_KEY": key, **model_server.env}, tmp_path / "replica")
+    try:
+        run_cli("init", "demo", cwd=tmp_path)
+        root = tmp_path / "demo"
+        with (root / ".env").open("a") as env:
+            env.write(tracing_env(endpoint))
+        deploy_env = {**model_server.env, "PLATFORM_URL": replica.url, "PLATFORM_API_KEY": key}
+        result = run_cli("deploy", cwd=root, env=deploy_env)
+        assert result.exit_code == 0, result.err
+        assert "LANGSMITH_API_KEY" in result.err  # Uploading… (secrets: …)
+        headers = {"x-api-key": key}
+        listed = httpx.get(f"{replica.url}/platform/revisions", headers=headers).json()
+        assert {"LANGSMITH_API_KEY", "LANGSMITH_TRACING", "LANGSMITH_ENDPOINT"} <= set(
+            listed[0]["secrets"]
+        )
+        body = {"assistant_id": "demo", "input": {"messages": [{"role": "user", "content": "hi"}]}}
+        answer = httpx.post(f"{replica.url}/runs/wait", json=body, headers=headers, timeout=60)
+        assert answer.status_code == 200, answer.text
+        deadline = time.monotonic() + 30
+        while not any(sent_key == TRACE_KEY and b"deployed-demo" in data
+                      for _, sent_key, data in _Traces.seen):  # fmt: skip
+            assert time.monotonic() < deadline, "no trace reached the LangSmith endpoint"
+            time.sleep(0.2)
+        everything = result.out + result.err + json.dumps(listed) + replica.output()
+        assert TRACE_KEY not in everything
+    finally:
+        replica.kill()
+        traces.shutdown()
+        traces.server_close()

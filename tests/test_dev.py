@@ -4,9 +4,11 @@ client, files edited while it serves, and blocking calls on its event loop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import sqlite3
@@ -238,6 +240,36 @@ async def test_threads_and_memory_survive_a_restart(demo: Path, start_dev: Start
     assert again.stop() == 0
 
 
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_while_validating_interrupts_the_start(
+    demo: Path, start_dev: StartDev, sig: signal.Signals
+) -> None:
+    dev = start_dev("--config", demo / "agent.toml", "--port", free_port())
+    dev.wait_for(r"^Validating… ", "err", timeout=READY_TIMEOUT)
+    assert dev.stop(sig) == 130, dev.err
+    assert dev.lines["err"][-1] == "interrupted before the server was ready"
+    assert "Traceback" not in dev.err
+    assert "Ready" not in dev.out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_while_loading_interrupts_the_start(
+    demo: Path, start_dev: StartDev, sig: signal.Signals
+) -> None:
+    with socket.socket() as silent:  # an MCP server that never answers: loading waits
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        mcp = {"mcpServers": {"calc": {"url": f"http://127.0.0.1:{silent.getsockname()[1]}/mcp"}}}
+        (demo / "mcp.json").write_text(json.dumps(mcp))
+        dev = start_dev("--config", demo / "agent.toml", "--port", free_port())
+        dev.wait_for(r"^Starting… ", "err", timeout=READY_TIMEOUT)
+        time.sleep(0.5)
+        assert dev.stop(sig) == 130, dev.err
+    assert dev.lines["err"][-1] == "interrupted before the server was ready"
+    assert "Traceback" not in dev.err
+    assert "Ready" not in dev.out
+
+
 async def test_edits_reload_the_agent(demo: Path, start_dev: StartDev) -> None:
     dev = start_dev("--config", demo / "agent.toml", "--port", free_port())
     url = dev.ready()
@@ -264,6 +296,44 @@ async def test_edits_reload_the_agent(demo: Path, start_dev: StartDev) -> None:
         dev.wait_for(r"^reloaded: revision \w{12}$", after=seen)
         result = await client.runs.wait(None, "renamed", input=user("hi"))
         assert answer(result) == "scripted reply to: hi"
+    assert dev.stop() == 0
+    assert "Traceback" not in dev.err
+
+
+def edit(dev: DevProcess, path: Path, text: str) -> int:
+    """Write `text` to `path` until `dev` reloads (its watcher starts just after the ready
+    message, so a write at once may go unseen); the number of stdout lines before."""
+    seen = len(dev.lines["out"])
+    for _ in range(10):
+        path.write_text(text)
+        try:
+            dev.wait_for(r"^reloaded: revision \w{12}$", after=seen, timeout=3)
+        except AssertionError:
+            continue
+        return seen
+    raise AssertionError(f"no reload after editing {path}\n{dev.out}\n{dev.err}")
+
+
+def test_a_reload_that_changes_auth_says_how_to_call_again(demo: Path, start_dev: StartDev) -> None:
+    (demo / ".env").write_text("IDP_B_SECRET_KEY=sk_test_reload\n")
+    dev = start_dev("--config", demo / "agent.toml", "--port", free_port())
+    url = dev.ready()
+    assert "  Auth  none: anyone who can reach the address may call (no user memory)" in dev.out
+
+    # An edit that leaves auth alone prints no Auth line.
+    edit(dev, demo / "AGENTS.md", "You are the edited agent.\n")
+    # [auth] on: the Auth line and an example that sends a token.
+    toml = '[agent]\nname = "demo"\nmodel = "openai:scripted"\n'
+    seen = edit(dev, demo / "agent.toml", toml + '\n[auth]\nprovider = "idp_b"\n')
+    dev.wait_for(r"^  Auth  idp_b: requests need Authorization: Bearer <token>$", after=seen)
+    tried = dev.wait_for(r"^  Try   curl -s (\S+) .*-H 'Authorization: Bearer ", after=seen)
+    assert tried.group(1) == f"{url}/runs/wait"
+    assert sum(line.startswith("  Auth  ") for line in dev.lines["out"][:seen]) == 1
+
+    # [auth] off again.
+    seen = edit(dev, demo / "agent.toml", toml)
+    dev.wait_for(r"^  Auth  none: anyone who can reach the address may call", after=seen)
+    dev.wait_for(r"^  Try   curl -s \S+ -H 'Content-Type: application/json' -d ", after=seen)
     assert dev.stop() == 0
     assert "Traceback" not in dev.err
 
@@ -344,7 +414,7 @@ class _Events:
     def ready(self, dev: DevServer) -> None:
         self.started.set()
 
-    def reloaded(self, build: Build) -> None:
+    def reloaded(self, dev: DevServer, previous: Build) -> None:
         pass
 
     def reload_failed(self, error: Exception, serving: Build) -> None:
@@ -468,3 +538,109 @@ def test_make_demo_runs_the_agent_offline(tmp_path: Path, dev_env: dict[str, str
     assert "scripted reply to: hello" in output
     assert "stopped" in output
     assert "Traceback" not in output
+
+
+def descendants(pid: int) -> set[int]:
+    """The processes under `pid`, from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def answers(url: str) -> bool:
+    try:
+        httpx.get(url, timeout=2)
+    except httpx.TransportError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("command", "sig"),
+    [
+        pytest.param("demo.sh", signal.SIGTERM, id="demo.sh-SIGTERM"),
+        pytest.param("demo.sh", signal.SIGINT, id="demo.sh-SIGINT"),
+        pytest.param("demo.sh", signal.SIGHUP, id="demo.sh-SIGHUP"),
+        pytest.param("make demo", signal.SIGTERM, id="make-demo-SIGTERM"),
+        pytest.param("parent", signal.SIGKILL, id="parent-SIGKILL"),
+    ],
+)
+def test_stopping_make_demo_stops_its_servers(
+    tmp_path: Path, dev_env: dict[str, str], command: str, sig: signal.Signals
+) -> None:
+    if sig == signal.SIGINT and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        pytest.skip("SIGINT is ignored here, so in the script too (a background job)")
+    venv = Path(sys.executable).parent
+    env = {k: v for k, v in dev_env.items() if not k.startswith("OPENAI_")}
+    env.update(DEMO_DIR=str(tmp_path / "demo"), PORT="0", BIN=str(venv))
+    env.pop("DEMO_ONCE", None)
+    script = ["bash", str(ROOT / "scripts/demo.sh")]
+    args = {
+        "demo.sh": script,
+        # The installed environment is this one: make only runs the demo.
+        "make demo": [
+            "make",
+            "-s",
+            "-o",
+            f"{venv.parent}/.installed",
+            "demo",
+            f"VENV={venv.parent}",
+        ],
+        # Whatever started the script is killed outright: the script notices and stops.
+        "parent": ["bash", "-c", f"{' '.join(script)} & wait"],
+    }[command]
+    if args[0] == "make" and shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    log = tmp_path / "demo.log"
+    with log.open("w") as out:
+        top = subprocess.Popen(
+            args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not (serving := re.search(r"keeps serving on (http://\S+):", log.read_text())):
+            assert top.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        output = log.read_text()
+        assert "scripted reply to: hello" in output
+        model = re.search(r"OPENAI_BASE_URL=(http://\S+)", output)
+        assert model is not None
+        urls = [f"{serving.group(1)}/ok", f"{model.group(1)}/models"]
+        assert all(answers(url) for url in urls)
+        children = descendants(top.pid)
+        assert len(children) >= 3, children  # the model, the dev server, tee (make: the script)
+
+        top.send_signal(sig)
+        top.wait(30)
+        deadline = time.monotonic() + 30
+        while left := [pid for pid in children if alive(pid)]:
+            assert time.monotonic() < deadline, f"still running: {left}\n{log.read_text()}"
+            time.sleep(0.2)
+        assert not any(answers(url) for url in urls)
+        output = log.read_text()
+        assert "stopped" in output.splitlines()
+        assert "Traceback" not in output
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(top.pid, signal.SIGKILL)
+        top.wait()

@@ -42,6 +42,14 @@ def _needs(
     return Needs(packages, env, optional)
 
 
+# LangSmith tracing, read by langchain wherever the agent runs (LANGCHAIN_* are the old
+# names): every revision sends them when set, as `agentctl dev` reads them from .env.
+TRACING = tuple(
+    f"{prefix}_{name}"
+    for prefix in ("LANGSMITH", "LANGCHAIN")
+    for name in ("API_KEY", "TRACING", "TRACING_V2", "PROJECT", "ENDPOINT")
+)
+
 _OPENAI = ("langchain-openai>=1.7,<2", "langchain_openai")
 _AWS = ("langchain-aws>=1.9,<2", "langchain_aws")
 _AWS_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")

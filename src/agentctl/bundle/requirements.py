@@ -10,6 +10,7 @@ from agentctl.bundle.dependencies import (
     MCP,
     MODEL_PROVIDERS,
     SANDBOX_PROVIDERS,
+    TRACING,
     Needs,
     Package,
     model_provider,
@@ -66,5 +67,7 @@ def requirements_of(project: Project) -> Requirements:
     return Requirements(
         packages=tuple(packages[r] for r in sorted(packages)),
         env=tuple(sorted(unique.values(), key=lambda need: need.name)),
-        optional_env=tuple(sorted({name for n, _ in needs for name in n.optional} - set(unique))),
+        optional_env=tuple(
+            sorted({*TRACING, *(name for n, _ in needs for name in n.optional)} - set(unique))
+        ),
     )

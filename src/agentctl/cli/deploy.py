@@ -69,13 +69,13 @@ def deploy(config: Path, dry_run: bool) -> None:
     step("Bundling", f"{len(project.files)} files")
     revision = build_revision(project)
     folder = store_revision(project, revision)
-    summarize(revision, folder)
-    if dry_run:
-        return
-    platform = Platform(project.env[PLATFORM_URL].rstrip("/"), project.env[PLATFORM_API_KEY])
     used = deployed_variables(revision.manifest)
     secrets = {name: project.env[name] for name in used if is_set(project.env, name)}
     sent = ", ".join(sorted(secrets)) or "none"
+    summarize(revision, folder, sent)
+    if dry_run:
+        return
+    platform = Platform(project.env[PLATFORM_URL].rstrip("/"), project.env[PLATFORM_API_KEY])
     step("Uploading", f"{len(revision.archive) / 1024:.1f} KiB to {platform.url} (secrets: {sent})")
     deployed = platform.upload(revision.archive, secrets)
     number = deployed["number"]
@@ -178,8 +178,9 @@ def warn(message: str) -> None:
     click.echo(click.style("warning: ", fg="yellow", bold=True) + message, err=True)
 
 
-def summarize(revision: Revision, folder: Path) -> None:
-    """A readable summary of what the revision holds."""
+def summarize(revision: Revision, folder: Path, secrets: str) -> None:
+    """A readable summary of what the revision holds; `secrets`: the names of the variables
+    a deploy sends."""
     m = revision.manifest
     rows = [
         ("agent", m["agent"]["name"]),
@@ -193,6 +194,7 @@ def summarize(revision: Revision, folder: Path) -> None:
         ("auth", m["auth"]["provider"] if m["auth"] else "none"),
         ("packages", ", ".join(m["packages"]) or "none"),
         ("env", ", ".join(m["env"]) or "none"),
+        ("secrets", secrets),
         ("path", str(folder / ARCHIVE_FILE)),
     ]
     click.echo(click.style(f"Revision {revision.short_id} built", fg="green", bold=True))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,6 +55,27 @@ def dev(
     survive a restart. Unless --allow-blocking is given, a blocking call on the server's
     event loop fails the run that made it, naming the call.
     """
+    servers: list[DevServer] = []  # the server, once there is one
+    # Ctrl-C and SIGTERM interrupt the start until the server is ready; then they stop it.
+    with signals(interrupt=lambda: not (servers and servers[0].ready)):
+        try:
+            _serve(config, port, host, cors_origins, allow_blocking, servers)
+        except KeyboardInterrupt:
+            if sys.stderr.isatty():
+                click.echo(err=True)  # after the terminal's ^C
+            click.echo("interrupted before the server was ready", err=True)
+            sys.exit(130)
+    click.echo("stopped")
+
+
+def _serve(
+    config: Path,
+    port: int,
+    host: str,
+    cors_origins: tuple[str, ...],
+    allow_blocking: bool,
+    servers: list[DevServer],
+) -> None:
     from agentctl.server.devloop import DevServer, configure_logging
     from agentctl.server.http import listen_socket
     from agentctl.server.limits import Limits
@@ -75,19 +97,18 @@ def dev(
             origins=OriginPolicy.for_dev(cors_origins, host),
             limits=limits,
         )
+        servers.append(server)
         step("Starting", f'agent "{first.project.name}" on {server.url}')
         configure_logging()
-        with (
-            signals(interrupt=lambda: not server.serving),
-            asyncio.Runner(loop_factory=loop_factory()) as runner,
-        ):
+        with asyncio.Runner(loop_factory=loop_factory()) as runner:
             runner.run(server.run())
     finally:
         sock.close()
-    click.echo("stopped")
 
 
 def _origins(values: tuple[str, ...]) -> tuple[str, ...]:
+    if not values:  # importing the server takes a while: not before the signals are ours
+        return ()
     from agentctl.server.origins import parse_origin
 
     try:
@@ -119,21 +140,15 @@ class _Printer:
 
     def ready(self, dev: DevServer) -> None:
         build = dev.build
-        url = dev.url
-        name = build.project.name
         click.echo(
             click.style("Ready: ", fg="green", bold=True)
-            + f'agent "{name}", revision {build.revision.short_id}'
+            + f'agent "{build.project.name}", revision {build.revision.short_id}'
         )
-        click.echo(f"  API   {url}")
-        click.echo(f"  Docs  {url}/docs")
-        auth = build.project.auth
-        click.echo(f"  Try   {example_call(url, name, BEARER if auth is not None else None)}")
+        click.echo(f"  API   {dev.url}")
+        click.echo(f"  Docs  {dev.url}/docs")
+        self._try(dev)
         click.echo(f"  Data  {dev.data_dir}")
-        if auth is None:
-            click.echo("  Auth  none: anyone who can reach the address may call (no user memory)")
-        else:
-            click.echo(f"  Auth  {auth.provider}: requests need Authorization: Bearer <token>")
+        self._auth(dev)
         blocking = (
             "blocking calls on the event loop are allowed"
             if dev.allow_blocking
@@ -141,10 +156,30 @@ class _Printer:
         )
         click.echo(f"Watching {dev.root} for changes; {blocking}. Press Ctrl-C to stop.")
 
-    def reloaded(self, build: Build) -> None:
+    def reloaded(self, dev: DevServer, previous: Build) -> None:
+        build = dev.build
         click.echo(
             click.style("reloaded: ", fg="green", bold=True) + f"revision {build.revision.short_id}"
         )
+        # How to call it changed: say so again.
+        if (build.project.name, build.project.auth) != (
+            previous.project.name,
+            previous.project.auth,
+        ):
+            self._try(dev)
+            self._auth(dev)
+
+    def _try(self, dev: DevServer) -> None:
+        project = dev.build.project
+        header = BEARER if project.auth is not None else None
+        click.echo(f"  Try   {example_call(dev.url, project.name, header)}")
+
+    def _auth(self, dev: DevServer) -> None:
+        auth = dev.build.project.auth
+        if auth is None:
+            click.echo("  Auth  none: anyone who can reach the address may call (no user memory)")
+        else:
+            click.echo(f"  Auth  {auth.provider}: requests need Authorization: Bearer <token>")
 
     def reload_failed(self, error: Exception, serving: Build) -> None:
         from agentctl.cli import report
@@ -163,9 +198,9 @@ class _Printer:
 
 @contextmanager
 def signals(interrupt: Callable[[], bool]) -> Iterator[None]:
-    """Ctrl-C and SIGTERM. While the server serves, uvicorn handles them (a graceful stop)
-    and raises them again once it is done: that must not interrupt us. Before, they
-    interrupt the start (exit 130)."""
+    """Ctrl-C and SIGTERM raise KeyboardInterrupt while `interrupt()` is true. While uvicorn
+    serves it handles them (a graceful stop) and raises them again once it is done: that
+    interrupts us only when the signal came before the server was ready."""
 
     def handle(signum: int, frame: FrameType | None) -> None:
         if interrupt():

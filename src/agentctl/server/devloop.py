@@ -58,7 +58,7 @@ class DevEvents(Protocol):
     """What the dev server tells its user (the CLI prints it)."""
 
     def ready(self, dev: DevServer) -> None: ...
-    def reloaded(self, build: Build) -> None: ...
+    def reloaded(self, dev: DevServer, previous: Build) -> None: ...
     def reload_failed(self, error: Exception, serving: Build) -> None: ...
 
 
@@ -100,7 +100,9 @@ class DevServer:
         self.origins = origins
         self.limits = limits or Limits()
         self.server: Server | None = None
-        self.serving = False  # uvicorn handles Ctrl-C and SIGTERM from here on
+        # Ready (the ready message is out): a Ctrl-C or SIGTERM from here on is a graceful
+        # stop, one before interrupts the start.
+        self.ready = False
         self.detector: BlockingDetector | None = None
         self._exported: set[str] = set()
         self._failed = False
@@ -137,7 +139,6 @@ class DevServer:
         uv = self._uvicorn = NotifyingUvicorn(
             config, on_started=self._started, on_stopping=self._stopping
         )
-        self.serving = True
         try:
             await uv.serve(sockets=[self.sock])
         except SystemExit:  # uvicorn's way of saying the application did not start
@@ -164,6 +165,7 @@ class DevServer:
                 exempt_functions=[("agentctl/server/devloop.py", {"_load_runtime"})],
             )
             self.detector.activate()
+        self.ready = True
         if self.watch:
             self._watcher = asyncio.create_task(self._watch(), name="agentctl-dev-watch")
         self.events.ready(self)
@@ -211,9 +213,9 @@ class DevServer:
             self.events.reload_failed(exc, self.build)
             return False
         await server.switch(runtime, access)
-        self.build = build
+        previous, self.build = self.build, build
         self._failed = False
-        self.events.reloaded(build)
+        self.events.reloaded(self, previous)
         return True
 
     async def _load_runtime(self, server: Server, build: Build) -> AgentRuntime:
