@@ -105,7 +105,7 @@ async def measure(args: argparse.Namespace, facts: dict[str, Any], tmp: Path) ->
         "REDIS_URL": services.redis_url(),
         "AGENTCTL_REDIS_PREFIX": services.fresh_prefix(),
         "PLATFORM_API_KEY": KEY,
-        "AGENTCTL_WORKERS": str(args.concurrency),
+        "AGENTCTL_MAX_RUNS": str(args.concurrency),
     }
     project = write_demo(tmp / "demo", facts["calculator"], facts["library"])
     cluster = Cluster(env, tmp / "replicas")

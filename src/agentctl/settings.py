@@ -5,6 +5,7 @@ Kubernetes manifests are checked against it by the tests; add a setting here, no
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -14,6 +15,9 @@ from urllib.parse import urlsplit, urlunsplit
 from agentctl.errors import UserError
 
 Scope = Literal["serve", "deploy", "sandbox"]
+
+log = logging.getLogger("agentctl.settings")
+_warned: set[str] = set()  # deprecated variables already warned about
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,8 @@ class Setting:
     scope: Scope = "serve"
     secret: bool = False  # never printed, logged or returned
     choices: tuple[str, ...] = ()
+    # Earlier names of the variable, still read (with a warning) when it is not set.
+    deprecated: tuple[str, ...] = ()
 
     @property
     def field(self) -> str:
@@ -58,7 +64,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTCTL_DATA_DIR", str, ".agentctl/serve",
             "Where a replica unpacks revisions, and the SQLite database when there is no "
             "`DATABASE_URL`."),
-    Setting("AGENTCTL_WORKERS", int, 16, "Runs one replica executes at once."),
+    Setting("AGENTCTL_MAX_RUNS", int, 256,
+            "Runs one replica executes at once, at most; more wait, pending, for a free slot "
+            "on any replica. A run mostly waits for its model, so hundreds fit (see "
+            "docs/server.md, Admission). Formerly `AGENTCTL_WORKERS`, still read when this "
+            "is unset.", deprecated=("AGENTCTL_WORKERS",)),
     Setting("AGENTCTL_RUN_TIMEOUT_SECONDS", float, None,
             "A run still going after this long ends with status `timeout`. Unset: no limit."),
     Setting("AGENTCTL_LEASE_SECONDS", float, 30.0,
@@ -179,7 +189,7 @@ class Settings:
     public_url: str | None
     cors_origins: str | None
     data_dir: str
-    workers: int
+    max_runs: int
     run_timeout_seconds: float | None
     lease_seconds: float
     shutdown_grace_seconds: float
@@ -246,9 +256,28 @@ def _read(scope: Scope, env: Mapping[str, str] | None, overrides: Mapping[str, A
     """The settings of `scope` from `env` (default: the process environment) by field name;
     `overrides` (e.g. from command-line options) win when not None."""
     env = os.environ if env is None else env
-    values = {s.field: parse(s, env.get(s.name)) for s in SETTINGS if s.scope == scope}
+    values = {s.field: parse(s, raw_value(s, env)) for s in SETTINGS if s.scope == scope}
     values.update({k: v for k, v in overrides.items() if v is not None})
     return values
+
+
+def read(name: str, env: Mapping[str, str]) -> Any:
+    """The value of the setting `name` in `env`."""
+    setting = BY_NAME[name]
+    return parse(setting, raw_value(setting, env))
+
+
+def raw_value(setting: Setting, env: Mapping[str, str]) -> str | None:
+    """The setting's value in `env`, under its name or, when that is unset, under a
+    deprecated one (logged once per process)."""
+    raw = env.get(setting.name)
+    for old in setting.deprecated:
+        if (raw is None or not raw.strip()) and env.get(old, "").strip():
+            raw = env[old]
+            if old not in _warned:
+                _warned.add(old)
+                log.warning("%s is deprecated: set %s instead", old, setting.name)
+    return raw
 
 
 def _without_password(value: Any) -> Any:

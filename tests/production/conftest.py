@@ -73,7 +73,7 @@ def cluster(
         "PLATFORM_API_KEY": KEY,
         "AGENTCTL_LEASE_SECONDS": "1.5",
         "AGENTCTL_SHUTDOWN_GRACE_SECONDS": "15",
-        "AGENTCTL_WORKERS": "8",
+        "AGENTCTL_MAX_RUNS": "8",
         **model_server.env,
         "OPENAI_API_KEY": MODEL_KEY,  # the scripted model takes any key
     }

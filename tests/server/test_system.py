@@ -53,7 +53,7 @@ async def test_metrics(agent: Running, http: httpx.AsyncClient) -> None:
     assert found[("agentctl_assistants", ())] == 1
     assert found[("agentctl_crons", (("enabled", "false"),))] == 1
     assert found[("agentctl_crons", (("enabled", "true"),))] == 0
-    assert found[("agentctl_workers", ())] == agent.server.engine.workers
+    assert found[("agentctl_max_runs", ())] == agent.server.engine.max_runs
     info = next(k for k in found if k[0] == "agentctl_info")
     assert ("graph", "demo") in info[1]
     assert ("revision", "rev-1") in info[1]

@@ -1,5 +1,5 @@
 """`agentctl dev [--config PATH] [--port 2024] [--host 127.0.0.1] [--cors-origin ORIGIN]...
-[--allow-blocking]`."""
+[--allow-blocking] [--max-runs N]`."""
 
 from __future__ import annotations
 
@@ -45,8 +45,19 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Allow blocking calls on the server's event loop instead of failing the run.",
 )
+@click.option(
+    "--max-runs",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Runs executed at once, at most; more wait [AGENTCTL_MAX_RUNS, 256].",
+)
 def dev(
-    config: Path, port: int, host: str, cors_origins: tuple[str, ...], allow_blocking: bool
+    config: Path,
+    port: int,
+    host: str,
+    cors_origins: tuple[str, ...],
+    allow_blocking: bool,
+    max_runs: int | None,
 ) -> None:
     """Run the project locally: one process on an embedded SQLite database, reloaded when a
     file of the project changes.
@@ -59,7 +70,7 @@ def dev(
     # Ctrl-C and SIGTERM interrupt the start until the server is ready; then they stop it.
     with signals(interrupt=lambda: not (servers and servers[0].ready)):
         try:
-            _serve(config, port, host, cors_origins, allow_blocking, servers)
+            _serve(config, port, host, cors_origins, allow_blocking, max_runs, servers)
         except KeyboardInterrupt:
             if sys.stderr.isatty():
                 click.echo(err=True)  # after the terminal's ^C
@@ -74,12 +85,14 @@ def _serve(
     host: str,
     cors_origins: tuple[str, ...],
     allow_blocking: bool,
+    max_runs: int | None,
     servers: list[DevServer],
 ) -> None:
     from agentctl.server.devloop import DevServer, configure_logging
     from agentctl.server.http import listen_socket
     from agentctl.server.limits import Limits
     from agentctl.server.origins import OriginPolicy
+    from agentctl.settings import read
 
     environ = dict(os.environ)  # before any .env value is exported
     step("Validating", str(config))
@@ -96,6 +109,7 @@ def _serve(
             environ=environ,
             origins=OriginPolicy.for_dev(cors_origins, host),
             limits=limits,
+            max_runs=max_runs or read("AGENTCTL_MAX_RUNS", environ),
         )
         servers.append(server)
         step("Starting", f'agent "{first.project.name}" on {server.url}')

@@ -1,4 +1,4 @@
-"""`agentctl serve [--host HOST] [--port PORT]`: the production server."""
+"""`agentctl serve [--host HOST] [--port PORT] [--max-runs N]`: the production server."""
 
 from __future__ import annotations
 
@@ -19,13 +19,15 @@ log = logging.getLogger("agentctl.serve")
 @click.option("--host", default=None, help="Address to listen on [AGENTCTL_HOST, 0.0.0.0].")
 @click.option("--port", default=None, type=click.IntRange(0, 65535),
               help="Port to listen on, 0 for any free one [AGENTCTL_PORT, 8000].")  # fmt: skip
-def serve(host: str | None, port: int | None) -> None:
+@click.option("--max-runs", default=None, type=click.IntRange(min=1),
+              help="Runs executed at once, at most [AGENTCTL_MAX_RUNS, 256].")  # fmt: skip
+def serve(host: str | None, port: int | None, max_runs: int | None) -> None:
     """Run the production server: the LangGraph API, MCP and A2A for the revision last
     deployed with `agentctl deploy`, which it also accepts.
 
     Settings come from environment variables (docs/settings.md): DATABASE_URL and REDIS_URL
     for any number of replicas on PostgreSQL + Redis (without them, one replica on SQLite in
-    AGENTCTL_DATA_DIR), PLATFORM_API_KEY (required), AGENTCTL_WORKERS and more. On SIGTERM
+    AGENTCTL_DATA_DIR), PLATFORM_API_KEY (required), AGENTCTL_MAX_RUNS and more. On SIGTERM
     runs in flight get AGENTCTL_SHUTDOWN_GRACE_SECONDS to finish; the rest are handed to
     another replica.
     """
@@ -33,7 +35,7 @@ def serve(host: str | None, port: int | None) -> None:
     from agentctl.observability.tracing import configure_tracing, shutdown_tracing
     from agentctl.server.http import listen_socket
 
-    settings = Settings.from_env(host=host, port=port)
+    settings = Settings.from_env(host=host, port=port, max_runs=max_runs)
     configure_logging(settings.log_format, settings.log_level)
     configure_tracing(settings.otel_exporter_otlp_endpoint, settings.otel_service_name)
     sock = listen_socket(settings.host, settings.port)

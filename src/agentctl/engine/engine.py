@@ -58,18 +58,20 @@ class RunEngine:
         storage: Storage,
         deployment: Deployment,
         *,
-        workers: int = 16,
+        max_runs: int = 256,
         run_timeout: float | None = None,
         lease: float = 30.0,
     ) -> None:
         self.storage = storage
         self.deployment = deployment
-        self.workers = workers
+        self.max_runs = max_runs
         self.run_timeout = run_timeout
         self.lease = lease
         # This process among the replicas: the holder of its runs' leases.
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._slots = asyncio.Semaphore(workers)
+        # Runs mostly wait on their model: a slot is cheap, and a full replica leaves
+        # further runs pending in storage, for any replica with a free slot.
+        self._slots = asyncio.Semaphore(max_runs)
         self._wake = asyncio.Event()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._cancel_actions: dict[str, StopReason] = {}

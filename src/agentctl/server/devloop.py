@@ -89,6 +89,7 @@ class DevServer:
         environ: Mapping[str, str] | None = None,
         origins: OriginPolicy | None = None,
         limits: Limits | None = None,
+        max_runs: int = 256,
     ) -> None:
         self.build = first
         self.rebuild = rebuild
@@ -99,6 +100,7 @@ class DevServer:
         self.environ = dict(os.environ if environ is None else environ)
         self.origins = origins
         self.limits = limits or Limits()
+        self.max_runs = max_runs
         self.server: Server | None = None
         # Ready (the ready message is out): a Ctrl-C or SIGTERM from here on is a graceful
         # stop, one before interrupts the start.
@@ -131,6 +133,7 @@ class DevServer:
             self.data_dir,
             origins=self.origins,
             limits=self.limits,
+            max_runs=self.max_runs,
         )
         self.server = server
         config = uvicorn_config(

@@ -27,7 +27,7 @@ async def open_embedded_server(
     revision_id: str,
     data_dir: Path,
     *,
-    workers: int = 16,
+    max_runs: int = 256,
     run_timeout: float | None = None,
     origins: OriginPolicy | None = None,
     storage: Storage | None = None,
@@ -60,7 +60,7 @@ async def open_embedded_server(
             await sandboxes.aclose()
         raise
     deployment = Deployment(runtime)
-    engine = RunEngine(storage, deployment, workers=workers, run_timeout=run_timeout)
+    engine = RunEngine(storage, deployment, max_runs=max_runs, run_timeout=run_timeout)
     return Server(
         storage=storage,
         deployment=deployment,

@@ -48,7 +48,7 @@ async def open_production_server(settings: Settings) -> Server:
         engine = RunEngine(
             storage,
             deployment,
-            workers=settings.workers,
+            max_runs=settings.max_runs,
             run_timeout=settings.run_timeout_seconds,
             lease=settings.lease_seconds,
         )

@@ -104,8 +104,8 @@ class StoredGauges:
                                 registry=self.registry)  # fmt: skip
         self.crons = Gauge("agentctl_crons", "Crons stored, by whether they are enabled",
                            ["enabled"], registry=self.registry)  # fmt: skip
-        self.workers = Gauge("agentctl_workers", "Runs this process executes at once at most",
-                             registry=self.registry)  # fmt: skip
+        self.max_runs = Gauge("agentctl_max_runs", "Runs this replica executes at once at most",
+                              registry=self.registry)  # fmt: skip
 
     async def refresh(self, server: Server, observed: Metrics) -> None:
         storage = server.storage
@@ -135,7 +135,7 @@ class StoredGauges:
                 page=Page(limit=1),
             )  # fmt: skip
             self.crons.labels(enabled=str(enabled).lower()).set(crons)
-        self.workers.set(server.engine.workers)
+        self.max_runs.set(server.engine.max_runs)
 
 
 async def run_counts(server: Server) -> dict[str, int]:

@@ -1,0 +1,26 @@
+"""Reading settings from the environment."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from agentctl import settings
+from agentctl.settings import Settings
+
+
+def test_max_runs_defaults_to_hundreds_and_reads_its_former_name(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(settings, "_warned", set())
+    assert Settings.from_env({}).max_runs == 256
+    assert Settings.from_env({"AGENTCTL_MAX_RUNS": "40"}).max_runs == 40
+    assert Settings.from_env({}, max_runs=3).max_runs == 3  # `--max-runs`
+    with caplog.at_level(logging.WARNING, logger="agentctl.settings"):
+        assert Settings.from_env({"AGENTCTL_WORKERS": "8"}).max_runs == 8
+        assert Settings.from_env({"AGENTCTL_WORKERS": "8"}).max_runs == 8
+        both = {"AGENTCTL_WORKERS": "8", "AGENTCTL_MAX_RUNS": "30"}
+        assert Settings.from_env(both).max_runs == 30
+    warnings = [r.getMessage() for r in caplog.records]
+    assert warnings == ["AGENTCTL_WORKERS is deprecated: set AGENTCTL_MAX_RUNS instead"]
