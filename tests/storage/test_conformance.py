@@ -27,6 +27,7 @@ from agentctl.storage.postgres import PostgresStorage
 from .conftest import OpenPostgres
 
 LEASE = 60.0
+LATER = timedelta(hours=1)
 
 
 def is_utc(value: datetime | None) -> bool:
@@ -274,6 +275,47 @@ async def test_claim_order_delay_and_one_run_per_thread(storage: Storage) -> Non
 
     await storage.runs.finish(r1.run_id, "success")
     assert await claim_id(storage) == r2.run_id
+
+
+async def test_claims_are_fair_between_owners(storage: Storage) -> None:
+    """One user's backlog does not hold back another's: the next claim takes the oldest
+    runnable run of the owner with the fewest runs running, the oldest owner among equals."""
+
+    async def add(user: str | None, thread: Thread | None = None, **fields: Any) -> Run:
+        thread = thread or await add_thread(storage)
+        kwargs = {"user_id": user} if user else {}
+        return await add_run(storage, thread.thread_id, kwargs=kwargs, **fields)
+
+    a = [await add("a") for _ in range(10)]
+    b = await add("b")
+    # A replica with two slots: A's first run, then B's before A's second.
+    assert await claim_id(storage) == a[0].run_id
+    assert await claim_id(storage) == b.run_id
+    await storage.runs.finish(a[0].run_id, "success")
+    assert await claim_id(storage) == a[1].run_id  # A: 0 running, B: 1
+    c = await add("c")
+    assert await claim_id(storage) == c.run_id  # C: 0 running
+    assert await claim_id(storage) == a[2].run_id  # all at 1: A's is the oldest
+    assert await claim_id(storage) == a[3].run_id  # B and C have none pending
+    for run in (b, c):
+        await storage.runs.finish(run.run_id, "success")
+
+    # A thread's runs start in order, whoever owns them: here the newer run's owner (without
+    # a user, its assistant) has none running, the older one's has one.
+    e = await add("e")
+    assert await claim_id(storage) == e.run_id
+    thread = await add_thread(storage)
+    first = await add("e", thread)
+    second = await add(None, thread)
+    assert await claim_id(storage) == first.run_id
+    assert await claim_id(storage) == a[4].run_id  # `second` waits for `first`
+    await storage.runs.finish(first.run_id, "success")
+    assert await claim_id(storage) == second.run_id
+    # A delayed run holds back no later run of its thread.
+    delayed = await add("d", later := await add_thread(storage), not_before=now() + LATER)
+    after = await add("d", later)
+    assert await claim_id(storage) == after.run_id
+    assert await status_of(storage, delayed.run_id) == "pending"
 
 
 async def test_leases(storage: Storage) -> None:

@@ -83,6 +83,14 @@ class Run:
     error: dict[str, Any] | None = None
     cancel_reason: str | None = None
 
+    @property
+    def owner(self) -> str:
+        """Whom the run counts against when runs are admitted fairly (stored with it): its
+        user (`user:<id>`), or for a run without one (no `[auth]`, the operator) its
+        assistant (`assistant:<id>`)."""
+        user = self.kwargs.get("user_id")
+        return f"user:{user}" if user else f"assistant:{self.assistant_id}"
+
 
 @dataclass
 class Cron:
@@ -200,10 +208,13 @@ class RunStore(Protocol):
         """Every pending and running run, oldest first."""
 
     async def claim(self, at: datetime, *, worker: str, lease: float) -> Run | None:
-        """Mark the oldest runnable pending run `running` with `attempt` + 1, held by
-        `worker` for `lease` seconds, and return it. Safe when many processes claim at once.
+        """Mark a runnable pending run `running` with `attempt` + 1, held by `worker` for
+        `lease` seconds, and return it. Safe when many processes claim at once.
 
-        Runnable: its `not_before` has passed and no other run of its thread is running."""
+        Runnable: its `not_before` has passed, no other run of its thread is running and no
+        older runnable one is pending. Fair: the oldest runnable run of the owner
+        (`Run.owner`) with the fewest runs running anywhere, the oldest of those owners'
+        first when several tie."""
 
     async def renew(self, worker: str, lease: float) -> set[str]:
         """Extend by `lease` seconds the lease of every running run `worker` holds and return

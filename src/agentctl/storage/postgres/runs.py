@@ -42,6 +42,22 @@ def _run(row: DictRow) -> Run:
     )
 
 
+# Per owner with pending runs, its oldest runnable one (NULL when none is) and how many of
+# its runs are running: one probe of an index each (see database.py, migration 2).
+_HEADS = (
+    "SELECT (SELECT r.run_id FROM runs r WHERE r.status = 'pending' AND r.owner = q.owner"
+    " AND (r.not_before IS NULL OR r.not_before <= %s)"
+    " AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.thread_id = r.thread_id"
+    "  AND (o.status = 'running' OR (o.status = 'pending'"
+    "  AND (o.created_at < r.created_at"
+    '   OR o.created_at = r.created_at AND o.run_id COLLATE "C" < r.run_id)'
+    "  AND (o.not_before IS NULL OR o.not_before <= %s))))"
+    ' ORDER BY r.created_at, r.run_id COLLATE "C" LIMIT 1) AS run_id,'
+    " (SELECT COUNT(*) FROM runs n WHERE n.owner = q.owner AND n.status = 'running') AS running"
+    " FROM (SELECT DISTINCT owner FROM runs WHERE status = 'pending') q"
+)
+
+
 class PostgresRuns:
     def __init__(self, pool: Pool) -> None:
         self.pool = pool
@@ -53,8 +69,8 @@ class PostgresRuns:
 
     async def create(self, run: Run) -> None:
         await self._rows(
-            f"INSERT INTO runs ({_COLUMNS}) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            f"INSERT INTO runs ({_COLUMNS}, owner) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             run.run_id,
             run.thread_id,
             run.assistant_id,
@@ -69,6 +85,7 @@ class PostgresRuns:
             run.cancel_reason,
             run.created_at,
             run.updated_at,
+            run.owner,
         )
 
     async def get(self, run_id: str) -> Run | None:
@@ -114,16 +131,15 @@ class PostgresRuns:
         async with self.pool.connection() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (CLAIM_LOCK,))
             # A new statement, so a new snapshot: it sees the claims made before the lock.
+            # A run cancelled meanwhile fails the re-check of its status: nothing is claimed.
             cursor = await conn.execute(
+                f"WITH heads AS ({_HEADS}) "
                 "UPDATE runs SET status = 'running', attempt = attempt + 1, worker = %s, "
                 "lease_expires_at = %s, updated_at = %s WHERE run_id = ("
-                " SELECT run_id FROM runs r WHERE status = 'pending'"
-                " AND (not_before IS NULL OR not_before <= %s)"
-                " AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.thread_id = r.thread_id"
-                " AND o.status = 'running')"
-                ' ORDER BY created_at, run_id COLLATE "C" LIMIT 1 FOR UPDATE SKIP LOCKED'
+                " SELECT run_id FROM heads JOIN runs c USING (run_id)"
+                ' ORDER BY heads.running, c.created_at, c.run_id COLLATE "C" LIMIT 1'
                 f") AND status = 'pending' RETURNING {_COLUMNS}",
-                (worker, claimed + timedelta(seconds=lease), claimed, at),
+                (at, at, worker, claimed + timedelta(seconds=lease), claimed),
             )
             row = await cursor.fetchone()
         return None if row is None else _run(row)

@@ -114,6 +114,17 @@ MIGRATIONS: list[str] = [
         number INTEGER NOT NULL
     );
     """,
+    # 3: fair admission: whom each run counts against (`Run.owner`); set on the runs still
+    # to execute, the only ones claims look at.
+    """
+    ALTER TABLE runs ADD COLUMN owner TEXT;
+    UPDATE runs SET owner = COALESCE('user:' || NULLIF(json_extract(kwargs, '$.user_id'), ''),
+                                     'assistant:' || assistant_id)
+        WHERE status IN ('pending', 'running');
+    CREATE INDEX runs_pending_by_owner ON runs (owner, created_at, run_id)
+        WHERE status = 'pending';
+    CREATE INDEX runs_running_by_owner ON runs (owner) WHERE status = 'running';
+    """,
 ]
 
 

@@ -37,6 +37,21 @@ def _run(row: tuple[Any, ...]) -> Run:
     )
 
 
+# Per owner with pending runs, its oldest runnable one (NULL when none is) and how many of
+# its runs are running: one probe of an index each (see database.py, migration 3).
+_HEADS = (
+    "SELECT (SELECT r.run_id FROM runs r WHERE r.status = 'pending' AND r.owner = q.owner"
+    " AND (r.not_before IS NULL OR r.not_before <= ?)"
+    " AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.thread_id = r.thread_id"
+    "  AND (o.status = 'running' OR (o.status = 'pending'"
+    "  AND (o.created_at < r.created_at OR o.created_at = r.created_at AND o.run_id < r.run_id)"
+    "  AND (o.not_before IS NULL OR o.not_before <= ?))))"
+    " ORDER BY r.created_at, r.run_id LIMIT 1) AS run_id,"
+    " (SELECT COUNT(*) FROM runs n WHERE n.owner = q.owner AND n.status = 'running') AS running"
+    " FROM (SELECT DISTINCT owner FROM runs WHERE status = 'pending') q"
+)
+
+
 class SqliteRuns:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
@@ -44,7 +59,8 @@ class SqliteRuns:
     async def create(self, run: Run) -> None:
         with transaction(self.conn, durable=True):
             self.conn.execute(
-                f"INSERT INTO runs ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO runs ({_COLUMNS}, owner) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run.run_id,
                     run.thread_id,
@@ -60,6 +76,7 @@ class SqliteRuns:
                     run.cancel_reason,
                     timestamp(run.created_at),
                     timestamp(run.updated_at),
+                    run.owner,
                 ),
             )
 
@@ -105,12 +122,11 @@ class SqliteRuns:
     async def claim(self, at: datetime, *, worker: str, lease: float) -> Run | None:
         # One process uses the file, and nothing here awaits: the read and the update are
         # atomic. Most claims find nothing: they read without opening a transaction.
+        at_ = timestamp(at)
         row = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM runs r WHERE status = 'pending' "
-            "AND (not_before IS NULL OR not_before <= ?) "
-            "AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.thread_id = r.thread_id "
-            "AND o.status = 'running') ORDER BY created_at, run_id LIMIT 1",
-            (timestamp(at),),
+            f"WITH heads AS ({_HEADS}) SELECT {_COLUMNS} FROM heads JOIN runs USING (run_id) "
+            "ORDER BY heads.running, created_at, run_id LIMIT 1",
+            (at_, at_),
         ).fetchone()
         if row is None:
             return None
