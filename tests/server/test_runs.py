@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -12,7 +13,10 @@ import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError
 from langgraph_sdk.schema import StreamPart
 
-from tests.server.conftest import Running, call, user
+from tests.conftest import eventually
+from tests.server.conftest import Running, call, running_server, user
+from tests.server.test_system import samples
+from tests.storage.conftest import postgres_opener
 
 
 def new_thread_id() -> str:
@@ -407,3 +411,58 @@ async def test_strict_resume_refuses_an_interrupt_that_is_not_waiting(gated: Run
     await gated.client.runs.join(thread_id, ignored["run_id"])
     status = (await gated.client.runs.get(thread_id, ignored["run_id"]))["status"]
     assert status == "success"
+
+
+async def test_a_full_replica_leaves_runs_pending_and_shows_it(demo: Path, tmp_path: Path) -> None:
+    """With `max_runs` runs executing, further runs wait, pending, and start as slots free
+    up; /metrics shows the replica's capacity, its runs in flight and the queue."""
+    async with running_server(demo, tmp_path / "data", max_runs=2) as agent:
+        runs = [
+            await agent.client.runs.create(
+                None, "demo", input=user("@sleep 1 @say done"), on_completion="keep"
+            )
+            for _ in range(3)
+        ]
+
+        async def metrics() -> dict[tuple[str, tuple[tuple[str, str], ...]], float] | None:
+            async with httpx.AsyncClient(base_url=agent.url) as http:
+                found = samples((await http.get("/metrics")).text)
+            return found if found[("agentctl_runs_executing", ())] == 2 else None
+
+        found = await eventually(metrics, what="two runs executing")
+        assert found[("agentctl_max_runs", ())] == 2
+        assert found[("agentctl_run_queue_depth", ())] == 1
+        assert found[("agentctl_runs", (("status", "running"),))] == 2
+        for run in runs:
+            await agent.client.runs.join(run["thread_id"], run["run_id"])
+        statuses = [
+            (await agent.client.runs.get(run["thread_id"], run["run_id"]))["status"] for run in runs
+        ]
+        assert statuses == ["success"] * 3
+
+
+async def test_runs_waiting_for_their_model_share_a_small_postgres_pool(
+    request: pytest.FixtureRequest, demo: Path, tmp_path: Path
+) -> None:
+    """A run checks a PostgreSQL connection out for each statement only, never while it
+    waits for its model: 100 runs in flight at once on a pool of 8 connections all finish."""
+    count = 100
+    async with postgres_opener(request) as open_postgres:
+        storage = await open_postgres(request.getfixturevalue("database_url"))
+        async with running_server(demo, tmp_path / "data", storage=storage) as agent:
+            runs = await asyncio.gather(
+                *(
+                    agent.client.runs.create(
+                        None, "demo", input=user("@sleep 4 @say done"), on_completion="keep"
+                    )
+                    for _ in range(count)
+                )
+            )
+
+            async def all_running() -> bool:
+                return (await storage.runs.count_by_status()).get("running") == count
+
+            await eventually(all_running, what=f"{count} runs running at once")
+            for run in runs:
+                await agent.client.runs.join(run["thread_id"], run["run_id"])
+            assert await storage.runs.count_by_status() == {"success": count}
