@@ -219,6 +219,18 @@ async def test_dev_serves_the_project_and_stops_on_ctrl_c(demo: Path, start_dev:
     assert "blocking call" not in dev.err
 
 
+async def test_max_runs_comes_from_the_option_or_the_environment(
+    demo: Path, start_dev: StartDev, dev_env: dict[str, str]
+) -> None:
+    env = {**dev_env, "AGENTCTL_MAX_RUNS": "5"}
+    for args, expected in ((("--max-runs", "3"), 3), ((), 5)):
+        dev = start_dev("--config", demo / "agent.toml", "--port", free_port(), *args, env=env)
+        async with httpx.AsyncClient(base_url=dev.ready()) as http:
+            metrics = (await http.get("/metrics")).text
+        assert f"agentctl_max_runs {expected}.0" in metrics.splitlines()
+        assert dev.stop(signal.SIGINT) == 0
+
+
 async def test_threads_and_memory_survive_a_restart(demo: Path, start_dev: StartDev) -> None:
     dev = start_dev("--config", demo / "agent.toml", "--port", free_port())
     async with get_client(url=dev.ready(), api_key=None) as client:
