@@ -8,10 +8,12 @@ the test says so with `storage.kind`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import operator
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Annotated, Any, TypedDict, cast
 
 import pytest
@@ -23,8 +25,11 @@ from agentctl.errors import RuntimeFailure
 from agentctl.storage.base import Assistant, Cron, EventLog, Page, Run, Storage, Thread, new_id, now
 from agentctl.storage.bus import LocalBus
 from agentctl.storage.postgres import PostgresStorage
+from agentctl.storage.postgres import database as postgres_database
+from agentctl.storage.sqlite import SqliteStorage
+from agentctl.storage.sqlite import database as sqlite_database
 
-from .conftest import OpenPostgres
+from .conftest import OpenPostgres, postgres_opener
 
 LEASE = 60.0
 LATER = timedelta(hours=1)
@@ -316,6 +321,45 @@ async def test_claims_are_fair_between_owners(storage: Storage) -> None:
     after = await add("d", later)
     assert await claim_id(storage) == after.run_id
     assert await status_of(storage, delayed.run_id) == "pending"
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_runs_waiting_across_an_upgrade_are_claimed_fairly(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs pending in a database made before runs had owners get theirs when it is
+    migrated: none is left unclaimable, and the fair order applies to them."""
+    old = {"sqlite": (sqlite_database, 2), "postgres": (postgres_database, 1)}[kind]
+    monkeypatch.setattr(old[0], "MIGRATIONS", old[0].MIGRATIONS[: old[1]])
+    columns = "run_id, thread_id, assistant_id, status, metadata, multitask_strategy, kwargs, "
+    columns += "attempt, temporary, created_at, updated_at"
+    users = ["a", "a", "b"]
+    run_ids = [new_id() for _ in users]
+    rows = [
+        (run_id, new_id(), "agent", "pending", "{}", "enqueue", f'{{"user_id": "{user}"}}', 0,
+         False, (at := now() + timedelta(seconds=i)).isoformat(), at.isoformat())
+        for i, (run_id, user) in enumerate(zip(run_ids, users, strict=True))
+    ]  # fmt: skip
+    async with contextlib.AsyncExitStack() as stack:
+        if kind == "sqlite":
+            older = SqliteStorage(tmp_path / "agentctl.db", tmp_path / "store.db")
+            placeholders = ", ".join("?" * 11)
+            older.conn.executemany(f"INSERT INTO runs ({columns}) VALUES ({placeholders})", rows)
+            await older.close()
+            monkeypatch.undo()
+            storage: Storage = SqliteStorage(tmp_path / "agentctl.db", tmp_path / "store.db")
+            stack.push_async_callback(storage.close)
+        else:
+            url = request.getfixturevalue("database_url")
+            open_postgres = await stack.enter_async_context(postgres_opener(request))
+            async with (await open_postgres(url)).pool.connection() as conn:
+                await conn.cursor().executemany(
+                    f"INSERT INTO runs ({columns}) VALUES ({', '.join(['%s'] * 11)})", rows
+                )
+            monkeypatch.undo()
+            storage = await open_postgres(url)
+        claimed = [await claim_id(storage) for _ in range(4)]
+        assert claimed == [run_ids[0], run_ids[2], run_ids[1], None]
 
 
 async def test_leases(storage: Storage) -> None:
