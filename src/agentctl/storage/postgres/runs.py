@@ -42,19 +42,20 @@ def _run(row: DictRow) -> Run:
     )
 
 
-# Per owner with pending runs, its oldest runnable one (NULL when none is) and how many of
-# its runs are running: one probe of an index each (see database.py, migration 2).
+# Per owner with a runnable pending run, the oldest one and how many of the owner's runs are
+# running: a probe of an index each (see database.py, migration 2).
 _HEADS = (
-    "SELECT (SELECT r.run_id FROM runs r WHERE r.status = 'pending' AND r.owner = q.owner"
+    "SELECT h.run_id, h.created_at,"
+    " (SELECT COUNT(*) FROM runs n WHERE n.owner = q.owner AND n.status = 'running') AS running"
+    " FROM (SELECT DISTINCT owner FROM runs WHERE status = 'pending') q CROSS JOIN LATERAL"
+    " (SELECT r.run_id, r.created_at FROM runs r WHERE r.status = 'pending' AND r.owner = q.owner"
     " AND (r.not_before IS NULL OR r.not_before <= %s)"
     " AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.thread_id = r.thread_id"
     "  AND (o.status = 'running' OR (o.status = 'pending'"
     "  AND (o.created_at < r.created_at"
     '   OR o.created_at = r.created_at AND o.run_id COLLATE "C" < r.run_id)'
     "  AND (o.not_before IS NULL OR o.not_before <= %s))))"
-    ' ORDER BY r.created_at, r.run_id COLLATE "C" LIMIT 1) AS run_id,'
-    " (SELECT COUNT(*) FROM runs n WHERE n.owner = q.owner AND n.status = 'running') AS running"
-    " FROM (SELECT DISTINCT owner FROM runs WHERE status = 'pending') q"
+    ' ORDER BY r.created_at, r.run_id COLLATE "C" LIMIT 1) h'
 )
 
 
@@ -136,8 +137,7 @@ class PostgresRuns:
                 f"WITH heads AS ({_HEADS}) "
                 "UPDATE runs SET status = 'running', attempt = attempt + 1, worker = %s, "
                 "lease_expires_at = %s, updated_at = %s WHERE run_id = ("
-                " SELECT run_id FROM heads JOIN runs c USING (run_id)"
-                ' ORDER BY heads.running, c.created_at, c.run_id COLLATE "C" LIMIT 1'
+                ' SELECT run_id FROM heads ORDER BY running, created_at, run_id COLLATE "C" LIMIT 1'
                 f") AND status = 'pending' RETURNING {_COLUMNS}",
                 (at, at, worker, claimed + timedelta(seconds=lease), claimed),
             )
