@@ -24,7 +24,7 @@ bottleneck).
 
 agentctl runs as configured; `--server-env KEY=VALUE` (repeatable) sets a variable for every
 server, e.g. `--server-env AGENTCTL_WORKERS=256` (the runs one `serve` replica executes at once,
-16 by default).
+16 by default; `agentctl dev` executes 16 and reads no such variable).
 
     .venv/bin/pip install -e '.[dev,bench]'      # or: make bench-load ARGS="…"
     .venv/bin/python bench/load.py [--users 32,64,256,1024] [--seconds 30]
