@@ -335,6 +335,11 @@ HEAD = [
     "cli CPU",
 ]
 UNITS = ["", "", "", "ms", "ms", "ms", "", "", "ms/run", "MiB", "ms/run"]
+WIDTHS = [6, 8, 7, 9, 9, 8, 9, 7, 8, 9, 8]
+
+
+def row(values: list[str]) -> str:
+    return "  ".join(v.rjust(w) for v, w in zip(values, WIDTHS, strict=True))
 
 
 def report(results: dict[str, list[Phase]], labels: dict[str, str], args: Any) -> None:
@@ -347,11 +352,6 @@ def report(results: dict[str, list[Phase]], labels: dict[str, str], args: Any) -
     print("wait = run time at the client − model time; gap = between tokens of one run")
     if args.server_env:
         print(f"server env: {' '.join(args.server_env)}")
-    widths = [6, 8, 7, 9, 9, 8, 9, 7, 8, 9, 8]
-
-    def row(values: list[str]) -> str:
-        return "  ".join(v.rjust(w) for v, w in zip(values, widths, strict=True))
-
     for key, phases in results.items():
         print(f"\n{labels[key]}")
         print(row(HEAD))
@@ -398,12 +398,13 @@ async def measure(args: argparse.Namespace, tmp: Path) -> None:
                     stack.push_async_callback(client.http.client.aclose)
                     await one_run(client, target.assistant, Tally())  # warm-up
             results: dict[str, list[Phase]] = {key: [] for key in targets}
+            print(row(HEAD), flush=True)
             for users in args.users:
                 for key, target in targets.items():
                     print(f"  {key}: {users} users for {args.seconds:g} s", flush=True)
                     result = await phase(target, clients[key], users, args)
                     results[key].append(result)
-                    print(f"    {result.runs} runs, {len(result.tally.errors)} errors", flush=True)
+                    print(row(cells(result, model_seconds(SCRIPT))), flush=True)
                     await asyncio.sleep(1)  # let the server settle
         report(results, {key: t.label for key, t in targets.items()}, args)
 
