@@ -18,7 +18,9 @@ a fresh thread, streamed with `stream_mode=["updates", "messages-tuple"]`, for `
 Printed per target and N: runs/s beside the ideal (N / model time), the wait each run adds to
 its model time (p50, p99: client-observed run time, request sent to stream closed, minus the
 model time), the p99 gap between consecutive tokens of one run at the client, the tokens lost
-(60 expected a run), the runs that failed, the servers' CPU seconds per run and their peak RSS
+(60 expected of each run the server accepted), the requests that failed (a user tries again 1 s
+later; e.g. past `AGENTCTL_MAX_CONNECTIONS`, 1000, agentctl refuses connections with 503), the
+servers' CPU seconds per run and their peak RSS
 (summed over replicas), and this client's CPU per run (when it nears 1 s/s, the client is the
 bottleneck).
 
@@ -187,9 +189,12 @@ def is_token(event: str, data: Any) -> bool:
 
 
 async def one_run(client: LangGraphClient, assistant: str, tally: Tally) -> None:
-    """A one-turn run on a fresh thread (created before the clock starts)."""
+    """A one-turn run on a fresh thread (created before the clock starts). Its missing tokens
+    count as lost once the server has accepted it (sent the first event); a refused request
+    is an error only."""
     last: float | None = None
     tokens = 0
+    accepted = False
     try:
         thread = (await client.threads.create())["thread_id"]
         started = time.perf_counter()
@@ -200,6 +205,7 @@ async def one_run(client: LangGraphClient, assistant: str, tally: Tally) -> None
             stream_mode=STREAM_MODE,
         ):
             now = time.perf_counter()
+            accepted = True
             if part.event == "error":
                 raise RuntimeError(f"error event: {part.data}")
             if is_token(part.event, part.data):
@@ -212,7 +218,8 @@ async def one_run(client: LangGraphClient, assistant: str, tally: Tally) -> None
         tally.errors.append(f"{type(exc).__name__}: {exc}"[:300])
         raise
     finally:
-        tally.tokens_lost += max(0, TOKENS - tokens)
+        if accepted:
+            tally.tokens_lost += max(0, TOKENS - tokens)
 
 
 def sdk_client(url: str, headers: dict[str, str]) -> LangGraphClient:
@@ -257,7 +264,7 @@ async def phase(
             try:
                 await one_run(client, target.assistant, tally)
             except Exception:
-                await asyncio.sleep(0.1)  # a failing server is not hammered
+                await asyncio.sleep(1)  # then tries again, as a user would
 
     peak = target.rss()
     cpu_before, client_before = target.cpu(), time.process_time()
