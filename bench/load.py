@@ -20,9 +20,8 @@ its model time (p50, p99: client-observed run time, request sent to stream close
 model time), the p99 gap between consecutive tokens of one run at the client, the tokens lost
 (60 expected of each run the server accepted), the requests that failed (a user tries again 1 s
 later; e.g. past `AGENTCTL_MAX_CONNECTIONS`, 1000, agentctl refuses connections with 503), the
-servers' CPU seconds per run and their peak RSS
-(summed over replicas), and this client's CPU per run (when it nears 1 s/s, the client is the
-bottleneck).
+servers' CPU seconds per run and their peak RSS (summed over replicas), and this client's CPU
+per run (when it nears 1 s/s, the client is the bottleneck).
 
 agentctl runs as configured; `--server-env KEY=VALUE` (repeatable) sets a variable for every
 server, e.g. `--server-env AGENTCTL_WORKERS=256` (the runs one `serve` replica executes at once,
