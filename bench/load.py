@@ -223,10 +223,10 @@ async def one_run(client: LangGraphClient, assistant: str, tally: Tally) -> None
 
 def sdk_client(url: str, headers: dict[str, str]) -> LangGraphClient:
     """The SDK's client without httpx's limit of 100 connections: each user holds one."""
+    unlimited = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     http = httpx.AsyncClient(
         base_url=url,
-        transport=httpx.AsyncHTTPTransport(retries=5),
-        limits=httpx.Limits(max_connections=None, max_keepalive_connections=None),
+        transport=httpx.AsyncHTTPTransport(retries=5, limits=unlimited),
         timeout=httpx.Timeout(connect=30, read=300, write=300, pool=30),
         headers=headers,
     )
