@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint format typecheck test check demo bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost clean
+.PHONY: install lint format typecheck test check demo bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost bench-load clean
 
 install: $(STAMP)
 
@@ -59,6 +59,11 @@ bench-server: bench-setup
 # deploy-to-live; uses DATABASE_URL / REDIS_URL or throwaway servers.
 bench-production: install
 	$(BIN)/python bench/production.py $(ARGS)
+
+# Many users whose runs mostly wait for the model: agentctl dev, serve (1 and 2 replicas) and
+# langgraph dev; ARGS="--users 32 --seconds 10 --server-env AGENTCTL_WORKERS=256" for example.
+bench-load: bench-setup
+	$(BIN)/python bench/load.py $(ARGS)
 
 # PostgreSQL and Redis stopped and started again under streamed runs on two replicas.
 bench-outages: install

@@ -95,9 +95,11 @@ async def answers_with(replica: Replica, text: str) -> bool:
         return response.status_code == 200 and text in json.dumps(response.json())
 
 
-async def measure(args: argparse.Namespace, facts: dict[str, Any], tmp: Path) -> None:
-    database = services.fresh_database(services.postgres_url())
-    env = {
+def serve_env(facts: dict[str, Any], database: str) -> dict[str, str]:
+    """The environment of `agentctl serve` replicas on `database` (from
+    `services.fresh_database`), the shared Redis under a fresh prefix, and the model of
+    `facts` (`running_fixtures`), with tracing off."""
+    return {
         **{k: v for k, v in os.environ.items() if not k.startswith("LANGSMITH")},
         **QUIET_ENV,
         **facts["env"],
@@ -105,8 +107,12 @@ async def measure(args: argparse.Namespace, facts: dict[str, Any], tmp: Path) ->
         "REDIS_URL": services.redis_url(),
         "AGENTCTL_REDIS_PREFIX": services.fresh_prefix(),
         "PLATFORM_API_KEY": KEY,
-        "AGENTCTL_MAX_RUNS": str(args.concurrency),
     }
+
+
+async def measure(args: argparse.Namespace, facts: dict[str, Any], tmp: Path) -> None:
+    database = services.fresh_database(services.postgres_url())
+    env = {**serve_env(facts, database), "AGENTCTL_MAX_RUNS": str(args.concurrency)}
     project = write_demo(tmp / "demo", facts["calculator"], facts["library"])
     cluster = Cluster(env, tmp / "replicas")
     try:

@@ -833,23 +833,26 @@ def report(results: dict[str, Figures], setup: Setup) -> None:
             print(f"  {label}, from character {start}:  {other[start : at + 160]!r}")
 
 
+def servers_env(facts: dict[str, Any]) -> dict[str, str]:
+    """The servers' environment: this one without a developer's tracing or model settings,
+    with the scripted model of `facts` (`running_fixtures`); this process takes it too."""
+    os.environ.update(facts["env"])
+    os.environ.update(QUIET_ENV)
+    for name in NOISY_ENV:
+        os.environ.pop(name, None)
+    return dict(os.environ)
+
+
 async def main(args: argparse.Namespace) -> None:
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     with tempfile.TemporaryDirectory(prefix="agentctl-bench-") as tmp_name:
         tmp = Path(tmp_name)
         with running_fixtures(tmp) as facts:
             project = write_demo(tmp / "demo", facts["calculator"], facts["library"])
-            env = {k: v for k, v in os.environ.items() if k not in NOISY_ENV}
-            env.update(QUIET_ENV)
-            env.update(facts["env"])
-            os.environ.update(facts["env"])
-            os.environ.update(QUIET_ENV)
-            for name in NOISY_ENV:
-                os.environ.pop(name, None)
             setup = Setup(
                 tmp=tmp,
                 project=project,
-                env=env,
+                env=servers_env(facts),
                 runs=args.runs,
                 latency_runs=args.latency_runs,
                 concurrency=args.concurrency,

@@ -1,0 +1,459 @@
+"""Load: many concurrent users whose runs spend most of their time waiting for the model.
+
+Each run of the demo deep agent (agentctl.testing.demo) is one user message scripted so that
+the scripted model plans with a tool call after 0.5 s (`@sleep 0.5 @call write_file …`), then
+streams a final answer of 60 tokens 25 ms apart (`@slow 0.025 @say …`): about 2 s of model
+time, as a real agent run spends most of its time waiting for its model.
+
+N users, each with the official `langgraph-sdk` client, run one-turn runs back to back, each on
+a fresh thread, streamed with `stream_mode=["updates", "messages-tuple"]`, for `--seconds`
+(a run started before the end finishes). The targets take turns at each N:
+
+- `dev`: `agentctl dev` (embedded SQLite);
+- `serve`, `serve2`: `agentctl serve` on PostgreSQL + Redis with one replica, and with two
+  (each user sticks to one replica, alternately, as a round-robin load balancer would);
+  `DATABASE_URL` / `REDIS_URL` or throwaway servers, a database of each cluster's own;
+- `langgraph`: `langgraph dev --n-jobs-per-worker <largest N>` on the same agent.
+
+Printed per target and N: runs/s beside the ideal (N / model time), the wait each run adds to
+its model time (p50, p99: client-observed run time, request sent to stream closed, minus the
+model time), the p99 gap between consecutive tokens of one run at the client, the tokens lost
+(60 expected of each run the server accepted), the requests that failed (a user tries again 1 s
+later; e.g. past `AGENTCTL_MAX_CONNECTIONS`, 1000, agentctl refuses connections with 503), the
+servers' CPU seconds per run and their peak RSS (summed over replicas), and this client's CPU
+per run (when it nears 1 s/s, the client is the bottleneck).
+
+agentctl runs as configured; `--server-env KEY=VALUE` (repeatable) sets a variable for every
+server, e.g. `--server-env AGENTCTL_MAX_RUNS=64` (the runs one replica executes at once,
+256 by default; `agentctl dev` reads it too).
+
+    .venv/bin/pip install -e '.[dev,bench]'      # or: make bench-load ARGS="…"
+    .venv/bin/python bench/load.py [--users 32,64,256,1024] [--seconds 30]
+        [--targets dev,serve,serve2,langgraph] [--server-env KEY=VALUE]...
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from langgraph_sdk.client import LangGraphClient
+from langgraph_sdk.schema import StreamMode
+from server_vs_langgraph_dev import (
+    ServerTarget,
+    Setup,
+    Started,
+    cpu_seconds,
+    rss_mib,
+    running_fixtures,
+    servers_env,
+    serving_pid,
+    start_langgraph_dev,
+    start_ours,
+    user_input,
+)
+
+from agentctl.testing import services
+from agentctl.testing.demo import write_demo
+from agentctl.testing.openai_wire import OpenAIWire
+from agentctl.testing.script import Call, Reply, Say, ToolCall, parse_script
+from agentctl.testing.wire import Chat
+from production import KEY, Cluster, deploy, serve_env
+
+TOKENS = 60
+ANSWER = " ".join(f"word{i:02d}" for i in range(TOKENS))
+PLAN = '{"file_path": "/plan.md", "content": "1. think\\n2. answer"}'
+SCRIPT = f"@sleep 0.5 @call write_file {PLAN}\n@slow 0.025 @say {ANSWER}"
+STREAM_MODE: list[StreamMode] = ["updates", "messages-tuple"]
+RSS_EVERY = 0.25  # seconds between RSS samples of the servers
+TARGETS = ("dev", "serve", "serve2", "langgraph")
+
+
+def model_seconds(script: str) -> float:
+    """The time the scripted model takes over `script`'s replies, as langchain-openai streams
+    them from a custom base URL (no usage chunk): each step's sleep, plus its slow delay
+    between consecutive chunks."""
+    total = 0.0
+    chat = Chat([], stream=True, include_usage=False)
+    for step in parse_script(script):
+        action = step.action
+        if isinstance(action, Say):
+            reply = Reply(content=action.text)
+        elif isinstance(action, Call):
+            reply = Reply(
+                tool_calls=tuple(ToolCall("id", c.name, c.arguments) for c in action.calls)
+            )
+        else:
+            raise ValueError(f"unexpected step {step}")
+        total += step.sleep + step.slow * (len(OpenAIWire().stream(reply, chat, "m")) - 1)
+    return total
+
+
+# ---------------------------------------------------------------------------------------------
+# Targets
+
+
+@dataclass
+class LoadTarget:
+    """A server (or replicas) under load: the URL each user is sent to, the processes measured."""
+
+    label: str
+    urls: list[str]
+    pids: list[int]
+    assistant: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def cpu(self) -> float:
+        return sum(cpu_seconds(pid) for pid in self.pids)
+
+    def rss(self) -> float:
+        return sum(rss_mib(pid) for pid in self.pids)
+
+
+def from_started(label: str, started: Started) -> LoadTarget:
+    """A target started by the harness of `server_vs_langgraph_dev`."""
+    assert isinstance(started.target, ServerTarget)
+    assert started.pid is not None
+    harness = started.target.harness
+    url = str(harness.client.http.client.base_url).rstrip("/")
+    return LoadTarget(label, [url], [started.pid], harness.assistant)
+
+
+async def start_dev(setup: Setup, stack: contextlib.AsyncExitStack) -> LoadTarget:
+    return from_started("agentctl dev", await start_ours(setup, stack))
+
+
+async def start_langgraph(setup: Setup, stack: contextlib.AsyncExitStack) -> LoadTarget:
+    label = f"langgraph dev (--n-jobs-per-worker {setup.concurrency})"
+    return from_started(label, await start_langgraph_dev(setup, stack))
+
+
+async def start_cluster(
+    setup: Setup,
+    stack: contextlib.AsyncExitStack,
+    facts: dict[str, Any],
+    overrides: dict[str, str],
+    replicas: int,
+) -> LoadTarget:
+    """`replicas` replicas of `agentctl serve` on a database of their own, the demo deployed;
+    `overrides`: the `--server-env` variables."""
+    database = services.fresh_database(services.postgres_url())
+    stack.callback(services.drop_database, database)
+    env = {**serve_env(facts, database), **overrides}
+    cluster = Cluster(env, setup.tmp / f"serve{replicas}")
+    stack.callback(cluster.stop)
+    started = [cluster.start() for _ in range(replicas)]
+    deploy(setup.project, started[0].url, env)
+    pids = [serving_pid(r.process.pid, urlsplit(r.url).port or 0) for r in started]
+    label = f"agentctl serve, {replicas} replica{'s' if replicas > 1 else ''}"
+    print(f"{label}: {', '.join(r.url for r in started)}, pids {pids}")
+    return LoadTarget(label, [r.url for r in started], pids, "demo", {"x-api-key": KEY})
+
+
+# ---------------------------------------------------------------------------------------------
+# Users
+
+
+@dataclass
+class Tally:
+    """What the users of one phase saw."""
+
+    run_times: list[float] = field(default_factory=list)  # of the runs that succeeded
+    gaps: list[float] = field(default_factory=list)  # between consecutive tokens of a run
+    tokens_lost: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def is_token(event: str, data: Any) -> bool:
+    """A token of the main graph's answer: a `messages` event whose AI chunk has text."""
+    if event != "messages" or not isinstance(data, list) or not data:
+        return False
+    chunk = data[0]
+    return (
+        isinstance(chunk, dict)
+        and chunk.get("type") in ("AIMessageChunk", "ai")
+        and isinstance(chunk.get("content"), str)
+        and bool(chunk["content"])
+    )
+
+
+async def one_run(client: LangGraphClient, assistant: str, tally: Tally) -> None:
+    """A one-turn run on a fresh thread (created before the clock starts). Its missing tokens
+    count as lost once the server has accepted it (sent the first event); a refused request
+    is an error only."""
+    last: float | None = None
+    tokens = 0
+    accepted = False
+    try:
+        thread = (await client.threads.create())["thread_id"]
+        started = time.perf_counter()
+        async for part in client.runs.stream(
+            thread,
+            assistant,
+            input=user_input(SCRIPT),
+            stream_mode=STREAM_MODE,
+        ):
+            now = time.perf_counter()
+            accepted = True
+            if part.event == "error":
+                raise RuntimeError(f"error event: {part.data}")
+            if is_token(part.event, part.data):
+                tokens += 1
+                if last is not None:
+                    tally.gaps.append(now - last)
+                last = now
+        tally.run_times.append(time.perf_counter() - started)
+    except Exception as exc:
+        tally.errors.append(f"{type(exc).__name__}: {exc}"[:300])
+        raise
+    finally:
+        if accepted:
+            tally.tokens_lost += max(0, TOKENS - tokens)
+
+
+def sdk_client(url: str, headers: dict[str, str]) -> LangGraphClient:
+    """The SDK's client without httpx's limit of 100 connections: each user holds one."""
+    unlimited = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    http = httpx.AsyncClient(
+        base_url=url,
+        transport=httpx.AsyncHTTPTransport(retries=5, limits=unlimited),
+        timeout=httpx.Timeout(connect=30, read=300, write=300, pool=30),
+        headers=headers,
+    )
+    return LangGraphClient(http)
+
+
+@dataclass
+class Phase:
+    """Figures of one target at one N."""
+
+    users: int
+    seconds: float
+    tally: Tally
+    server_cpu: float
+    client_cpu: float
+    peak_rss_mib: float
+
+    @property
+    def runs(self) -> int:
+        return len(self.tally.run_times)
+
+
+async def phase(
+    target: LoadTarget, clients: list[LangGraphClient], users: int, args: argparse.Namespace
+) -> Phase:
+    """`users` users running back to back for `args.seconds`; those still running
+    `args.drain` seconds later are cancelled and counted as failed."""
+    tally = Tally()
+    deadline = time.perf_counter() + args.seconds
+
+    async def user(index: int) -> None:
+        client = clients[index % len(clients)]
+        while time.perf_counter() < deadline:
+            try:
+                await one_run(client, target.assistant, tally)
+            except Exception:
+                await asyncio.sleep(1)  # then tries again, as a user would
+
+    peak = target.rss()
+    cpu_before, client_before = target.cpu(), time.process_time()
+    started = time.perf_counter()
+    tasks = [asyncio.create_task(user(i)) for i in range(users)]
+    finished = asyncio.ensure_future(asyncio.wait(tasks, timeout=args.seconds + args.drain))
+    while not finished.done():
+        await asyncio.wait([finished], timeout=RSS_EVERY)
+        with contextlib.suppress(OSError):
+            peak = max(peak, target.rss())
+    _, pending = finished.result()
+    elapsed = time.perf_counter() - started
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.wait(pending)
+        tally.errors += ["still running at the end of the drain"] * len(pending)
+    return Phase(
+        users,
+        elapsed,
+        tally,
+        target.cpu() - cpu_before,
+        time.process_time() - client_before,
+        peak,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The report
+
+
+def pct(values: list[float], q: int) -> float | None:
+    """The q-th percentile of `values`, None when empty."""
+    if len(values) < 2:
+        return values[0] if values else None
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def cells(result: Phase, model: float) -> list[str]:
+    tally, runs = result.tally, result.runs
+
+    def ms(value: float | None) -> str:
+        return "n/a" if value is None else f"{value * 1000:.0f}"
+
+    def per_run(seconds: float) -> str:
+        return f"{seconds * 1000 / runs:.1f}" if runs else "n/a"
+
+    waits = [t - model for t in tally.run_times]
+    return [
+        str(result.users),
+        f"{runs / result.seconds:.1f}",
+        f"{result.users / model:.1f}",
+        ms(pct(waits, 50)),
+        ms(pct(waits, 99)),
+        ms(pct(tally.gaps, 99)),
+        str(tally.tokens_lost),
+        str(len(tally.errors)),
+        per_run(result.server_cpu),
+        f"{result.peak_rss_mib:.0f}",
+        per_run(result.client_cpu),
+    ]
+
+
+HEAD = [
+    "users",
+    "runs/s",
+    "ideal",
+    "wait p50",
+    "wait p99",
+    "gap p99",
+    "lost tok",
+    "errors",
+    "srv CPU",
+    "peak RSS",
+    "cli CPU",
+]
+UNITS = ["", "", "", "ms", "ms", "ms", "", "", "ms/run", "MiB", "ms/run"]
+WIDTHS = [6, 8, 7, 9, 9, 8, 9, 7, 8, 9, 8]
+
+
+def row(values: list[str]) -> str:
+    return "  ".join(v.rjust(w) for v, w in zip(values, WIDTHS, strict=True))
+
+
+def report(results: dict[str, list[Phase]], labels: dict[str, str], args: Any) -> None:
+    model = model_seconds(SCRIPT)
+    print()
+    print(
+        f"demo deep agent, scripted model: a tool call after 0.5 s, then {TOKENS} tokens 25 ms"
+        f" apart = {model:.3f} s of model time a run; {args.seconds:g} s per phase"
+    )
+    print("wait = run time at the client − model time; gap = between tokens of one run")
+    if args.server_env:
+        print(f"server env: {' '.join(args.server_env)}")
+    for key, phases in results.items():
+        print(f"\n{labels[key]}")
+        print(row(HEAD))
+        print(row(UNITS))
+        for result in phases:
+            print(row(cells(result, model)))
+        for result in phases:
+            for error in sorted(set(result.tally.errors))[:3]:
+                print(f"  N={result.users}: {result.tally.errors.count(error)}× {error}")
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+async def measure(args: argparse.Namespace, tmp: Path) -> None:
+    with running_fixtures(tmp) as facts:
+        project = write_demo(tmp / "demo", facts["calculator"], facts["library"])
+        overrides = dict(item.split("=", 1) for item in args.server_env)
+        setup = Setup(
+            tmp=tmp,
+            project=project,
+            env={**servers_env(facts), **overrides},
+            runs=0,
+            latency_runs=0,
+            concurrency=max(args.users),  # langgraph dev's --n-jobs-per-worker
+            turns=1,
+            ours_cmd="dev",
+            user=None,
+        )
+        async with contextlib.AsyncExitStack() as stack:
+            starters: dict[str, Callable[[], Awaitable[LoadTarget]]] = {
+                "dev": lambda: start_dev(setup, stack),
+                "serve": lambda: start_cluster(setup, stack, facts, overrides, 1),
+                "serve2": lambda: start_cluster(setup, stack, facts, overrides, 2),
+                "langgraph": lambda: start_langgraph(setup, stack),
+            }
+            targets: dict[str, LoadTarget] = {}
+            clients: dict[str, list[LangGraphClient]] = {}
+            for key in args.targets:
+                print(f"starting {key} …", flush=True)
+                targets[key] = target = await starters[key]()
+                clients[key] = [sdk_client(url, target.headers) for url in target.urls]
+                for client in clients[key]:
+                    stack.push_async_callback(client.http.client.aclose)
+                    await one_run(client, target.assistant, Tally())  # warm-up
+            results: dict[str, list[Phase]] = {key: [] for key in targets}
+            print(row(HEAD), flush=True)
+            for users in args.users:
+                for key, target in targets.items():
+                    print(f"  {key}: {users} users for {args.seconds:g} s", flush=True)
+                    result = await phase(target, clients[key], users, args)
+                    results[key].append(result)
+                    print(row(cells(result, model_seconds(SCRIPT))), flush=True)
+                    await asyncio.sleep(1)  # let the server settle
+        report(results, {key: t.label for key, t in targets.items()}, args)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--users", default="32,64,256,1024", help="comma-separated Ns")
+    parser.add_argument("--targets", default=",".join(TARGETS), help="comma-separated")
+    parser.add_argument("--seconds", type=float, default=30, help="per target and N")
+    parser.add_argument(
+        "--drain",
+        type=float,
+        default=300,
+        help="seconds the runs still going at the end may take before they count as failed",
+    )
+    parser.add_argument(
+        "--server-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a variable for every server (repeatable), e.g. AGENTCTL_MAX_RUNS=64",
+    )
+    args = parser.parse_args()
+    try:
+        args.users = [int(n) for n in args.users.split(",") if n.strip()]
+    except ValueError:
+        parser.error("--users takes integers, e.g. 32,64")
+    if not args.users or min(args.users) < 1:
+        parser.error("--users needs at least one N ≥ 1")
+    args.targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    unknown = set(args.targets) - set(TARGETS)
+    if unknown or not args.targets:
+        parser.error(f"--targets: any of {', '.join(TARGETS)}")
+    if any("=" not in item for item in args.server_env):
+        parser.error("--server-env takes KEY=VALUE")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    with tempfile.TemporaryDirectory(prefix="agentctl-bench-load-") as name:
+        asyncio.run(measure(args, Path(name)))
+
+
+if __name__ == "__main__":
+    main()
