@@ -68,17 +68,19 @@ def _down(exc: BaseException) -> str | None:
 
 def outage_errors() -> tuple[type[Exception], ...]:
     """The exception classes that can mean a service is unreachable (`service_down` tells
-    for sure), for handlers that match by class."""
-    import psycopg
-    import psycopg_pool
-    import redis.exceptions
-
-    return (
-        psycopg.OperationalError,
-        psycopg.InterfaceError,
-        psycopg_pool.PoolTimeout,
-        redis.exceptions.ConnectionError,
-        redis.exceptions.TimeoutError,
+    for sure), for handlers that match by class: those of the libraries already loaded, as
+    in `_down` (a server on PostgreSQL and Redis has opened its storage by then; the
+    embedded one never loads them)."""
+    names = {
+        "psycopg": ("OperationalError", "InterfaceError"),
+        "psycopg_pool": ("PoolTimeout",),
+        "redis.exceptions": ("ConnectionError", "TimeoutError"),
+    }
+    return tuple(
+        getattr(module, name)
+        for module_name, classes in names.items()
+        if (module := sys.modules.get(module_name)) is not None
+        for name in classes
     )
 
 
