@@ -19,7 +19,7 @@ Printed per target and N: runs/s beside the ideal (N / model time), the wait eac
 its model time (p50, p99: client-observed run time, request sent to stream closed, minus the
 model time), the p99 gap between consecutive tokens of one run at the client, the tokens lost
 (60 expected of each run the server accepted), the requests that failed (a user tries again 1 s
-later; e.g. past `AGENTCTL_MAX_CONNECTIONS`, 1000, agentctl refuses connections with 503), the
+later; e.g. past `AGENTCTL_MAX_CONNECTIONS`, 4096, agentctl refuses connections with 503), the
 servers' CPU seconds per run and their peak RSS (summed over replicas), and this client's CPU
 per run (when it nears 1 s/s, the client is the bottleneck).
 

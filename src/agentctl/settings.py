@@ -31,6 +31,7 @@ class Setting:
     choices: tuple[str, ...] = ()
     # Earlier names of the variable, still read (with a warning) when it is not set.
     deprecated: tuple[str, ...] = ()
+    zero: bool = False  # whether 0 is a value (a port: any free one; a limit: none)
 
     @property
     def field(self) -> str:
@@ -50,7 +51,7 @@ SETTINGS: tuple[Setting, ...] = (
             "The deployment key: `agentctl deploy` and operators send it as `x-api-key`. "
             "Required.", secret=True),
     Setting("AGENTCTL_HOST", str, "0.0.0.0", "The address to listen on."),
-    Setting("AGENTCTL_PORT", int, 8000, "The port to listen on."),
+    Setting("AGENTCTL_PORT", int, 8000, "The port to listen on.", zero=True),
     Setting("AGENTCTL_FORWARDED_ALLOW_IPS", str, "127.0.0.1",
             "Comma-separated addresses of the proxies (load balancer, ingress) whose "
             "`X-Forwarded-For`/`-Proto` headers are trusted; `*` trusts any."),
@@ -69,6 +70,11 @@ SETTINGS: tuple[Setting, ...] = (
             "on any replica. A run mostly waits for its model, so hundreds fit (see "
             "docs/server.md, Admission). Formerly `AGENTCTL_WORKERS`, still read when this "
             "is unset.", deprecated=("AGENTCTL_WORKERS",)),
+    Setting("AGENTCTL_MAX_LOOP_LAG_MS", float, 10.0,
+            "Fewer runs start while the replica's event loop lags more than this (its mean "
+            "lag over 0.2 s): past what the CPU gives, more runs at once only make every "
+            "run's tokens late. `0`: up to `AGENTCTL_MAX_RUNS` whatever the lag (see "
+            "docs/server.md, Admission).", zero=True),
     Setting("AGENTCTL_RUN_TIMEOUT_SECONDS", float, None,
             "A run still going after this long ends with status `timeout`. Unset: no limit."),
     Setting("AGENTCTL_LEASE_SECONDS", float, 30.0,
@@ -92,9 +98,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTCTL_BODY_TIMEOUT_SECONDS", float, 60.0,
             "A request whose body has not arrived whole within this long (after its headers) "
             "is answered 408 and its connection closed."),
-    Setting("AGENTCTL_MAX_CONNECTIONS", int, 1000,
+    Setting("AGENTCTL_MAX_CONNECTIONS", int, 4096,
             "Open connections per replica, at most; a connection beyond is answered 503 and "
-            "closed, and a warning is logged (at most every 10 s)."),
+            "closed, and a warning is logged (at most every 10 s). The server raises its limit "
+            "of open files (`ulimit -n`) to fit, as far as the hard limit allows."),
     Setting("AGENTCTL_SECRETS_KEY", str, None,
             "The key encrypting deployed secrets at rest (any string; a long random one). "
             "Unset: derived from `PLATFORM_API_KEY` — then changing that key makes stored "
@@ -190,6 +197,7 @@ class Settings:
     cors_origins: str | None
     data_dir: str
     max_runs: int
+    max_loop_lag_ms: float
     run_timeout_seconds: float | None
     lease_seconds: float
     shutdown_grace_seconds: float
@@ -308,8 +316,9 @@ def parse(setting: Setting, raw: str | None) -> Any:
         except ValueError:
             kind = "a whole number" if setting.kind is int else "a number"
             raise SettingsError(f"{what}: expected {kind}, got {raw!r}") from None
-        if number <= 0 and setting.name != "AGENTCTL_PORT":
-            raise SettingsError(f"{what}: must be greater than 0, got {raw!r}")
+        if number < 0 or (number == 0 and not setting.zero):
+            least = "0 or greater" if setting.zero else "greater than 0"
+            raise SettingsError(f"{what}: must be {least}, got {raw!r}")
         return number
     if setting.choices and raw.lower() not in setting.choices:
         allowed = ", ".join(setting.choices)

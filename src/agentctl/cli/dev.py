@@ -88,6 +88,7 @@ def _serve(
     max_runs: int | None,
     servers: list[DevServer],
 ) -> None:
+    from agentctl.engine.admission import max_lag_setting
     from agentctl.server.devloop import DevServer, configure_logging
     from agentctl.server.http import listen_socket
     from agentctl.server.limits import Limits
@@ -110,6 +111,7 @@ def _serve(
             origins=OriginPolicy.for_dev(cors_origins, host),
             limits=limits,
             max_runs=max_runs or read("AGENTCTL_MAX_RUNS", environ),
+            max_lag=max_lag_setting(read("AGENTCTL_MAX_LOOP_LAG_MS", environ)),
         )
         servers.append(server)
         step("Starting", f'agent "{first.project.name}" on {server.url}')

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from agentctl import serde
 from agentctl.engine import executor
+from agentctl.engine.admission import DEFAULT_MAX_LAG, Admission
 from agentctl.engine.deployment import Deployment
 from agentctl.engine.wire import END_EVENT
 from agentctl.observability import bind_run, run_finished, run_span, run_started
@@ -59,6 +60,7 @@ class RunEngine:
         deployment: Deployment,
         *,
         max_runs: int = 256,
+        max_lag: float | None = DEFAULT_MAX_LAG,
         run_timeout: float | None = None,
         lease: float = 30.0,
     ) -> None:
@@ -69,9 +71,10 @@ class RunEngine:
         self.lease = lease
         # This process among the replicas: the holder of its runs' leases.
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        # Runs mostly wait on their model: a slot is cheap, and a full replica leaves
-        # further runs pending in storage, for any replica with a free slot.
-        self._slots = asyncio.Semaphore(max_runs)
+        # Runs mostly wait on their model: a slot is cheap, and a full replica (at most
+        # `max_runs`, fewer while its loop lags `max_lag`) leaves further runs pending in
+        # storage, for any replica with a free slot.
+        self.admission = Admission(max_runs, max_lag)
         self._wake = asyncio.Event()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._cancel_actions: dict[str, StopReason] = {}
@@ -92,6 +95,7 @@ class RunEngine:
         self._background = [
             asyncio.create_task(self._dispatch(), name="agentctl-dispatcher"),
             asyncio.create_task(self._keep_leases(), name="agentctl-leases"),
+            asyncio.create_task(self.admission.watch(), name="agentctl-admission"),
         ]
 
     async def stop(self, grace: float = 0.0) -> None:
@@ -206,19 +210,19 @@ class RunEngine:
 
     async def _dispatch(self) -> None:
         while True:
-            await self._slots.acquire()
+            await self.admission.acquire()
             # Cleared before the claim: a wake-up that arrives while a claim awaits the
             # database (PostgreSQL) makes the next sleep return at once.
             self._wake.clear()
             try:
                 run = await self.storage.runs.claim(now(), worker=self.worker, lease=self.lease)
             except Exception as exc:
-                self._slots.release()
+                self.admission.release()
                 self._log_failure(exc, "claiming a run failed; retrying in 1 s")
                 await asyncio.sleep(1.0)
                 continue
             if run is None:
-                self._slots.release()
+                self.admission.release()
                 await self._sleep_until_woken()
                 continue
             task = asyncio.create_task(self._run(run), name=f"run-{run.run_id}")
@@ -298,7 +302,7 @@ class RunEngine:
                 self._tasks.pop(run.run_id, None)
                 self._cancel_actions.pop(run.run_id, None)
                 self._finishing.discard(run.run_id)
-                self._slots.release()
+                self.admission.release()
                 self._wake.set()
                 run_finished(run, status, time.monotonic() - started)
 

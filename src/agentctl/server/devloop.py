@@ -24,6 +24,7 @@ from watchfiles import DefaultFilter, awatch
 
 from agentctl.bundle.build import STATE_DIR
 from agentctl.bundle.revision import Revision
+from agentctl.engine.admission import DEFAULT_MAX_LAG
 from agentctl.errors import RuntimeFailure
 from agentctl.project.model import Project
 from agentctl.runtime import AgentRuntime, load_agent
@@ -90,6 +91,7 @@ class DevServer:
         origins: OriginPolicy | None = None,
         limits: Limits | None = None,
         max_runs: int = 256,
+        max_lag: float | None = DEFAULT_MAX_LAG,
     ) -> None:
         self.build = first
         self.rebuild = rebuild
@@ -101,6 +103,7 @@ class DevServer:
         self.origins = origins
         self.limits = limits or Limits()
         self.max_runs = max_runs
+        self.max_lag = max_lag
         self.server: Server | None = None
         # Ready (the ready message is out): a Ctrl-C or SIGTERM from here on is a graceful
         # stop, one before interrupts the start.
@@ -134,6 +137,7 @@ class DevServer:
             origins=self.origins,
             limits=self.limits,
             max_runs=self.max_runs,
+            max_lag=self.max_lag,
         )
         self.server = server
         config = uvicorn_config(

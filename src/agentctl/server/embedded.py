@@ -7,6 +7,7 @@ from pathlib import Path
 from agentctl.auth import authenticator_for
 from agentctl.bundle.dependencies import PLATFORM_API_KEY
 from agentctl.engine import Deployment, RunEngine
+from agentctl.engine.admission import DEFAULT_MAX_LAG
 from agentctl.project.model import Project
 from agentctl.runtime import load_agent
 from agentctl.sandbox import open_sandboxes
@@ -28,6 +29,7 @@ async def open_embedded_server(
     data_dir: Path,
     *,
     max_runs: int = 256,
+    max_lag: float | None = DEFAULT_MAX_LAG,
     run_timeout: float | None = None,
     origins: OriginPolicy | None = None,
     storage: Storage | None = None,
@@ -60,7 +62,9 @@ async def open_embedded_server(
             await sandboxes.aclose()
         raise
     deployment = Deployment(runtime)
-    engine = RunEngine(storage, deployment, max_runs=max_runs, run_timeout=run_timeout)
+    engine = RunEngine(
+        storage, deployment, max_runs=max_runs, max_lag=max_lag, run_timeout=run_timeout
+    )
     return Server(
         storage=storage,
         deployment=deployment,

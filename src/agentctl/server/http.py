@@ -28,7 +28,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from agentctl import serde
 from agentctl.errors import UserError
-from agentctl.server.limits import Limits, Occurrences, beyond
+from agentctl.server.limits import Limits, Occurrences, allow_open_files, beyond
 
 log = logging.getLogger("agentctl.server")
 _FULL = Occurrences(
@@ -141,6 +141,7 @@ def uvicorn_config(app: ASGIApp, limits: Limits | None = None, **options: Any) -
     protocol: type[GatheringHttpProtocol] = GatheringHttpProtocol
     if limits is not None:
         protocol = type("LimitedHttpProtocol", (GatheringHttpProtocol,), {"limits": limits})
+        allow_open_files(limits.max_connections)
     settings: dict[str, Any] = {
         "http": protocol,
         "lifespan": "on",

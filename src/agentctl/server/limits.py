@@ -23,6 +23,8 @@ from agentctl.server.errors import ApiError
 from agentctl.server.heap import release_memory_soon
 from agentctl.settings import BY_NAME, parse
 
+log = logging.getLogger("agentctl.server")
+
 MIB = 1024 * 1024
 # A body at least this large is followed by handing freed memory back to the system.
 RELEASE_AFTER_BYTES = MIB
@@ -37,7 +39,7 @@ class Limits:
     max_search_scan: int = 10_000
     header_timeout_seconds: float = 10.0
     body_timeout_seconds: float = 60.0
-    max_connections: int = 1000
+    max_connections: int = 4096
 
     @classmethod
     def of(cls, settings: Any) -> Limits:
@@ -52,6 +54,28 @@ class Limits:
             setting = BY_NAME[variable(f.name)]
             values[f.name] = parse(setting, env.get(setting.name))
         return cls(**values)
+
+
+def allow_open_files(connections: int) -> None:
+    """Raise this process's soft limit of open files (often 1024) so that `connections`
+    client sockets fit beside what the runs open (model and MCP connections, databases);
+    up to the hard limit, with a warning naming the fix when that is too low."""
+    try:
+        import resource
+    except ImportError:  # not a Unix
+        return
+    wanted = 2 * connections + 256
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= wanted:
+        return
+    raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if raised > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+    if raised < wanted:
+        log.warning(
+            "this process may open %d files (`ulimit -n`), too few for %d connections: raise "
+            "the limit to %d or set AGENTCTL_MAX_CONNECTIONS lower", raised, connections, wanted
+        )
 
 
 def variable(field: str) -> str:

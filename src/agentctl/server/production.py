@@ -8,6 +8,7 @@ from pathlib import Path
 
 from agentctl.auth import authenticator_for
 from agentctl.engine import Deployment, RunEngine
+from agentctl.engine.admission import max_lag_setting
 from agentctl.platform.deployments import Deployments
 from agentctl.platform.secrets import SecretBox
 from agentctl.project.model import Project
@@ -49,6 +50,7 @@ async def open_production_server(settings: Settings) -> Server:
             storage,
             deployment,
             max_runs=settings.max_runs,
+            max_lag=max_lag_setting(settings.max_loop_lag_ms),
             run_timeout=settings.run_timeout_seconds,
             lease=settings.lease_seconds,
         )

@@ -106,6 +106,17 @@ class StoredGauges:
                            ["enabled"], registry=self.registry)  # fmt: skip
         self.max_runs = Gauge("agentctl_max_runs", "Runs this replica executes at once at most",
                               registry=self.registry)  # fmt: skip
+        self.admission_limit = Gauge(
+            "agentctl_run_admission_limit",
+            "Runs this replica executes at once now: at most agentctl_max_runs, fewer while "
+            "its event loop lags",
+            registry=self.registry,
+        )
+        self.loop_lag = Gauge(
+            "agentctl_event_loop_lag_seconds",
+            "How late this replica's event loop runs a timer, averaged over the last 0.2 s",
+            registry=self.registry,
+        )
 
     async def refresh(self, server: Server, observed: Metrics) -> None:
         storage = server.storage
@@ -136,6 +147,8 @@ class StoredGauges:
             )  # fmt: skip
             self.crons.labels(enabled=str(enabled).lower()).set(crons)
         self.max_runs.set(server.engine.max_runs)
+        self.admission_limit.set(server.engine.admission.limit)
+        self.loop_lag.set(server.engine.admission.lag)
 
 
 async def run_counts(server: Server) -> dict[str, int]:
