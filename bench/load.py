@@ -21,7 +21,9 @@ model time), the p99 gap between consecutive tokens of one run at the client, th
 (60 expected of each run the server accepted), the requests that failed (a user tries again 1 s
 later; e.g. past `AGENTCTL_MAX_CONNECTIONS`, 4096, agentctl refuses connections with 503), the
 servers' CPU seconds per run and their peak RSS (summed over replicas), and this client's CPU
-per run (when it nears 1 s/s, the client is the bottleneck).
+per run (when it nears 1 s/s, the client is the bottleneck). RSS/user is the servers' peak RSS
+less their RSS after a warm-up run, per concurrent user: what a run in flight (or pending, with
+its open stream) costs, with whatever earlier phases left in the heap.
 
 agentctl runs as configured; `--server-env KEY=VALUE` (repeatable) sets a variable for every
 server, e.g. `--server-env AGENTCTL_MAX_RUNS=64` (the runs one replica executes at once,
@@ -112,6 +114,7 @@ class LoadTarget:
     pids: list[int]
     assistant: str
     headers: dict[str, str] = field(default_factory=dict)
+    idle_rss: float = 0.0  # MiB, summed over the processes, after the warm-up run
 
     def cpu(self) -> float:
         return sum(cpu_seconds(pid) for pid in self.pids)
@@ -243,6 +246,7 @@ class Phase:
     server_cpu: float
     client_cpu: float
     peak_rss_mib: float
+    idle_rss_mib: float
 
     @property
     def runs(self) -> int:
@@ -288,6 +292,7 @@ async def phase(
         target.cpu() - cpu_before,
         time.process_time() - client_before,
         peak,
+        target.idle_rss,
     )
 
 
@@ -323,6 +328,7 @@ def cells(result: Phase, model: float) -> list[str]:
         str(len(tally.errors)),
         per_run(result.server_cpu),
         f"{result.peak_rss_mib:.0f}",
+        f"{(result.peak_rss_mib - result.idle_rss_mib) * 1024 / result.users:.0f}",
         per_run(result.client_cpu),
     ]
 
@@ -338,10 +344,11 @@ HEAD = [
     "errors",
     "srv CPU",
     "peak RSS",
+    "RSS/user",
     "cli CPU",
 ]
-UNITS = ["", "", "", "ms", "ms", "ms", "", "", "ms/run", "MiB", "ms/run"]
-WIDTHS = [6, 8, 7, 9, 9, 8, 9, 7, 8, 9, 8]
+UNITS = ["", "", "", "ms", "ms", "ms", "", "", "ms/run", "MiB", "KiB", "ms/run"]
+WIDTHS = [6, 8, 7, 9, 9, 8, 9, 7, 8, 9, 9, 8]
 
 
 def row(values: list[str]) -> str:
@@ -403,6 +410,7 @@ async def measure(args: argparse.Namespace, tmp: Path) -> None:
                 for client in clients[key]:
                     stack.push_async_callback(client.http.client.aclose)
                     await one_run(client, target.assistant, Tally())  # warm-up
+                target.idle_rss = target.rss()
             results: dict[str, list[Phase]] = {key: [] for key in targets}
             print(row(HEAD), flush=True)
             for users in args.users:

@@ -74,7 +74,10 @@ def allow_open_files(connections: int) -> None:
     if raised < wanted:
         log.warning(
             "this process may open %d files (`ulimit -n`), too few for %d connections: raise "
-            "the limit to %d or set AGENTCTL_MAX_CONNECTIONS lower", raised, connections, wanted
+            "the limit to %d or set AGENTCTL_MAX_CONNECTIONS lower",
+            raised,
+            connections,
+            wanted,
         )
 
 

@@ -89,6 +89,7 @@ class _Outages:
 
     def __init__(self) -> None:
         self.since: dict[str, float] = {}
+        self.ended: dict[str, float] = {}  # when each service was last seen back
 
     def down(self, service: str, exc: BaseException) -> None:
         if service not in self.since:
@@ -108,7 +109,13 @@ class _Outages:
     def up(self, service: str) -> None:
         since = self.since.pop(service, None)
         if since is not None:
+            self.ended[service] = time.monotonic()
             log.warning("%s is back after %.1f s", service, time.monotonic() - since)
+
+    def lately(self, service: str, seconds: float) -> bool:
+        """Whether `service` is down, or was within the last `seconds`."""
+        ended = self.ended.get(service)
+        return service in self.since or (ended is not None and time.monotonic() - ended < seconds)
 
 
 outages = _Outages()

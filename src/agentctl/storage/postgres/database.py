@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -25,6 +27,7 @@ from psycopg_pool import AsyncConnectionPool
 from psycopg_pool.base import AttemptWithBackoff
 
 from agentctl.errors import RuntimeFailure
+from agentctl.storage.outages import POSTGRES, outages
 
 Pool = AsyncConnectionPool[AsyncConnection[DictRow]]
 
@@ -148,21 +151,45 @@ async def open_pool(database_url: str, *, size: int) -> Pool:
             f"cannot connect to PostgreSQL at {_redacted(database_url)}: {exc} — check "
             "the database URL and that the server is running"
         ) from exc
+    freshness = _Freshness()
     pool = AsyncConnectionPool(
         database_url,
         min_size=1,
         max_size=size,
         open=False,
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
-        # A connection is checked as it is taken (one round trip): after a restart of the
-        # database no request is given a connection the restart broke.
-        check=AsyncConnectionPool.check_connection,
+        check=freshness.check,
+        reset=freshness.returned,
         # While the database is down a request waits this long for a connection, then is
         # answered 503 (a run waits on, see storage/outages.py).
         timeout=CONNECTION_WAIT_SECONDS,
     )
     await pool.open(wait=True)
     return cast(Pool, pool)
+
+
+class _Freshness:
+    """Checks a connection as it is taken from the pool (one round trip) when it may be
+    broken: it sat idle more than `STALE_SECONDS`, or PostgreSQL was down within the last
+    `OUTAGE_SECONDS`. So after a restart of the database no request is given a connection
+    the restart broke, and a busy pool pays no round trip per statement."""
+
+    STALE_SECONDS = 2.0
+    OUTAGE_SECONDS = 60.0
+
+    def __init__(self) -> None:
+        self._returned: weakref.WeakKeyDictionary[AsyncConnection[Any], float] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    async def returned(self, conn: AsyncConnection[Any]) -> None:
+        self._returned[conn] = time.monotonic()
+
+    async def check(self, conn: AsyncConnection[Any]) -> None:
+        returned = self._returned.get(conn)
+        stale = returned is None or time.monotonic() - returned > self.STALE_SECONDS
+        if stale or outages.lately(POSTGRES, self.OUTAGE_SECONDS):
+            await AsyncConnectionPool.check_connection(conn)
 
 
 def _redacted(url: str) -> str:
