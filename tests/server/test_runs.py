@@ -449,11 +449,12 @@ async def test_runs_waiting_for_their_model_share_a_small_postgres_pool(
     count = 100
     async with postgres_opener(request) as open_postgres:
         storage = await open_postgres(request.getfixturevalue("database_url"))
-        async with running_server(demo, tmp_path / "data", storage=storage) as agent:
+        # Admission at a fixed `max_runs` (no lag limit): all 100 run at once.
+        async with running_server(demo, tmp_path / "data", storage=storage, max_lag=None) as agent:
             runs = await asyncio.gather(
                 *(
                     agent.client.runs.create(
-                        None, "demo", input=user("@sleep 4 @say done"), on_completion="keep"
+                        None, "demo", input=user("@sleep 10 @say done"), on_completion="keep"
                     )
                     for _ in range(count)
                 )
@@ -462,7 +463,7 @@ async def test_runs_waiting_for_their_model_share_a_small_postgres_pool(
             async def all_running() -> bool:
                 return (await storage.runs.count_by_status()).get("running") == count
 
-            await eventually(all_running, what=f"{count} runs running at once")
+            await eventually(all_running, 30, what=f"{count} runs running at once")
             for run in runs:
                 await agent.client.runs.join(run["thread_id"], run["run_id"])
             assert await storage.runs.count_by_status() == {"success": count}
