@@ -21,6 +21,7 @@ import pytest
 from agentctl.engine.streams import follow
 from agentctl.engine.wire import END_EVENT
 from agentctl.storage.base import Event, EventLog, Storage, event_position
+from tests.conftest import eventually
 
 
 @dataclass
@@ -213,6 +214,65 @@ async def test_followers_miss_nothing_and_repeat_nothing_while_appends_race(
         begin = 0 if start == "-" else [e.id for e in full].index(start) + 1
         assert got == full[begin : begin + len(got)]
         assert len(got) in (5, 20, len(full) - begin)
+
+
+async def test_a_quiet_follower_gets_heartbeats_and_one_with_events_none(
+    backend: Backend,
+) -> None:
+    """A follower yields None (a heartbeat) once `heartbeat` seconds pass without an event,
+    again after each further quiet `heartbeat`, and none while events keep coming."""
+    thread = "quiet"
+    got: list[Event | None] = []
+    stream = follow(storage_of(backend.log), thread, run_id=None, last_event_id=None, heartbeat=1.0)
+
+    async def read() -> None:
+        async for item in stream:
+            got.append(item)
+
+    reader = asyncio.create_task(read())
+    try:
+        for i in range(10):  # 0.1 s of events: no heartbeat among them
+            await backend.other.append(thread, "r", "v", b"%d" % i)
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)
+        assert [item.data for item in got if item is not None] == [b"%d" % i for i in range(10)]
+        assert None not in got
+
+        async def heartbeats(count: int) -> bool:
+            return got.count(None) >= count
+
+        await eventually(lambda: heartbeats(2), what="two heartbeats")  # a second apart
+        await backend.other.append(thread, "r", "v", b"after")
+
+        async def last_is_an_event() -> bool:
+            return got[-1] is not None
+
+        await eventually(last_is_an_event, what="the event after the heartbeats")
+        last = got[-1]
+        assert last is not None
+        assert last.data == b"after"
+    finally:
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+
+
+async def test_a_follower_ends_when_told_to_stop(backend: Backend) -> None:
+    thread, stop = "stopped", asyncio.Event()
+    stream = follow(storage_of(backend.log), thread, run_id=None, last_event_id=None, stop=stop)
+    got: list[Event | None] = []
+
+    async def read() -> None:
+        async for item in stream:
+            got.append(item)
+
+    reader = asyncio.create_task(read())
+    await backend.other.append(thread, "r", "v", b"one")
+    while not got:
+        await asyncio.sleep(0.01)
+    stop.set()
+    await asyncio.wait_for(reader, 5)
+    assert [item.data for item in got if item is not None] == [b"one"]
 
 
 async def test_delete_forgets_a_thread(backend: Backend) -> None:

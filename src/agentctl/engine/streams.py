@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Collection
-from typing import Any
 
 from agentctl import serde
 from agentctl.engine.wire import END_EVENT
@@ -50,7 +49,10 @@ async def follow(
     once `stop` is set."""
     subscription = storage.events.subscribe(thread_id)
     subscriber = metrics.stream_opened()
+    beat = _Heartbeat(subscription, heartbeat)
     stopped = asyncio.ensure_future(stop.wait()) if stop is not None else None
+    if stopped is not None:
+        stopped.add_done_callback(lambda _: subscription.wake())
     try:
         after = None if last_event_id in (None, REPLAY_ALL) else last_event_id
         position = event_position(after) if after else (-1, -1)
@@ -70,12 +72,14 @@ async def follow(
         if stored_only:
             return
         while True:
-            live = await _next(subscription, heartbeat, stopped)
+            live = await subscription.next()
             if stopped is not None and stopped.done():
                 return
             if live is None:
-                yield None
+                if beat.due():
+                    yield None
                 continue
+            beat.saw_event()
             if run_id is not None and live.run_id != run_id:
                 continue
             current = event_position(live.id)
@@ -86,28 +90,44 @@ async def follow(
             if run_id is not None and live.event == END_EVENT:
                 return
     finally:
+        beat.cancel()
         if stopped is not None:
             stopped.cancel()
         subscription.close()
         metrics.stream_closed(subscriber)
 
 
-async def _next(
-    subscription: Subscription, heartbeat: float, stopped: asyncio.Future[Any] | None
-) -> Event | None:
-    """The next live event, or None after `heartbeat` seconds or once `stopped` is done."""
-    if stopped is None:
-        try:
-            async with asyncio.timeout(heartbeat):
-                return await subscription.next()
-        except TimeoutError:
-            return None
-    waiting = asyncio.ensure_future(subscription.next())
-    await asyncio.wait((waiting, stopped), timeout=heartbeat, return_when=asyncio.FIRST_COMPLETED)
-    if waiting.done():
-        return waiting.result()
-    waiting.cancel()
-    return None
+class _Heartbeat:
+    """Wakes a follower (`Subscription.wake`) when `interval` seconds pass without a live
+    event: one timer per follower, moved on as it fires, not one per event."""
+
+    def __init__(self, subscription: Subscription, interval: float) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._subscription = subscription
+        self._interval = interval
+        self._last = self._loop.time()  # the last event, or heartbeat
+        self._handle = self._loop.call_later(interval, self._fire)
+
+    def saw_event(self) -> None:
+        self._last = self._loop.time()
+
+    def due(self) -> bool:
+        """Whether a heartbeat is due (else the follower was woken for another reason);
+        counts it as sent."""
+        if self._loop.time() - self._last < self._interval:
+            return False
+        self._last = self._loop.time()
+        return True
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+    def _fire(self) -> None:
+        quiet = self._loop.time() - self._last
+        if quiet >= self._interval:
+            self._subscription.wake()
+            quiet = 0.0
+        self._handle = self._loop.call_later(self._interval - quiet, self._fire)
 
 
 def run_done(event: Event) -> bytes:

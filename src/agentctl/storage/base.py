@@ -272,7 +272,13 @@ class EventLog(Protocol):
 
 
 class Subscription(Protocol):
-    async def next(self) -> Event: ...
+    async def next(self) -> Event | None:
+        """The next live event, or None once `wake` was called."""
+        ...
+
+    def wake(self) -> None:
+        """Make the pending (or the next) `next` return None."""
+        ...
 
     def close(self) -> None: ...
 

@@ -89,10 +89,13 @@ class RedisSubscription:
     def __init__(self, log: RedisEventLog, feed: _Feed) -> None:
         self._log = log
         self.feed = feed
-        self.queue: asyncio.Queue[Event] = asyncio.Queue()
+        self.queue: asyncio.Queue[Event | None] = asyncio.Queue()
 
-    async def next(self) -> Event:
+    async def next(self) -> Event | None:
         return await self.queue.get()
+
+    def wake(self) -> None:
+        self.queue.put_nowait(None)
 
     def close(self) -> None:
         self._log._detach(self)

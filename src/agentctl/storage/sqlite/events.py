@@ -27,10 +27,13 @@ class Subscription:
     def __init__(self, log: SqliteEventLog, thread_id: str) -> None:
         self.log = log
         self.thread_id = thread_id
-        self.queue: asyncio.Queue[Event] = asyncio.Queue()
+        self.queue: asyncio.Queue[Event | None] = asyncio.Queue()
 
-    async def next(self) -> Event:
+    async def next(self) -> Event | None:
         return await self.queue.get()
+
+    def wake(self) -> None:
+        self.queue.put_nowait(None)
 
     def close(self) -> None:
         self.log._unsubscribe(self)
