@@ -8,9 +8,12 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
+
 from agentctl.engine.admission import FLOOR, Admission, max_lag_setting
 from tests.conftest import eventually
 from tests.server.conftest import running_server, user
+from tests.server.test_system import samples
 
 LAGGING = 0.05  # seconds: well over the default lag limit (10 ms)
 
@@ -132,6 +135,11 @@ async def test_while_the_loop_lags_runs_wait_pending_and_all_finish_once_it_keep
             counts = await storage.runs.count_by_status()
             assert counts.get("pending") == count - FLOOR - counts.get("success", 0)
             assert admission.limit == FLOOR
+            async with httpx.AsyncClient(base_url=agent.url) as http:
+                found = samples((await http.get("/metrics")).text)
+            assert found[("agentctl_run_admission_limit", ())] == FLOOR
+            assert found[("agentctl_event_loop_lag_seconds", ())] > 0.01
+            assert found[("agentctl_max_runs", ())] == 100
 
         async def more_than_the_floor() -> bool:
             return admission.executing > FLOOR
