@@ -13,7 +13,10 @@ a fresh thread, streamed with `stream_mode=["updates", "messages-tuple"]`, for `
 - `serve`, `serve2`: `agentctl serve` on PostgreSQL + Redis with one replica, and with two
   (each user sticks to one replica, alternately, as a round-robin load balancer would);
   `DATABASE_URL` / `REDIS_URL` or throwaway servers, a database of each cluster's own;
-- `langgraph`: `langgraph dev --n-jobs-per-worker <largest N>` on the same agent.
+- `langgraph`: `langgraph dev --n-jobs-per-worker <largest N>` on the same agent;
+- `floor`: no server: the agent's graph itself, in a process of its own driven in process
+  (bench/load_floor.py), with an in-memory checkpointer: what the agent costs, which a
+  server can only add to (not in the default `--targets`).
 
 Printed per target and N: runs/s beside the ideal (N / model time), the wait each run adds to
 its model time (p50, p99: client-observed run time, request sent to stream closed, minus the
@@ -39,7 +42,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -78,7 +83,7 @@ PLAN = '{"file_path": "/plan.md", "content": "1. think\\n2. answer"}'
 SCRIPT = f"@sleep 0.5 @call write_file {PLAN}\n@slow 0.025 @say {ANSWER}"
 STREAM_MODE: list[StreamMode] = ["updates", "messages-tuple"]
 RSS_EVERY = 0.25  # seconds between RSS samples of the servers
-TARGETS = ("dev", "serve", "serve2", "langgraph")
+TARGETS = ("floor", "dev", "serve", "serve2", "langgraph")
 
 
 def model_seconds(script: str) -> float:
@@ -296,6 +301,23 @@ async def phase(
     )
 
 
+async def floor_phase(setup: Setup, users: int, args: argparse.Namespace) -> Phase:
+    """The same load on the agent in a process of its own, no server (bench/load_floor.py)."""
+    script = Path(__file__).with_name("load_floor.py")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(script), str(setup.project), "--users", str(users),
+        "--seconds", str(args.seconds), "--script", SCRIPT,
+        env=setup.env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await process.communicate()
+    if process.returncode != 0:
+        raise RuntimeError(f"bench/load_floor.py failed:\n{err.decode()[-3000:]}")
+    figures = json.loads(out.decode().strip().splitlines()[-1])
+    tally = Tally(figures["run_times"], figures["gaps"], figures["tokens_lost"], figures["errors"])
+    return Phase(users, figures["elapsed"], tally, figures["cpu"], 0.0,
+                 figures["peak_rss_mib"], figures["idle_rss_mib"])  # fmt: skip
+
+
 # ---------------------------------------------------------------------------------------------
 # The report
 
@@ -403,7 +425,10 @@ async def measure(args: argparse.Namespace, tmp: Path) -> None:
             }
             targets: dict[str, LoadTarget] = {}
             clients: dict[str, list[LangGraphClient]] = {}
-            for key in args.targets:
+            labels = {}
+            if "floor" in args.targets:
+                labels["floor"] = "the agent in process (no server)"
+            for key in (k for k in args.targets if k != "floor"):
                 print(f"starting {key} …", flush=True)
                 targets[key] = target = await starters[key]()
                 clients[key] = [sdk_client(url, target.headers) for url in target.urls]
@@ -411,22 +436,28 @@ async def measure(args: argparse.Namespace, tmp: Path) -> None:
                     stack.push_async_callback(client.http.client.aclose)
                     await one_run(client, target.assistant, Tally())  # warm-up
                 target.idle_rss = target.rss()
-            results: dict[str, list[Phase]] = {key: [] for key in targets}
+            labels.update({key: t.label for key, t in targets.items()})
+            results: dict[str, list[Phase]] = {key: [] for key in args.targets}
             print(row(HEAD), flush=True)
             for users in args.users:
-                for key, target in targets.items():
+                for key in args.targets:
                     print(f"  {key}: {users} users for {args.seconds:g} s", flush=True)
-                    result = await phase(target, clients[key], users, args)
+                    if key == "floor":
+                        result = await floor_phase(setup, users, args)
+                    else:
+                        result = await phase(targets[key], clients[key], users, args)
                     results[key].append(result)
                     print(row(cells(result, model_seconds(SCRIPT))), flush=True)
                     await asyncio.sleep(1)  # let the server settle
-        report(results, {key: t.label for key, t in targets.items()}, args)
+        report(results, labels, args)
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--users", default="32,64,256,1024", help="comma-separated Ns")
-    parser.add_argument("--targets", default=",".join(TARGETS), help="comma-separated")
+    parser.add_argument(
+        "--targets", default=",".join(TARGETS[1:]), help=f"comma-separated, of {TARGETS}"
+    )
     parser.add_argument("--seconds", type=float, default=30, help="per target and N")
     parser.add_argument(
         "--drain",
