@@ -171,8 +171,10 @@ async def open_pool(database_url: str, *, size: int) -> Pool:
 class _Freshness:
     """Checks a connection as it is taken from the pool (one round trip) when it may be
     broken: it sat idle more than `STALE_SECONDS`, or PostgreSQL was down within the last
-    `OUTAGE_SECONDS`. So after a restart of the database no request is given a connection
-    the restart broke, and a busy pool pays no round trip per statement."""
+    `OUTAGE_SECONDS`. A restart of the database leaves the pool idle or failing for longer
+    than that, so no request is given a connection the restart broke (one that races a
+    restart of under 2 s is answered 503 once), and a busy pool pays no round trip per
+    statement."""
 
     STALE_SECONDS = 2.0
     OUTAGE_SECONDS = 60.0
