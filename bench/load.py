@@ -7,7 +7,8 @@ time, as a real agent run spends most of its time waiting for its model.
 
 N users, each with the official `langgraph-sdk` client, run one-turn runs back to back, each on
 a fresh thread, streamed with `stream_mode=["updates", "messages-tuple"]`, for `--seconds`
-(a run started before the end finishes). The targets take turns at each N:
+(a run started before the end finishes). The targets take turns at each N (`--rounds R`: R
+turns each, pooled in the summary):
 
 - `dev`: `agentctl dev` (embedded SQLite);
 - `serve`, `serve2`: `agentctl serve` on PostgreSQL + Redis with one replica, and with two
@@ -34,7 +35,7 @@ server, e.g. `--server-env AGENTCTL_MAX_RUNS=64` (the runs one replica executes 
 
     .venv/bin/pip install -e '.[dev,bench]'      # or: make bench-load ARGS="…"
     .venv/bin/python bench/load.py [--users 32,64,256,1024] [--seconds 30]
-        [--targets dev,serve,serve2,langgraph] [--server-env KEY=VALUE]...
+        [--targets floor,dev,serve,serve2,langgraph] [--rounds 3] [--server-env KEY=VALUE]...
 """
 
 from __future__ import annotations
@@ -301,6 +302,28 @@ async def phase(
     )
 
 
+def pooled(phases: list[Phase]) -> Phase:
+    """The rounds of one target at one N as one phase: their runs, samples, seconds and CPU
+    added up (so runs/s and CPU per run are over all rounds), their peak RSS the highest."""
+    if len(phases) == 1:
+        return phases[0]
+    tally = Tally()
+    for one in phases:
+        tally.run_times += one.tally.run_times
+        tally.gaps += one.tally.gaps
+        tally.tokens_lost += one.tally.tokens_lost
+        tally.errors += one.tally.errors
+    return Phase(
+        phases[0].users,
+        sum(p.seconds for p in phases),
+        tally,
+        sum(p.server_cpu for p in phases),
+        sum(p.client_cpu for p in phases),
+        max(p.peak_rss_mib for p in phases),
+        min(p.idle_rss_mib for p in phases),
+    )
+
+
 async def floor_phase(setup: Setup, users: int, args: argparse.Namespace) -> Phase:
     """The same load on the agent in a process of its own, no server (bench/load_floor.py)."""
     script = Path(__file__).with_name("load_floor.py")
@@ -385,6 +408,8 @@ def report(results: dict[str, list[Phase]], labels: dict[str, str], args: Any) -
         f" apart = {model:.3f} s of model time a run; {args.seconds:g} s per phase"
     )
     print("wait = run time at the client − model time; gap = between tokens of one run")
+    if args.rounds > 1:
+        print(f"{args.rounds} rounds per target and N, pooled")
     if args.server_env:
         print(f"server env: {' '.join(args.server_env)}")
     for key, phases in results.items():
@@ -440,15 +465,22 @@ async def measure(args: argparse.Namespace, tmp: Path) -> None:
             results: dict[str, list[Phase]] = {key: [] for key in args.targets}
             print(row(HEAD), flush=True)
             for users in args.users:
-                for key in args.targets:
-                    print(f"  {key}: {users} users for {args.seconds:g} s", flush=True)
-                    if key == "floor":
-                        result = await floor_phase(setup, users, args)
-                    else:
-                        result = await phase(targets[key], clients[key], users, args)
-                    results[key].append(result)
-                    print(row(cells(result, model_seconds(SCRIPT))), flush=True)
-                    await asyncio.sleep(1)  # let the server settle
+                rounds: dict[str, list[Phase]] = {key: [] for key in args.targets}
+                for turn in range(args.rounds):
+                    for key in args.targets:
+                        what = f"{key}: {users} users for {args.seconds:g} s"
+                        if args.rounds > 1:
+                            what += f", round {turn + 1} of {args.rounds}"
+                        print(f"  {what}", flush=True)
+                        if key == "floor":
+                            result = await floor_phase(setup, users, args)
+                        else:
+                            result = await phase(targets[key], clients[key], users, args)
+                        rounds[key].append(result)
+                        print(row(cells(result, model_seconds(SCRIPT))), flush=True)
+                        await asyncio.sleep(1)  # let the server settle
+                for key, phases in rounds.items():
+                    results[key].append(pooled(phases))
         report(results, labels, args)
 
 
@@ -459,6 +491,13 @@ def parse_args() -> argparse.Namespace:
         "--targets", default=",".join(TARGETS[1:]), help=f"comma-separated, of {TARGETS}"
     )
     parser.add_argument("--seconds", type=float, default=30, help="per target and N")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="phases per target and N, taken in turns and pooled in the summary (this "
+        "machine's speed drifts: more rounds, steadier ratios)",
+    )
     parser.add_argument(
         "--drain",
         type=float,
@@ -477,6 +516,8 @@ def parse_args() -> argparse.Namespace:
         args.users = [int(n) for n in args.users.split(",") if n.strip()]
     except ValueError:
         parser.error("--users takes integers, e.g. 32,64")
+    if args.rounds < 1:
+        parser.error("--rounds needs at least 1")
     if not args.users or min(args.users) < 1:
         parser.error("--users needs at least one N ≥ 1")
     args.targets = [t.strip() for t in args.targets.split(",") if t.strip()]
