@@ -24,3 +24,15 @@ def test_max_runs_defaults_to_hundreds_and_reads_its_former_name(
         assert Settings.from_env(both).max_runs == 30
     warnings = [r.getMessage() for r in caplog.records]
     assert warnings == ["AGENTCTL_WORKERS is deprecated: set AGENTCTL_MAX_RUNS instead"]
+
+
+def test_the_loop_lag_limit_is_turned_off_with_zero_and_refuses_negatives() -> None:
+    assert Settings.from_env({}).max_loop_lag_ms == 10.0
+    assert Settings.from_env({"AGENTCTL_MAX_LOOP_LAG_MS": "0"}).max_loop_lag_ms == 0
+    assert Settings.from_env({"AGENTCTL_MAX_LOOP_LAG_MS": "2.5"}).max_loop_lag_ms == 2.5
+    with pytest.raises(settings.SettingsError, match="LOOP_LAG_MS: must be 0 or greater"):
+        Settings.from_env({"AGENTCTL_MAX_LOOP_LAG_MS": "-1"})
+    with pytest.raises(settings.SettingsError, match="AGENTCTL_PORT: must be 0 or greater"):
+        Settings.from_env({"AGENTCTL_PORT": "-1"})
+    with pytest.raises(settings.SettingsError, match="MAX_RUNS: must be greater than 0"):
+        Settings.from_env({"AGENTCTL_MAX_RUNS": "0"})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import resource
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from agentctl.server.limits import Limits
+from agentctl.server.limits import Limits, allow_open_files
 from agentctl.settings import Settings, SettingsError
 from tests.server.conftest import Running, running_server, user
 
@@ -199,3 +200,17 @@ def test_limits_come_from_the_environment() -> None:
     assert Limits.of(settings) == Limits(max_input_messages=5)
     with pytest.raises(SettingsError, match="AGENTCTL_MAX_CONNECTIONS"):
         Limits.from_env({"AGENTCTL_MAX_CONNECTIONS": "lots"})
+
+
+def test_the_server_raises_its_open_file_limit_to_fit_its_connections() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2 * 1000 + 256:
+        pytest.skip(f"the hard limit of open files here ({hard}) is too low to raise to")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (512, hard))
+    try:
+        allow_open_files(1000)
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == 2 * 1000 + 256
+        allow_open_files(100)  # never lowered
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == 2 * 1000 + 256
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
