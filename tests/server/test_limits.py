@@ -214,3 +214,27 @@ def test_the_server_raises_its_open_file_limit_to_fit_its_connections() -> None:
         assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == 2 * 1000 + 256
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+async def test_an_idle_connection_stays_open_longer_than_clients_keep_theirs(
+    limited: Running,
+) -> None:
+    """A kept-alive connection idle for 6 s (past httpx's 5 s and uvicorn's default) still
+    takes the next request, so a client never reuses one the server is closing."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", _port(limited))
+    request = b"GET /ok HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    try:
+        for pause in (0.0, 6.0):
+            await asyncio.sleep(pause)
+            writer.write(request)
+            await writer.drain()
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+            assert head.startswith(b"HTTP/1.1 200 ")
+            length = next(
+                int(line.split(b":", 1)[1])
+                for line in head.lower().split(b"\r\n")
+                if line.startswith(b"content-length:")
+            )
+            await reader.readexactly(length)
+    finally:
+        writer.close()

@@ -135,6 +135,12 @@ class GatheringHttpProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
+# How long an idle kept-alive connection stays open: longer than clients keep theirs (httpx
+# 5 s, which then never reuses one the server is closing) and than load balancers' idle
+# timeouts (60 s is common), whose reuse of a connection the server just closed is a 502.
+KEEP_ALIVE_SECONDS = 75
+
+
 def uvicorn_config(app: ASGIApp, limits: Limits | None = None, **options: Any) -> uvicorn.Config:
     """The uvicorn settings every agentctl server runs with, holding connections to `limits`
     (the default ones when None); `options` add to them."""
@@ -147,6 +153,7 @@ def uvicorn_config(app: ASGIApp, limits: Limits | None = None, **options: Any) -
         "lifespan": "on",
         "log_config": None,
         "access_log": False,
+        "timeout_keep_alive": KEEP_ALIVE_SECONDS,
         **options,
     }
     return uvicorn.Config(app, **settings)
