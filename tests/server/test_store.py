@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 from langgraph_sdk.errors import UnprocessableEntityError
@@ -19,10 +21,12 @@ async def test_put_get_overwrite_delete(agent: Running) -> None:
     assert item["created_at"]
     assert item["updated_at"]
 
+    await asyncio.sleep(1.1)  # stored times have whole seconds: a write again is later
     await store.put_item(["notes", "alice"], "today", {"text": "buy bread"}, index=False, ttl=60)
     again = await store.get_item(["notes", "alice"], "today", refresh_ttl=True)
     assert again["value"] == {"text": "buy bread"}
-    assert again["created_at"] == item["created_at"]
+    assert again["created_at"] == item["created_at"]  # kept when written again
+    assert again["updated_at"] > item["updated_at"]
 
     await store.delete_item(["notes", "alice"], "today")
     # A missing item is null, as the reference answers: the SDK returns None.

@@ -18,7 +18,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP, get_checkpoint_metadata
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.store.base import GetOp, ListNamespacesOp, SearchOp
+from langgraph.store.base import GetOp, ListNamespacesOp, PutOp, SearchOp
 from langgraph.store.sqlite import SqliteStore
 
 from agentctl.storage.sqlite import database
@@ -177,7 +177,10 @@ class LoopSqliteStore(SqliteStore):  # type: ignore[misc]
     Every run reads the agent's skills and instructions (a search and a get), which cost a
     quarter of a millisecond each in SQLite. This process is the only writer of the
     embedded database, so a write here is the only thing that can make a read stale: any
-    write empties the cache. Results are shared, as `InMemoryStore` shares its items."""
+    write empties the cache. Results are shared, as `InMemoryStore` shares its items.
+
+    An item written again keeps its `created_at`, as on PostgreSQL (the library's SQLite
+    store replaces the row, and with it the time it was created)."""
 
     CACHE_SIZE = 256  # reads kept; past it the cache starts again
     CACHE_ITEMS = 50  # a read answering more items than this is not kept
@@ -193,7 +196,14 @@ class LoopSqliteStore(SqliteStore):  # type: ignore[misc]
         keys = [_read_key(op) for op in ops]
         if None in keys:  # a write
             try:
-                return list(super().batch(ops))
+                created = self._created_at(ops)
+                results = list(super().batch(ops))
+                if created:
+                    with self._cursor() as cur:
+                        cur.executemany(
+                            "UPDATE store SET created_at = ? WHERE prefix = ? AND key = ?", created
+                        )
+                return results
             finally:
                 with self._reads_lock:
                     self._writes += 1
@@ -216,6 +226,21 @@ class LoopSqliteStore(SqliteStore):  # type: ignore[misc]
 
     async def abatch(self, ops: Iterable[Any]) -> list[Any]:
         return self.batch(ops)
+
+    def _created_at(self, ops: list[Any]) -> list[tuple[Any, str, str]]:
+        """(created_at, prefix, key) of the stored items that `ops` write again."""
+        puts = {(".".join(op.namespace), op.key) for op in ops
+                if isinstance(op, PutOp) and op.value is not None}  # fmt: skip
+        found: list[tuple[Any, str, str]] = []
+        with self._cursor(transaction=False) as cur:
+            for prefix, key in puts:
+                cur.execute(
+                    "SELECT created_at FROM store WHERE prefix = ? AND key = ?", (prefix, key)
+                )
+                row = cur.fetchone()
+                if row is not None:
+                    found.append((row[0], prefix, key))
+        return found
 
 
 _MISSING = object()
