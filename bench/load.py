@@ -329,7 +329,7 @@ async def floor_phase(setup: Setup, users: int, args: argparse.Namespace) -> Pha
     script = Path(__file__).with_name("load_floor.py")
     process = await asyncio.create_subprocess_exec(
         sys.executable, str(script), str(setup.project), "--users", str(users),
-        "--seconds", str(args.seconds), "--script", SCRIPT,
+        "--seconds", str(args.seconds), "--script", SCRIPT, "--tokens", str(TOKENS),
         env=setup.env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     out, err = await process.communicate()

@@ -7,7 +7,8 @@ one JSON line, what bench/load.py prints for a server: the run times, the gaps b
 tokens, the tokens lost, the errors and this process's CPU seconds. What a server spends
 per run beyond this is its own cost.
 
-    python bench/load_floor.py PROJECT --users N --seconds S   # with the model's env set
+    python bench/load_floor.py PROJECT --users N --seconds S --script S --tokens T
+    # with the scripted model's environment set
 """
 
 from __future__ import annotations
@@ -28,8 +29,6 @@ from agentctl.project import load_project
 from agentctl.runtime import load_agent
 from agentctl.runtime.memory import USER_ID_KEY
 
-SCRIPT_TOKENS = 60
-
 
 def is_token(chunk: Any, metadata: dict[str, Any]) -> bool:
     """A token of the main graph's answer (not a subagent's)."""
@@ -42,7 +41,9 @@ def is_token(chunk: Any, metadata: dict[str, Any]) -> bool:
     )
 
 
-async def measure(project: Path, users: int, seconds: float, script: str) -> dict[str, Any]:
+async def measure(
+    project: Path, users: int, seconds: float, script: str, expected: int
+) -> dict[str, Any]:
     agent = await load_agent(
         load_project(project), "floor", store=InMemoryStore(), checkpointer=InMemorySaver()
     )
@@ -73,7 +74,7 @@ async def measure(project: Path, users: int, seconds: float, script: str) -> dic
         except Exception as exc:
             errors.append(f"{type(exc).__name__}: {exc}"[:300])
         finally:
-            lost += max(0, SCRIPT_TOKENS - tokens)
+            lost += max(0, expected - tokens)
 
     await one_run()  # warm-up
     idle_rss = _rss_mib()
@@ -111,8 +112,9 @@ def main() -> None:
     parser.add_argument("--users", type=int, required=True)
     parser.add_argument("--seconds", type=float, required=True)
     parser.add_argument("--script", required=True)
+    parser.add_argument("--tokens", type=int, required=True, help="of each run's answer")
     args = parser.parse_args()
-    figures = asyncio.run(measure(args.project, args.users, args.seconds, args.script))
+    figures = asyncio.run(measure(args.project, args.users, args.seconds, args.script, args.tokens))
     print(json.dumps(figures))
 
 
