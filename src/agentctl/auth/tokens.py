@@ -96,26 +96,39 @@ def subject(claims: dict[str, Any]) -> str:
     return sub
 
 
+# What is wrong with a token PyJWT refused, by the error it raised; the first match wins
+# (InvalidSignatureError is a DecodeError).
+_EXPLANATIONS: tuple[tuple[type[Exception], str], ...] = (
+    (jwt_errors.ExpiredSignatureError, f"the token has expired{_AGAIN}"),
+    (
+        jwt_errors.ImmatureSignatureError,
+        "the token is not valid yet — check the clock of the client, then sign in again",
+    ),
+    (
+        jwt_errors.InvalidSignatureError,
+        f"the token's signature does not verify (forged or altered){_AGAIN}",
+    ),
+    (jwt_errors.InvalidIssuerError, f"the token was issued by another identity provider{_AGAIN}"),
+    (
+        jwt_errors.InvalidAudienceError,
+        f"the token is meant for another application (aud){_AGAIN}",
+    ),
+    (
+        jwt_errors.InvalidAlgorithmError,
+        f"the token's algorithm does not match its signing key{_AGAIN}",
+    ),
+    (jwt_errors.InvalidIssuedAtError, f"the token's iat claim is not a number{_AGAIN}"),
+    (jwt_errors.InvalidSubjectError, f"the token's sub claim is not a string{_AGAIN}"),
+    (jwt_errors.DecodeError, _MALFORMED),
+    (ValueError, _MALFORMED),
+)
+
+
 def _explain(exc: Exception) -> str:
     """What is wrong with a token PyJWT refused, in the user's terms."""
-    if isinstance(exc, jwt_errors.ExpiredSignatureError):
-        return f"the token has expired{_AGAIN}"
-    if isinstance(exc, jwt_errors.ImmatureSignatureError):
-        return "the token is not valid yet — check the clock of the client, then sign in again"
-    if isinstance(exc, jwt_errors.InvalidSignatureError):
-        return f"the token's signature does not verify (forged or altered){_AGAIN}"
     if isinstance(exc, jwt_errors.MissingRequiredClaimError):
         return f"the token has no {exc.claim} claim{_AGAIN}"
-    if isinstance(exc, jwt_errors.InvalidIssuerError):
-        return f"the token was issued by another identity provider{_AGAIN}"
-    if isinstance(exc, jwt_errors.InvalidAudienceError):
-        return f"the token is meant for another application (aud){_AGAIN}"
-    if isinstance(exc, jwt_errors.InvalidAlgorithmError):
-        return f"the token's algorithm does not match its signing key{_AGAIN}"
-    if isinstance(exc, jwt_errors.InvalidIssuedAtError):
-        return f"the token's iat claim is not a number{_AGAIN}"
-    if isinstance(exc, jwt_errors.InvalidSubjectError):
-        return f"the token's sub claim is not a string{_AGAIN}"
-    if isinstance(exc, jwt_errors.DecodeError | ValueError):
-        return _MALFORMED
+    for kind, explanation in _EXPLANATIONS:
+        if isinstance(exc, kind):
+            return explanation
     return f"the token is not valid{_AGAIN}"

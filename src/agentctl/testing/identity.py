@@ -20,7 +20,7 @@ import asyncio
 import secrets
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from cryptography.hazmat.primitives.asymmetric import rsa
 from starlette.applications import Starlette
@@ -31,7 +31,10 @@ from starlette.routing import Route
 from agentctl.testing.serving import LoopbackServer
 from agentctl.testing.signing import new_rsa_key, public_jwk, public_pem, sign
 
-__all__ = ["IdpAServer", "IdpBServer", "OidcIssuer", "new_rsa_key", "sign"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["IdpAServer", "IdpBServer", "MintOptions", "OidcIssuer", "new_rsa_key", "sign"]
 
 
 class _Provider(LoopbackServer):
@@ -101,6 +104,17 @@ class IdpAServer(_Provider):
         return JSONResponse(self.users[user_id])
 
 
+class MintOptions(TypedDict, total=False):
+    """How `mint` signs a token, beyond its subject: see `IdpBServer.mint`."""
+
+    expires_in: float
+    not_before: float | None
+    kid: str | None
+    alg: str
+    key: Any
+    extra_claims: Mapping[str, Any] | None
+
+
 class _JwtIssuer(_Provider):
     """Signing keys, their key set, and `mint`."""
 
@@ -131,12 +145,12 @@ class _JwtIssuer(_Provider):
         self,
         claims: dict[str, Any],
         *,
-        expires_in: float,
-        not_before: float | None,
-        kid: str | None,
-        alg: str,
-        key: Any,
-        extra_claims: Mapping[str, Any] | None,
+        expires_in: float = 300,
+        not_before: float | None = None,
+        kid: str | None = None,
+        alg: str = "RS256",
+        key: Any = None,
+        extra_claims: Mapping[str, Any] | None = None,
     ) -> str:
         now = int(time.time())
         claims = {
@@ -176,32 +190,15 @@ class IdpBServer(_JwtIssuer):
     def env(self) -> dict[str, str]:
         return {"IDP_B_SECRET_KEY": self.secret_key, "IDP_B_API_URL": self.api_url}
 
-    def mint(
-        self,
-        sub: str,
-        *,
-        expires_in: float = 300,
-        not_before: float | None = None,
-        kid: str | None = None,
-        alg: str = "RS256",
-        key: Any = None,
-        extra_claims: Mapping[str, Any] | None = None,
-    ) -> str:
+    def mint(self, sub: str, **options: Unpack[MintOptions]) -> str:
         """A session token of `sub`, valid from `not_before` seconds from now (default: now)
-        for `expires_in` seconds (negative: already expired), signed with RS256 by the key
-        `kid` names (default: the current key). `alg`, `key` and `kid` make other tokens:
-        ``alg="none"``, ``alg="HS256", key=public_pem``, a `key` not in the set, a made-up
-        `kid`. `extra_claims` are added, and those set to None removed (``{"exp": None}``)."""
+        for `expires_in` seconds (default 300; negative: already expired), signed with RS256
+        by the key `kid` names (default: the current key). `alg`, `key` and `kid` make other
+        tokens: ``alg="none"``, ``alg="HS256", key=public_pem``, a `key` not in the set, a
+        made-up `kid`. `extra_claims` are added, and those set to None removed
+        (``{"exp": None}``)."""
         claims = {"sub": sub, "iss": self.url, "sid": f"sess_{secrets.token_hex(8)}"}
-        return self._mint(
-            claims,
-            expires_in=expires_in,
-            not_before=not_before,
-            kid=kid,
-            alg=alg,
-            key=key,
-            extra_claims=extra_claims,
-        )
+        return self._mint(claims, **options)
 
     def app(self) -> Starlette:
         return Starlette(routes=[Route("/v1/jwks", self._guarded_jwks, methods=["GET"])])
@@ -259,12 +256,7 @@ class OidcIssuer(_JwtIssuer):
         *,
         audience: str | list[str] | None = None,
         issuer: str | None = None,
-        expires_in: float = 300,
-        not_before: float | None = None,
-        kid: str | None = None,
-        alg: str = "RS256",
-        key: Any = None,
-        extra_claims: Mapping[str, Any] | None = None,
+        **options: Unpack[MintOptions],
     ) -> str:
         """A token of `sub` for `audience` (default: this issuer's) from `issuer` (default:
         this one); the other arguments are those of `IdpBServer.mint`."""
@@ -273,15 +265,7 @@ class OidcIssuer(_JwtIssuer):
             "iss": issuer or self.issuer,
             "aud": audience or self.audience,
         }
-        return self._mint(
-            claims,
-            expires_in=expires_in,
-            not_before=not_before,
-            kid=kid,
-            alg=alg,
-            key=key,
-            extra_claims=extra_claims,
-        )
+        return self._mint(claims, **options)
 
     def app(self) -> Starlette:
         routes = [
