@@ -1,7 +1,8 @@
-"""A small bounded TTL cache and a single-flight group, for validation results.
+"""A small bounded TTL cache, a single-flight group and a shared fetch, for what providers say.
 
-Both are for one event loop (no locks): `TtlCache` is plain data; `SingleFlight` shares one
-in-flight call per key between concurrent callers.
+All are for one event loop: `TtlCache` is plain data; `SingleFlight` shares one in-flight call
+per key between concurrent callers; `SharedFetch` keeps a fetched document (a key set, a
+discovery document) and fetches it one call at a time.
 """
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Coroutine, Hashable
+from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from typing import Any, Generic, TypeVar
 
-__all__ = ["SingleFlight", "TtlCache"]
+from agentctl.errors import AuthUnavailable
+
+__all__ = ["SharedFetch", "SingleFlight", "TtlCache"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -93,3 +96,46 @@ class SingleFlight(Generic[K, V]):
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._flights.clear()
+
+
+class SharedFetch(Generic[V]):
+    """The last value a fetch got, fetched one call at a time.
+
+    A caller that waited while another fetch ran gets that fetch's outcome (its value, or
+    `AuthUnavailable` with its message) instead of asking the provider again.
+    """
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.value: V | None = None  # the last value fetched, kept when a later fetch fails
+        self.failure: str | None = None  # the message of the last fetch, if it failed
+        self.ended = 0  # fetches that ended, in success or failure (not cancelled)
+        self._clock = clock
+        self._fetched_at = float("-inf")
+        self._lock = asyncio.Lock()
+
+    async def current(self, ttl: float, call: Callable[[], Awaitable[V]]) -> V:
+        """The value kept, while younger than `ttl` seconds; else what `fetch` gets."""
+        if self.value is not None and self._clock() - self._fetched_at < ttl:
+            return self.value
+        return await self.fetch(self.ended, call)
+
+    async def fetch(self, seen: int, call: Callable[[], Awaitable[V]]) -> V:
+        """What `call` returns, unless a fetch ended since the caller looked (`seen` is the
+        number that had ended then): that one's outcome."""
+        async with self._lock:
+            if self.ended != seen:
+                if self.failure is not None:
+                    raise AuthUnavailable(self.failure)
+                assert self.value is not None
+                return self.value
+            try:
+                value = await call()
+            except AuthUnavailable as exc:
+                self.failure = str(exc)
+                self.ended += 1  # callers that waited for this fetch share its outcome
+                raise
+            self.failure = None
+            self.value = value
+            self._fetched_at = self._clock()
+            self.ended += 1
+            return value

@@ -9,7 +9,6 @@ fetched or read is `AuthUnavailable`; a key it does not hold is `AuthError`.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -19,6 +18,7 @@ from jwt import PyJWK
 from jwt.exceptions import PyJWTError
 
 from agentctl.auth.base import host_of, unavailable
+from agentctl.auth.cache import SharedFetch
 from agentctl.errors import AuthError, AuthUnavailable
 
 __all__ = ["DEFAULT_MIN_REFRESH_INTERVAL", "DEFAULT_TTL", "JwksCache"]
@@ -61,25 +61,21 @@ class JwksCache:
         self._headers = dict(headers or {})
         self._credential = credential
         self._clock = clock
-        self._lock = asyncio.Lock()
-        self._keys: Keys | None = None
+        self._keys: SharedFetch[Keys] = SharedFetch(clock=clock)
         self._bound: dict[tuple[str | None, str], PyJWK] = {}
-        self._fetched_at = _NEVER
         self._refreshed_at = _NEVER  # the last refresh caused by an unknown key id
-        self._ended = 0  # downloads that ended, in success or failure (not cancelled)
-        self._failure: str | None = None
 
     async def key(self, kid: str | None, alg: str) -> PyJWK:
         """The key that verifies a token with header `kid` and `alg`."""
-        keys = await self._current()
+        keys = await self._keys.current(self.ttl, self._download)
         jwk = _find(keys, kid)
         if jwk is None and self._clock() - self._refreshed_at >= self.min_refresh_interval:
             self._refreshed_at = self._clock()
-            keys = await self._fetch(self._ended)
+            keys = await self._keys.fetch(self._keys.ended, self._download)
             jwk = _find(keys, kid)
         if jwk is None:
-            if self._failure is not None:  # the last refresh failed: the key may well exist
-                raise AuthUnavailable(self._failure)
+            if self._keys.failure is not None:  # the last refresh failed: the key may well exist
+                raise AuthUnavailable(self._keys.failure)
             if kid is None:
                 raise AuthError("the token does not name its signing key (no kid) — sign in again")
             raise AuthError("the token is signed with an unknown signing key — sign in again")
@@ -105,35 +101,14 @@ class JwksCache:
         self._bound[(kid, alg)] = bound
         return bound
 
-    async def _current(self) -> Keys:
-        if self._keys is not None and self._clock() - self._fetched_at < self.ttl:
-            return self._keys
-        return await self._fetch(self._ended)
-
-    async def _fetch(self, seen: int) -> Keys:
-        """Download the set, unless another download ended while we waited for the lock
-        (`seen` is the number of downloads that had ended when the caller looked)."""
-        async with self._lock:
-            if self._ended != seen:
-                if self._failure is not None:
-                    raise AuthUnavailable(self._failure)
-                assert self._keys is not None
-                return self._keys
-            self.fetches += 1
-            try:
-                keys = await self._download()
-            except AuthUnavailable as exc:
-                self._failure = str(exc)
-                self._ended += 1  # callers that waited for this download share its outcome
-                raise
-            self._failure = None
-            self._keys = keys
-            self._bound = {}
-            self._fetched_at = self._clock()
-            self._ended += 1
-            return keys
-
     async def _download(self) -> Keys:
+        """Download the set; keys bound from the previous one are dropped."""
+        self.fetches += 1
+        keys = await self._read_set()
+        self._bound = {}
+        return keys
+
+    async def _read_set(self) -> Keys:
         host = host_of(self.url)
         try:
             response = await self._client.get(self.url, headers=self._headers)

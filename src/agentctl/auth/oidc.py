@@ -10,14 +10,13 @@ document's ``id_token_signing_alg_values_supported`` when it lists them. A token
 
 from __future__ import annotations
 
-import asyncio
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from agentctl.auth.base import Identity, check_token, host_of, new_client, unavailable
+from agentctl.auth.cache import SharedFetch
 from agentctl.auth.jwks import DEFAULT_MIN_REFRESH_INTERVAL, DEFAULT_TTL, JwksCache
 from agentctl.auth.tokens import (
     ASYMMETRIC_ALGORITHMS,
@@ -38,7 +37,6 @@ _FIX = "check [auth].issuer in agent.toml"
 class _Discovered:
     jwks_uri: str
     algorithms: tuple[str, ...]
-    fetched_at: float
 
 
 class OidcAuthenticator:
@@ -70,14 +68,11 @@ class OidcAuthenticator:
         self.keys: JwksCache | None = None  # once discovered
         self._owns_client = client is None
         self._client = client or new_client()
-        self._lock = asyncio.Lock()
-        self._discovered: _Discovered | None = None
-        self._ended = 0  # discovery fetches that ended, in success or failure
-        self._failure: str | None = None
+        self._discovered: SharedFetch[_Discovered] = SharedFetch()
 
     async def authenticate(self, token: str) -> Identity:
         read_header(check_token(token))  # a malformed token is refused before any fetch
-        discovered = await self._discovery()
+        discovered = await self._discovered.current(self.discovery_ttl, self._discover)
         assert self.keys is not None
         claims = await verify(
             token,
@@ -94,34 +89,17 @@ class OidcAuthenticator:
         if self._owns_client:
             await self._client.aclose()
 
-    async def _discovery(self) -> _Discovered:
-        found = self._discovered
-        if found is not None and time.monotonic() - found.fetched_at < self.discovery_ttl:
-            return found
-        seen = self._ended
-        async with self._lock:
-            if self._ended != seen:  # another caller fetched (or failed) while we waited
-                if self._failure is not None:
-                    raise AuthUnavailable(self._failure)
-                assert self._discovered is not None
-                return self._discovered
-            try:
-                found = await self._fetch()
-            except AuthUnavailable as exc:
-                self._failure = str(exc)
-                self._ended += 1  # callers that waited for this fetch share its outcome
-                raise
-            self._failure = None
-            if self.keys is None or self.keys.url != found.jwks_uri:
-                self.keys = JwksCache(
-                    found.jwks_uri,
-                    self._client,
-                    ttl=self.jwks_ttl,
-                    min_refresh_interval=self.min_refresh_interval,
-                )
-            self._discovered = found
-            self._ended += 1
-            return found
+    async def _discover(self) -> _Discovered:
+        """Fetch the discovery document; a new `jwks_uri` gets a new key cache."""
+        found = await self._fetch()
+        if self.keys is None or self.keys.url != found.jwks_uri:
+            self.keys = JwksCache(
+                found.jwks_uri,
+                self._client,
+                ttl=self.jwks_ttl,
+                min_refresh_interval=self.min_refresh_interval,
+            )
+        return found
 
     async def _fetch(self) -> _Discovered:
         url = self.discovery_url
@@ -159,7 +137,7 @@ class OidcAuthenticator:
                 f"the discovery document at {host} has no jwks_uri — the provider must publish "
                 "its signing keys"
             )
-        return _Discovered(jwks_uri, _algorithms(host, document), time.monotonic())
+        return _Discovered(jwks_uri, _algorithms(host, document))
 
 
 def _algorithms(host: str, document: dict[str, Any]) -> tuple[str, ...]:
