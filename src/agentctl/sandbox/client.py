@@ -9,7 +9,7 @@ import httpx
 
 from agentctl.errors import RuntimeFailure
 from agentctl.sandbox.http import spec_json
-from agentctl.sandbox.isolation import Finished, SandboxUnavailable
+from agentctl.sandbox.isolation import DEFAULT_OPTIONS, Finished, RunOptions, SandboxUnavailable
 from agentctl.sandbox.service import (
     SandboxBusy,
     SandboxFull,
@@ -40,18 +40,12 @@ class SandboxClient:
         return response.status_code == 201
 
     async def execute(
-        self,
-        name: str,
-        command: str,
-        *,
-        timeout: float | None = None,
-        stdin: bytes | None = None,
-        output_bytes: int | None = None,
+        self, name: str, command: str, options: RunOptions = DEFAULT_OPTIONS
     ) -> Finished:
-        body: dict[str, Any] = {"command": command, "timeout": timeout}
-        body["output_bytes"] = output_bytes
-        if stdin is not None:
-            body["stdin"] = base64.b64encode(stdin).decode()
+        body: dict[str, Any] = {"command": command, "timeout": options.timeout}
+        body["output_bytes"] = options.output_bytes
+        if options.stdin is not None:
+            body["stdin"] = base64.b64encode(options.stdin).decode()
         answer = (await self._call("POST", f"/sandboxes/{name}/execute", json=body)).json()
         return Finished(
             base64.b64decode(answer["output"]),

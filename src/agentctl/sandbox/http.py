@@ -32,6 +32,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agentctl.errors import AgentctlError
+from agentctl.sandbox.isolation import RunOptions
 from agentctl.sandbox.service import SandboxService, SandboxSpec
 
 MAX_BODY = 128 << 20
@@ -81,14 +82,13 @@ def sandbox_app(service: SandboxService, api_key: str) -> Starlette:
             not isinstance(output_bytes, int) or not 0 < output_bytes <= MAX_OUTPUT
         ):
             raise BadRequest(f"output_bytes: expected a whole number from 1 to {MAX_OUTPUT}")
+        options = RunOptions(
+            timeout=_number(body, "timeout"),
+            stdin=_base64(body["stdin"], "stdin") if body.get("stdin") is not None else None,
+            output_bytes=output_bytes,
+        )
         running = asyncio.ensure_future(
-            service.execute(
-                request.path_params["name"],
-                command,
-                timeout=_number(body, "timeout"),
-                stdin=_base64(body["stdin"], "stdin") if body.get("stdin") is not None else None,
-                output_bytes=output_bytes,
-            )
+            service.execute(request.path_params["name"], command, options)
         )
         try:
             while not (await asyncio.wait({running}, timeout=DISCONNECT_CHECK))[0]:

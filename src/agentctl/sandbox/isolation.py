@@ -84,6 +84,18 @@ class Finished:
 
 
 @dataclass(frozen=True)
+class RunOptions:
+    """What one command is given beside its text (None: what the limits say)."""
+
+    timeout: float | None = None  # seconds; never more than the limit
+    stdin: bytes | None = None
+    output_bytes: int | None = None  # output kept, instead of the limit's
+
+
+DEFAULT_OPTIONS = RunOptions()  # everything as the limits say
+
+
+@dataclass(frozen=True)
 class Box:
     """Where one sandbox's files are on the host."""
 
@@ -191,17 +203,16 @@ def as_user(argv: list[str], uid: int | None) -> list[str]:
 async def run(
     argv: list[str],
     limits: Limits,
+    options: RunOptions = DEFAULT_OPTIONS,
     *,
-    stdin: bytes | None = None,
-    timeout: float | None = None,
-    output_bytes: int | None = None,
     watch: Watch | None = None,
 ) -> Finished:
-    """Run `argv` (from `command_line`, as `as_user`), feeding it `stdin`, and collect its
-    output (stdout and stderr together) within the limits, and until `watch` says to stop.
-    Never raises for what the command does."""
-    keep = output_bytes or limits.output_bytes
-    seconds = min(timeout or limits.timeout, limits.timeout)
+    """Run `argv` (from `command_line`, as `as_user`), feeding it the options' `stdin`, and
+    collect its output (stdout and stderr together) within the limits, and until `watch` says
+    to stop. Never raises for what the command does."""
+    stdin = options.stdin
+    keep = options.output_bytes or limits.output_bytes
+    seconds = min(options.timeout or limits.timeout, limits.timeout)
     process = await asyncio.create_subprocess_exec(
         *argv,
         stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,

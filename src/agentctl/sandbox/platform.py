@@ -22,7 +22,7 @@ from deepagents.backends.protocol import (
 from deepagents.backends.sandbox import BaseSandbox
 
 from agentctl.sandbox.base import SandboxKey
-from agentctl.sandbox.isolation import Finished
+from agentctl.sandbox.isolation import DEFAULT_OPTIONS, Finished, RunOptions
 from agentctl.sandbox.service import Sandboxes, SandboxFull, SandboxNotFound, SandboxSpec
 
 T = TypeVar("T")
@@ -77,16 +77,11 @@ class PlatformPool:
                 await self.sandboxes.ensure(name, self.spec)
                 self._ensured.add(name)
 
-    async def run(
-        self, name: str, command: str, *, timeout: float | None = None, stdin: bytes | None = None,
-        output_bytes: int | None = None,
-    ) -> Finished:  # fmt: skip
+    async def run(self, name: str, command: str, options: RunOptions = DEFAULT_OPTIONS) -> Finished:
         """Run `command` in sandbox `name`, re-creating it once if it is gone."""
         for attempt in (1, 2):
             try:
-                return await self.sandboxes.execute(
-                    name, command, timeout=timeout, stdin=stdin, output_bytes=output_bytes
-                )
+                return await self.sandboxes.execute(name, command, options)
             except SandboxNotFound:
                 if attempt == 2:
                     raise
@@ -106,7 +101,7 @@ class PlatformSandbox(BaseSandbox):  # type: ignore[misc]
         return self._name
 
     async def aexecute(self, command: str, *, timeout: int | None = None) -> ExecuteResponse:
-        finished = await self._pool.run(self._name, command, timeout=timeout)
+        finished = await self._pool.run(self._name, command, RunOptions(timeout=timeout))
         output = finished.output.decode("utf-8", "replace")
         if finished.truncated:
             output += f"\n[output truncated to its first {len(finished.output)} bytes]"
@@ -118,7 +113,8 @@ class PlatformSandbox(BaseSandbox):  # type: ignore[misc]
         responses = []
         for path, data in files:
             try:
-                finished = await self._pool.run(self._name, _with_path(_UPLOAD, path), stdin=data)
+                upload = _with_path(_UPLOAD, path)
+                finished = await self._pool.run(self._name, upload, RunOptions(stdin=data))
             except SandboxFull as exc:  # the agent reads why: "Failed to write file ...: ..."
                 responses.append(FileUploadResponse(path, cast(FileOperationError, str(exc))))
                 continue
@@ -130,8 +126,9 @@ class PlatformSandbox(BaseSandbox):  # type: ignore[misc]
     async def adownload_files(self, paths: list[str]) -> list[FileDownloadResponse]:
         responses = []
         for path in paths:
+            download = _with_path(_DOWNLOAD, path)
             finished = await self._pool.run(
-                self._name, _with_path(_DOWNLOAD, path), output_bytes=FILE_BYTES
+                self._name, download, RunOptions(output_bytes=FILE_BYTES)
             )
             if finished.exit_code == 0 and not finished.truncated:
                 responses.append(FileDownloadResponse(path=path, content=finished.output))

@@ -37,7 +37,15 @@ from typing import Any, Protocol
 from agentctl.errors import RuntimeFailure, UserError
 from agentctl.sandbox import isolation, usage
 from agentctl.sandbox.cgroup import CgroupError, Cgroups, open_cgroups
-from agentctl.sandbox.isolation import Box, Finished, Limits, SandboxUnavailable, Watch
+from agentctl.sandbox.isolation import (
+    DEFAULT_OPTIONS,
+    Box,
+    Finished,
+    Limits,
+    RunOptions,
+    SandboxUnavailable,
+    Watch,
+)
 from agentctl.settings import SandboxSettings
 
 log = logging.getLogger("agentctl.sandbox")
@@ -109,13 +117,7 @@ class Sandboxes(Protocol):
         ...
 
     async def execute(
-        self,
-        name: str,
-        command: str,
-        *,
-        timeout: float | None = None,
-        stdin: bytes | None = None,
-        output_bytes: int | None = None,
+        self, name: str, command: str, options: RunOptions = DEFAULT_OPTIONS
     ) -> Finished:
         """Run `command` in sandbox `name`; `SandboxNotFound` if there is none."""
         ...
@@ -169,13 +171,7 @@ class SandboxService:
                 return await asyncio.to_thread(self._ensure, name, spec)
 
     async def execute(
-        self,
-        name: str,
-        command: str,
-        *,
-        timeout: float | None = None,
-        stdin: bytes | None = None,
-        output_bytes: int | None = None,
+        self, name: str, command: str, options: RunOptions = DEFAULT_OPTIONS
     ) -> Finished:
         _check_name(name)
         await self.start()
@@ -187,6 +183,7 @@ class SandboxService:
             used = self._disk.get(name)
             if used is None:
                 used = self._disk[name] = await asyncio.to_thread(usage.disk_used, box.workspace)
+            stdin = options.stdin
             if stdin is not None and used + len(stdin) > self.limits.disk_bytes:
                 raise SandboxFull(
                     f"sandbox {name}: writing {len(stdin)} bytes would take its /workspace "
@@ -196,14 +193,13 @@ class SandboxService:
             # No file may outgrow the room left; when there is none, files can only shrink.
             room = max(0, self.limits.disk_bytes - used)
             limits = dataclasses.replace(self.limits, file_bytes=min(self.limits.file_bytes, room))
-            return await self._run(name, box, command, limits, used, stdin, timeout, output_bytes)
+            return await self._run(name, box, command, limits, used, options)
         finally:
             self._busy[name] -= 1
 
     async def _run(
-        self, name: str, box: Box, command: str, limits: Limits, used: int,
-        stdin: bytes | None, timeout: float | None, output_bytes: int | None,
-    ) -> Finished:  # fmt: skip
+        self, name: str, box: Box, command: str, limits: Limits, used: int, options: RunOptions
+    ) -> Finished:
         network = self.settings.network == "host"
         argv = await asyncio.to_thread(
             isolation.command_line, box, command, limits, network=network
@@ -217,9 +213,7 @@ class SandboxService:
             oom_before = await asyncio.to_thread(self.cgroups.oom_kills, cgroup)
         watch = self._watch(name, box.workspace, allowed=max(used, self.limits.disk_bytes))
         try:
-            finished = await isolation.run(
-                argv, limits, stdin=stdin, timeout=timeout, output_bytes=output_bytes, watch=watch
-            )
+            finished = await isolation.run(argv, limits, options, watch=watch)
         finally:
             self._disk[name] = await asyncio.to_thread(usage.disk_used, box.workspace)
             if cgroup is not None and self.cgroups is not None:
@@ -342,7 +336,8 @@ class SandboxService:
         argv = await asyncio.to_thread(
             isolation.command_line, box, "echo ok", self.limits, network=False
         )
-        finished = await isolation.run(isolation.as_user(argv, self.uid), self.limits, timeout=30)
+        argv = isolation.as_user(argv, self.uid)
+        finished = await isolation.run(argv, self.limits, RunOptions(timeout=30))
         await asyncio.to_thread(_remove, probe)
         if finished.output.strip() != b"ok":
             said = finished.output.decode("utf-8", "replace").strip()
