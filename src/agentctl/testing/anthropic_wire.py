@@ -13,18 +13,9 @@ from typing import Any
 
 import orjson
 
+from agentctl.testing import wire
 from agentctl.testing.script import Reply, message_text
-from agentctl.testing.wire import (
-    Chat,
-    WireError,
-    expect_object,
-    model_name,
-    object_list,
-    optional_list,
-    split,
-    token_counts,
-    words,
-)
+from agentctl.testing.wire import Chat, WireError
 
 __all__ = ["AnthropicWire", "count_tokens_body"]
 
@@ -46,17 +37,20 @@ class AnthropicWire:
     stream_type = b"text/event-stream; charset=utf-8"
 
     def parse(self, request: Any) -> Chat:
-        body = expect_object(request)
+        body = wire.expect_object(request)
         messages: list[dict[str, Any]] = []
         system = body.get("system")
         if system is not None:
             if not isinstance(system, str | list):
                 raise WireError("'system' must be a string or a list of text blocks")
             messages.append({"role": "system", "content": system})
-        for index, message in enumerate(object_list(body.get("messages"), "messages")):
+        for index, message in enumerate(wire.object_list(body.get("messages"), "messages")):
             messages.extend(_messages(index, message))
         return Chat(
-            messages, optional_list(body, "tools"), model_name(body), body.get("stream") is True
+            messages,
+            wire.optional_list(body, "tools"),
+            wire.model_name(body),
+            body.get("stream") is True,
         )
 
     def body(self, reply: Reply, chat: Chat, model: str) -> dict[str, Any]:
@@ -64,26 +58,28 @@ class AnthropicWire:
             **_message(model),
             "content": _blocks(reply),
             "stop_reason": _stop_reason(reply),
-            "usage": _usage(*token_counts(chat, reply)),
+            "usage": _usage(*wire.token_counts(chat, reply)),
         }
 
     def stream(self, reply: Reply, chat: Chat, model: str) -> list[bytes]:
         """``message_start``, then per block ``content_block_start``, deltas and
         ``content_block_stop``, then ``message_delta`` (stop reason, usage) and
         ``message_stop``."""
-        prompt, completion = token_counts(chat, reply)
+        prompt, completion = wire.token_counts(chat, reply)
         start = {**_message(model), "content": [], "stop_reason": None, "usage": _usage(prompt, 1)}
         events = [_event("message_start", {"message": start}), _event("ping", {})]
         for index, block in enumerate(_blocks(reply)):
             if block["type"] == "text":
                 head: dict[str, Any] = {"type": "text", "text": ""}
-                deltas = [{"type": "text_delta", "text": piece} for piece in words(block["text"])]
+                deltas = [
+                    {"type": "text_delta", "text": piece} for piece in wire.words(block["text"])
+                ]
             else:
                 head = {**block, "input": {}}
                 arguments = orjson.dumps(block["input"]).decode()
                 deltas = [
                     {"type": "input_json_delta", "partial_json": piece}
-                    for piece in split(arguments, _ARGUMENT_PIECES)
+                    for piece in wire.split(arguments, _ARGUMENT_PIECES)
                 ]
             events.append(_event("content_block_start", {"index": index, "content_block": head}))
             events.extend(
@@ -103,7 +99,7 @@ class AnthropicWire:
 
 def count_tokens_body(chat: Chat) -> dict[str, Any]:
     """``POST /v1/messages/count_tokens`` body: the estimated input tokens."""
-    return {"input_tokens": token_counts(chat, Reply())[0]}
+    return {"input_tokens": wire.token_counts(chat, Reply())[0]}
 
 
 def _messages(index: int, message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -113,7 +109,7 @@ def _messages(index: int, message: dict[str, Any]) -> list[dict[str, Any]]:
         raise WireError(f"'messages.{index}.role' must be 'user' or 'assistant'")
     if isinstance(content, str):
         return [{"role": role, "content": content}]
-    blocks = object_list(content, f"messages.{index}.content")
+    blocks = wire.object_list(content, f"messages.{index}.content")
     if role == "assistant":
         calls = [
             {

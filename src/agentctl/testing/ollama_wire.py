@@ -11,17 +11,9 @@ from typing import Any
 
 import orjson
 
+from agentctl.testing import wire
 from agentctl.testing.script import Reply
-from agentctl.testing.wire import (
-    Chat,
-    WireError,
-    expect_object,
-    model_name,
-    object_list,
-    optional_list,
-    token_counts,
-    words,
-)
+from agentctl.testing.wire import Chat, WireError
 
 __all__ = ["OllamaWire", "tags_body"]
 
@@ -32,15 +24,15 @@ class OllamaWire:
     stream_type = b"application/x-ndjson"
 
     def parse(self, request: Any) -> Chat:
-        body = expect_object(request)
+        body = wire.expect_object(request)
         messages = [
             _message(index, message)
-            for index, message in enumerate(object_list(body.get("messages"), "messages"))
+            for index, message in enumerate(wire.object_list(body.get("messages"), "messages"))
         ]
         return Chat(
             messages,
-            optional_list(body, "tools"),
-            model_name(body),
+            wire.optional_list(body, "tools"),
+            wire.model_name(body),
             body.get("stream") is not False,
         )
 
@@ -54,7 +46,7 @@ class OllamaWire:
         """One JSON line per word (or one with the tool calls), then a ``done`` line."""
         head = _head(model)
         messages: list[dict[str, Any]] = [
-            {"role": "assistant", "content": piece} for piece in words(reply.content)
+            {"role": "assistant", "content": piece} for piece in wire.words(reply.content)
         ]
         if reply.tool_calls:
             messages.append({"role": "assistant", "content": "", "tool_calls": _tool_calls(reply)})
@@ -81,7 +73,7 @@ def _message(index: int, message: dict[str, Any]) -> dict[str, Any]:
     if not calls:
         return message
     converted = []
-    for call in object_list(calls, f"messages.{index}.tool_calls"):
+    for call in wire.object_list(calls, f"messages.{index}.tool_calls"):
         function = call.get("function")
         if not isinstance(function, dict):
             raise WireError(f"'messages.{index}.tool_calls' need a 'function' object each")
@@ -109,7 +101,7 @@ def _head(model: str) -> dict[str, Any]:
 
 
 def _done(chat: Chat, reply: Reply) -> dict[str, Any]:
-    prompt, completion = token_counts(chat, reply)
+    prompt, completion = wire.token_counts(chat, reply)
     return {
         "done": True,
         "done_reason": "stop",

@@ -8,17 +8,9 @@ from typing import Any
 
 import orjson
 
+from agentctl.testing import wire
 from agentctl.testing.script import Reply
-from agentctl.testing.wire import (
-    Chat,
-    expect_object,
-    model_name,
-    object_list,
-    optional_list,
-    split,
-    token_counts,
-    words,
-)
+from agentctl.testing.wire import Chat
 
 __all__ = [
     "OpenAIWire",
@@ -38,14 +30,14 @@ class OpenAIWire:
     stream_type = b"text/event-stream; charset=utf-8"
 
     def parse(self, request: Any) -> Chat:
-        body = expect_object(request)
-        messages = object_list(body.get("messages"), "messages")
-        tools = optional_list(body, "tools")
+        body = wire.expect_object(request)
+        messages = wire.object_list(body.get("messages"), "messages")
+        tools = wire.optional_list(body, "tools")
         options = body.get("stream_options")
         return Chat(
             messages,
             tools,
-            model_name(body),
+            wire.model_name(body),
             stream=body.get("stream") is True,
             include_usage=isinstance(options, dict) and bool(options.get("include_usage")),
         )
@@ -119,7 +111,7 @@ def _head(model: str, kind: str) -> dict[str, Any]:
 
 def usage(chat: Chat, reply: Reply) -> dict[str, Any]:
     """OpenAI ``usage`` object estimated from the request and the reply."""
-    prompt, completion = token_counts(chat, reply)
+    prompt, completion = wire.token_counts(chat, reply)
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
@@ -131,7 +123,7 @@ def usage(chat: Chat, reply: Reply) -> dict[str, Any]:
 
 def _deltas(reply: Reply) -> list[dict[str, Any]]:
     if not reply.tool_calls:
-        return [{"content": piece} for piece in words(reply.content)]
+        return [{"content": piece} for piece in wire.words(reply.content)]
     deltas: list[dict[str, Any]] = []
     for index, call in enumerate(reply.tool_calls):
         head = {"name": call.name, "arguments": ""}
@@ -140,7 +132,7 @@ def _deltas(reply: Reply) -> list[dict[str, Any]]:
         )
         deltas.extend(
             {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
-            for piece in split(call.arguments, _ARGUMENT_PIECES)
+            for piece in wire.split(call.arguments, _ARGUMENT_PIECES)
         )
     return deltas
 

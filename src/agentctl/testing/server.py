@@ -17,6 +17,7 @@ import uvicorn
 
 from agentctl.testing import anthropic_wire, ollama_wire, openai_wire
 from agentctl.testing.script import Reply, ScriptError, decide, unknown_tools
+from agentctl.testing.serving import Startable
 from agentctl.testing.wire import Chat, Wire, WireError
 
 __all__ = ["DEFAULT_MODEL", "PROVIDERS", "ScriptedModelApp", "ScriptedModelServer"]
@@ -228,7 +229,7 @@ async def _error(
     await _json(send, status, wire.error(status, message, code), headers)
 
 
-class ScriptedModelServer:
+class ScriptedModelServer(Startable):
     """A scripted OpenAI-compatible model server running in a background thread.
 
     Use ``with ScriptedModelServer() as server:`` (or ``async with``), then point
@@ -339,17 +340,6 @@ class ScriptedModelServer:
             await asyncio.sleep(0.005)
         thread.join()
         self._cleanup()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     async def __aenter__(self) -> Self:
         return await self.astart()

@@ -31,27 +31,33 @@ class ServiceUnavailable(RuntimeError):
     """Neither a running server nor the packages to start one."""
 
 
-_started: dict[str, str] = {}  # kind -> url of the throwaway server this process started
+_started: dict[str, str] = {}  # variable -> url of the throwaway server this process started
 
 
 def postgres_url() -> str:
     """An admin URL of a PostgreSQL server that answers (it may create databases)."""
-    url = os.environ.get("DATABASE_URL") or DEFAULT_POSTGRES
-    if _postgres_answers(url):
-        return url
-    if "postgres" not in _started:
-        _started["postgres"] = _start_postgres()
-    return _started["postgres"]
+    return _answering("DATABASE_URL", DEFAULT_POSTGRES, _postgres_answers, ThrowawayPostgres)
 
 
 def redis_url() -> str:
     """The URL of a Redis server that answers."""
-    url = os.environ.get("REDIS_URL") or DEFAULT_REDIS
-    if _redis_answers(url):
+    return _answering("REDIS_URL", DEFAULT_REDIS, _redis_answers, ThrowawayRedis)
+
+
+def _answering(
+    variable: str,
+    default: str,
+    answers: Callable[[str], bool],
+    throwaway: Callable[[], ThrowawayServer],
+) -> str:
+    """The server `variable` names (else `default`) when it answers, else a throwaway one,
+    started once per process."""
+    url = os.environ.get(variable) or default
+    if answers(url):
         return url
-    if "redis" not in _started:
-        _started["redis"] = _start_redis()
-    return _started["redis"]
+    if variable not in _started:
+        _started[variable] = throwaway().start().url
+    return _started[variable]
 
 
 def fresh_database(admin_url: str) -> str:
@@ -255,14 +261,6 @@ class ThrowawayRedis(ThrowawayServer):
 
     def answers(self) -> bool:
         return _redis_answers(self.url)
-
-
-def _start_postgres() -> str:
-    return ThrowawayPostgres().start().url
-
-
-def _start_redis() -> str:
-    return ThrowawayRedis().start().url
 
 
 def _wait_until(ready: Callable[[], bool], process: subprocess.Popen[bytes], what: str) -> None:

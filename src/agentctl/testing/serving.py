@@ -1,7 +1,8 @@
 """Serving an ASGI app on a loopback port in a background thread, for tests and offline use.
 
 `serve(app)` is a context manager yielding the port; `LoopbackServer` is a base class for
-objects that serve their own `app()` while entered.
+objects that serve their own `app()` while entered; `Startable` is what makes `with` start and
+stop a server.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, Self
 
 import uvicorn
 
-__all__ = ["LoopbackServer", "serve"]
+__all__ = ["LoopbackServer", "Startable", "serve"]
 
 
 @contextmanager
@@ -39,7 +40,30 @@ def serve(app: Any) -> Iterator[int]:
         sock.close()
 
 
-class LoopbackServer(ABC):
+class Startable(ABC):
+    """Started on entering a `with` block, stopped on leaving it."""
+
+    @abstractmethod
+    def start(self) -> Self:
+        """Start serving."""
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Stop serving; safe to call twice."""
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class LoopbackServer(Startable):
     """Serves `app()` on 127.0.0.1 while entered (or between `start` and `stop`)."""
 
     def __init__(self) -> None:
@@ -69,14 +93,3 @@ class LoopbackServer(ABC):
             self._stack.close()
             self._stack = None
             self.port = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
