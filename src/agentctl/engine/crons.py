@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, CroniterError, croniter
 
+from agentctl.aio import stop_task
 from agentctl.engine.engine import RunEngine, ThreadBusyError
 from agentctl.storage.base import OWNER, Cron, Page, Run, Storage, Thread, new_id, now
 
@@ -126,11 +127,8 @@ class CronScheduler:
         self._task = asyncio.create_task(self._loop(), name="agentctl-crons")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await stop_task(self._task)
+        self._task = None
 
     def wake(self) -> None:
         self._wake.set()

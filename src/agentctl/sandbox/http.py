@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import contextlib
 import hmac
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -31,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from agentctl.aio import stop_task
 from agentctl.errors import AgentctlError
 from agentctl.sandbox.isolation import RunOptions
 from agentctl.sandbox.service import SandboxService, SandboxSpec
@@ -96,9 +96,7 @@ def sandbox_app(service: SandboxService, api_key: str) -> Starlette:
                     return Response(status_code=499)
         finally:
             if not running.done():
-                running.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await running
+                await stop_task(running)
         finished = running.result()
         return JSONResponse(
             {

@@ -9,7 +9,6 @@ that no longer validates (or loads) is reported and the old revision keeps servi
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -22,6 +21,7 @@ from typing import Protocol
 
 from watchfiles import DefaultFilter, awatch
 
+from agentctl.aio import stop_task
 from agentctl.bundle.build import STATE_DIR
 from agentctl.bundle.revision import Revision
 from agentctl.engine.admission import DEFAULT_MAX_LAG
@@ -181,10 +181,7 @@ class DevServer:
         if self.server is not None:
             self.server.begin_stopping()
         watcher, self._watcher = self._watcher, None
-        if watcher is not None:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+        await stop_task(watcher)
         if self.detector is not None:
             self.detector.deactivate()
             self.detector = None

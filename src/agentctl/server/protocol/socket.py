@@ -28,6 +28,7 @@ from typing import Any
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from agentctl import serde
+from agentctl.aio import stop_task
 from agentctl.server.access import Caller
 from agentctl.server.app import Server
 from agentctl.server.errors import ApiError
@@ -149,11 +150,8 @@ class SocketSession:
         return wanted
 
     async def _stop_pump(self) -> None:
-        if self.pump is not None:
-            self.pump.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.pump
-            self.pump = None
+        await stop_task(self.pump)
+        self.pump = None
 
     async def _forward(self) -> None:
         try:
