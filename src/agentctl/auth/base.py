@@ -31,6 +31,7 @@ __all__ = [
     "check_token",
     "host_of",
     "new_client",
+    "require_http_url",
     "token_digest",
     "unavailable",
 ]
@@ -74,6 +75,12 @@ def check_token(token: str) -> str:
             "the token is malformed — send the session token as Authorization: Bearer <token>"
         )
     return token
+
+
+def require_http_url(url: str, what: str) -> None:
+    """`ValueError` unless `url` (`what` names it in the message) is an http(s) URL."""
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"{what} must start with http:// or https://")
 
 
 def token_digest(token: str) -> bytes:

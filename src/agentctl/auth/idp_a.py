@@ -18,6 +18,7 @@ from agentctl.auth.base import (
     check_token,
     host_of,
     new_client,
+    require_http_url,
     token_digest,
     unavailable,
 )
@@ -52,8 +53,7 @@ class IdpAAuthenticator:
         client: httpx.AsyncClient | None = None,
     ) -> None:
         """`url` is IDP_A_URL (the project's base URL); `client` is borrowed, not closed."""
-        if not url.startswith(("http://", "https://")):
-            raise ValueError("the idp_a URL must start with http:// or https://")
+        require_http_url(url, "the idp_a URL")
         self.user_url = url.rstrip("/") + USER_PATH
         self.cache_ttl = cache_ttl
         self.negative_ttl = min(negative_ttl, cache_ttl)

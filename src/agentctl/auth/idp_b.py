@@ -12,11 +12,13 @@ with `leeway` seconds of clock skew, and the identity is ``sub``.
 
 from __future__ import annotations
 
-import httpx
+from typing import TYPE_CHECKING
 
-from agentctl.auth.base import Identity, new_client
-from agentctl.auth.jwks import DEFAULT_MIN_REFRESH_INTERVAL, DEFAULT_TTL, JwksCache
-from agentctl.auth.tokens import DEFAULT_LEEWAY, subject, verify
+from agentctl.auth.base import Identity, require_http_url
+from agentctl.auth.tokens import KeySetVerifier, VerifierOptions, subject, verify
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["ALGORITHMS", "DEFAULT_API_URL", "SECRET_KEY_ENV", "IdpBAuthenticator"]
 
@@ -25,33 +27,19 @@ ALGORITHMS = ("RS256",)
 SECRET_KEY_ENV = "IDP_B_SECRET_KEY"
 
 
-class IdpBAuthenticator:
+class IdpBAuthenticator(KeySetVerifier):
     """Validates idp_b session tokens (RS256 JWTs) against the provider's cached key set."""
 
     provider = "idp_b"
 
     def __init__(
-        self,
-        secret_key: str,
-        *,
-        api_url: str = DEFAULT_API_URL,
-        jwks_ttl: float = DEFAULT_TTL,
-        min_refresh_interval: float = DEFAULT_MIN_REFRESH_INTERVAL,
-        leeway: float = DEFAULT_LEEWAY,
-        client: httpx.AsyncClient | None = None,
+        self, secret_key: str, *, api_url: str = DEFAULT_API_URL, **options: Unpack[VerifierOptions]
     ) -> None:
-        """`client` is borrowed, not closed."""
-        if not api_url.startswith(("http://", "https://")):
-            raise ValueError("the idp_b API URL must start with http:// or https://")
-        self.leeway = leeway
-        self._owns_client = client is None
-        self._client = client or new_client()
-        self.keys = JwksCache(
+        require_http_url(api_url, "the idp_b API URL")
+        super().__init__(**options)
+        self.keys = self._key_set(
             api_url.rstrip("/") + "/jwks",
-            self._client,
             headers={"authorization": f"Bearer {secret_key}"},
-            ttl=jwks_ttl,
-            min_refresh_interval=min_refresh_interval,
             credential=SECRET_KEY_ENV,
         )
 
@@ -60,7 +48,3 @@ class IdpBAuthenticator:
             token, self.keys, algorithms=ALGORITHMS, require=("exp", "sub"), leeway=self.leeway
         )
         return Identity(id=subject(claims), provider=self.provider)
-
-    async def aclose(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()

@@ -11,20 +11,24 @@ document's ``id_token_signing_alg_values_supported`` when it lists them. A token
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from agentctl.auth.base import Identity, check_token, host_of, new_client, unavailable
+from agentctl.auth.base import Identity, check_token, host_of, require_http_url, unavailable
 from agentctl.auth.cache import SharedFetch
-from agentctl.auth.jwks import DEFAULT_MIN_REFRESH_INTERVAL, DEFAULT_TTL, JwksCache
+from agentctl.auth.jwks import JwksCache
 from agentctl.auth.tokens import (
     ASYMMETRIC_ALGORITHMS,
-    DEFAULT_LEEWAY,
+    KeySetVerifier,
+    VerifierOptions,
     read_header,
     subject,
     verify,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 from agentctl.errors import AuthUnavailable
 
 __all__ = ["DISCOVERY_PATH", "OidcAuthenticator"]
@@ -39,7 +43,7 @@ class _Discovered:
     algorithms: tuple[str, ...]
 
 
-class OidcAuthenticator:
+class OidcAuthenticator(KeySetVerifier):
     """Validates JWT access or ID tokens of an OpenID Connect provider."""
 
     provider = "oidc"
@@ -50,24 +54,15 @@ class OidcAuthenticator:
         audience: str,
         *,
         discovery_ttl: float = 3600.0,
-        jwks_ttl: float = DEFAULT_TTL,
-        min_refresh_interval: float = DEFAULT_MIN_REFRESH_INTERVAL,
-        leeway: float = DEFAULT_LEEWAY,
-        client: httpx.AsyncClient | None = None,
+        **options: Unpack[VerifierOptions],
     ) -> None:
-        """`client` is borrowed, not closed."""
-        if not issuer.startswith(("http://", "https://")):
-            raise ValueError("the OIDC issuer must start with http:// or https://")
+        require_http_url(issuer, "the OIDC issuer")
+        super().__init__(**options)
         self.issuer = issuer
         self.audience = audience
         self.discovery_url = issuer.rstrip("/") + DISCOVERY_PATH
         self.discovery_ttl = discovery_ttl
-        self.jwks_ttl = jwks_ttl
-        self.min_refresh_interval = min_refresh_interval
-        self.leeway = leeway
         self.keys: JwksCache | None = None  # once discovered
-        self._owns_client = client is None
-        self._client = client or new_client()
         self._discovered: SharedFetch[_Discovered] = SharedFetch()
 
     async def authenticate(self, token: str) -> Identity:
@@ -85,20 +80,11 @@ class OidcAuthenticator:
         )
         return Identity(id=subject(claims), provider=self.provider)
 
-    async def aclose(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
-
     async def _discover(self) -> _Discovered:
         """Fetch the discovery document; a new `jwks_uri` gets a new key cache."""
         found = await self._fetch()
         if self.keys is None or self.keys.url != found.jwks_uri:
-            self.keys = JwksCache(
-                found.jwks_uri,
-                self._client,
-                ttl=self.jwks_ttl,
-                min_refresh_interval=self.min_refresh_interval,
-            )
+            self.keys = self._key_set(found.jwks_uri)
         return found
 
     async def _fetch(self) -> _Discovered:

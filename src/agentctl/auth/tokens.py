@@ -1,4 +1,5 @@
-"""Verifying a signed JWT against a provider's key set, for idp_b and oidc.
+"""Verifying a signed JWT against a provider's key set, for idp_b and oidc (`KeySetVerifier`
+is what both authenticators share).
 
 The algorithm is checked against an allow-list of asymmetric algorithms *before* any key is
 looked up, and the key found is bound to that one algorithm, so neither ``alg: none`` nor an
@@ -8,17 +9,26 @@ HMAC token "signed" with the public key can pass. Every way a token can be wrong
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, TypedDict
 
+import httpx
 import jwt
 from jwt import exceptions as jwt_errors
 
-from agentctl.auth.base import check_token
-from agentctl.auth.jwks import JwksCache
+from agentctl.auth.base import check_token, new_client
+from agentctl.auth.jwks import DEFAULT_MIN_REFRESH_INTERVAL, DEFAULT_TTL, JwksCache
 from agentctl.errors import AuthError
 
-__all__ = ["ASYMMETRIC_ALGORITHMS", "DEFAULT_LEEWAY", "read_header", "subject", "verify"]
+__all__ = [
+    "ASYMMETRIC_ALGORITHMS",
+    "DEFAULT_LEEWAY",
+    "KeySetVerifier",
+    "VerifierOptions",
+    "read_header",
+    "subject",
+    "verify",
+]
 
 ASYMMETRIC_ALGORITHMS: tuple[str, ...] = (
     "RS256",
@@ -86,6 +96,52 @@ async def verify(
     except (jwt_errors.PyJWTError, ValueError) as exc:
         raise AuthError(_explain(exc)) from None
     return claims
+
+
+class VerifierOptions(TypedDict, total=False):
+    """The settings of a `KeySetVerifier`, as its subclasses take them."""
+
+    jwks_ttl: float
+    min_refresh_interval: float
+    leeway: float
+    client: httpx.AsyncClient | None
+
+
+class KeySetVerifier:
+    """What the authenticators of signed tokens share: how long key sets are kept and
+    refreshed (see `JwksCache`), the clock skew tolerated (`leeway`), and an HTTP client,
+    borrowed (not closed) when given."""
+
+    def __init__(
+        self,
+        *,
+        jwks_ttl: float = DEFAULT_TTL,
+        min_refresh_interval: float = DEFAULT_MIN_REFRESH_INTERVAL,
+        leeway: float = DEFAULT_LEEWAY,
+        client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.jwks_ttl = jwks_ttl
+        self.min_refresh_interval = min_refresh_interval
+        self.leeway = leeway
+        self._owns_client = client is None
+        self._client = client or new_client()
+
+    def _key_set(
+        self, url: str, *, headers: Mapping[str, str] | None = None, credential: str | None = None
+    ) -> JwksCache:
+        """The cache of the key set at `url` (see `JwksCache` for `headers`, `credential`)."""
+        return JwksCache(
+            url,
+            self._client,
+            headers=headers,
+            ttl=self.jwks_ttl,
+            min_refresh_interval=self.min_refresh_interval,
+            credential=credential,
+        )
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
 
 
 def subject(claims: dict[str, Any]) -> str:
