@@ -67,59 +67,54 @@ def dev(
     event loop fails the run that made it, naming the call.
     """
     servers: list[DevServer] = []  # the server, once there is one
-    # Ctrl-C and SIGTERM interrupt the start until the server is ready; then they stop it.
+    with _interruptible_until_ready(servers):
+        from agentctl.engine.admission import max_lag_setting
+        from agentctl.server.devloop import DevServer, configure_logging
+        from agentctl.server.http import listen_socket
+        from agentctl.server.limits import Limits
+        from agentctl.server.origins import OriginPolicy
+        from agentctl.settings import read
+
+        environ = dict(os.environ)  # before any .env value is exported
+        step("Validating", str(config))
+        first = prepare(config, environ, quiet=False)
+        limits = Limits.from_env(environ)
+        sock = listen_socket(host, port)
+        try:
+            server = DevServer(
+                first,
+                lambda: prepare(config, environ, quiet=True),
+                sock=sock,
+                events=_Printer(),
+                allow_blocking=allow_blocking,
+                environ=environ,
+                origins=OriginPolicy.for_dev(cors_origins, host),
+                limits=limits,
+                max_runs=max_runs or read("AGENTCTL_MAX_RUNS", environ),
+                max_lag=max_lag_setting(read("AGENTCTL_MAX_LOOP_LAG_MS", environ)),
+            )
+            servers.append(server)
+            step("Starting", f'agent "{first.project.name}" on {server.url}')
+            configure_logging()
+            with asyncio.Runner(loop_factory=loop_factory()) as runner:
+                runner.run(server.run())
+        finally:
+            sock.close()
+    click.echo("stopped")
+
+
+@contextmanager
+def _interruptible_until_ready(servers: list[DevServer]) -> Iterator[None]:
+    """Ctrl-C and SIGTERM interrupt the start (exit status 130) until the server in `servers`
+    is ready; from then on they stop it gracefully."""
     with signals(interrupt=lambda: not (servers and servers[0].ready)):
         try:
-            _serve(config, port, host, cors_origins, allow_blocking, max_runs, servers)
+            yield
         except KeyboardInterrupt:
             if sys.stderr.isatty():
                 click.echo(err=True)  # after the terminal's ^C
             click.echo("interrupted before the server was ready", err=True)
             sys.exit(130)
-    click.echo("stopped")
-
-
-def _serve(
-    config: Path,
-    port: int,
-    host: str,
-    cors_origins: tuple[str, ...],
-    allow_blocking: bool,
-    max_runs: int | None,
-    servers: list[DevServer],
-) -> None:
-    from agentctl.engine.admission import max_lag_setting
-    from agentctl.server.devloop import DevServer, configure_logging
-    from agentctl.server.http import listen_socket
-    from agentctl.server.limits import Limits
-    from agentctl.server.origins import OriginPolicy
-    from agentctl.settings import read
-
-    environ = dict(os.environ)  # before any .env value is exported
-    step("Validating", str(config))
-    first = prepare(config, environ, quiet=False)
-    limits = Limits.from_env(environ)
-    sock = listen_socket(host, port)
-    try:
-        server = DevServer(
-            first,
-            lambda: prepare(config, environ, quiet=True),
-            sock=sock,
-            events=_Printer(),
-            allow_blocking=allow_blocking,
-            environ=environ,
-            origins=OriginPolicy.for_dev(cors_origins, host),
-            limits=limits,
-            max_runs=max_runs or read("AGENTCTL_MAX_RUNS", environ),
-            max_lag=max_lag_setting(read("AGENTCTL_MAX_LOOP_LAG_MS", environ)),
-        )
-        servers.append(server)
-        step("Starting", f'agent "{first.project.name}" on {server.url}')
-        configure_logging()
-        with asyncio.Runner(loop_factory=loop_factory()) as runner:
-            runner.run(server.run())
-    finally:
-        sock.close()
 
 
 def _origins(values: tuple[str, ...]) -> tuple[str, ...]:
