@@ -26,10 +26,10 @@ from agentctl.auth.tokens import (
     subject,
     verify,
 )
+from agentctl.errors import AuthUnavailable
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
-from agentctl.errors import AuthUnavailable
 
 __all__ = ["DISCOVERY_PATH", "OidcAuthenticator"]
 
