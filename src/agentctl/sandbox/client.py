@@ -7,17 +7,17 @@ from typing import Any
 
 import httpx
 
-from agentctl.errors import RuntimeFailure
-from agentctl.sandbox.http import spec_json
-from agentctl.sandbox.isolation import Finished, SandboxUnavailable
-from agentctl.sandbox.service import (
+from agentctl.errors import (
+    RuntimeFailure,
     SandboxBusy,
     SandboxFull,
-    SandboxInfo,
     SandboxNotFound,
     SandboxRefused,
-    SandboxSpec,
+    SandboxUnavailable,
 )
+from agentctl.sandbox.http import spec_json
+from agentctl.sandbox.isolation import Finished
+from agentctl.sandbox.service import SandboxInfo, SandboxSpec
 
 SANDBOX_URL = "AGENTCTL_SANDBOX_URL"
 

@@ -31,17 +31,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from agentctl.errors import AgentctlError
+from agentctl.errors import AgentctlError, BadRequest
 from agentctl.sandbox.service import SandboxService, SandboxSpec
 
 MAX_BODY = 128 << 20
 MAX_OUTPUT = 64 << 20  # the most output one command may return (a file read whole)
 DISCONNECT_CHECK = 0.5  # seconds between checks that the caller of a command still waits
 Endpoint = Callable[[Request], Awaitable[Response]]
-
-
-class BadRequest(AgentctlError):
-    status = 400
 
 
 def sandbox_app(service: SandboxService, api_key: str) -> Starlette:
