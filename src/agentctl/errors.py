@@ -39,6 +39,7 @@ request) from failures of the running system::
 Each class carries the HTTP `status` the server answers with (`{"detail": <message>}`, from
 `agentctl.server.errors`, the one place that answers errors) and the CLI `exit_code`. The
 CLI prints `error: <message>` and exits with `exit_code`; never a traceback.
+`OUTSIDE_THE_TREE` names the few exception classes kept out of it on purpose, and why.
 docs/errors.md is generated from this module (`scripts/gen_errors_doc.py`).
 
 This module is a leaf: it imports nothing from agentctl, so every layer can raise these.
@@ -64,6 +65,28 @@ class Problem:
         where = f"{self.file}: {self.key}: " if self.key else f"{self.file}: "
         return f"{where}{self.message} — {self.fix}"
 
+
+# Exception classes of agentctl deliberately outside the tree (module.Class: why), checked
+# by tests/test_errors.py and listed in docs/errors.md.
+OUTSIDE_THE_TREE = {
+    "agentctl.server.blocking.BlockingCallError": (
+        "a `blockbuster.BlockingError` (its hooks raise it), reporting a blocking call on the "
+        "event loop of `agentctl dev`: a bug in the agent's code, so a request that meets one "
+        "is answered and logged as an unexpected error (500), the run fails with its message"
+    ),
+    "agentctl.testing.script.ScriptError": (
+        "the scripted model test kit: a malformed directive line, answered in the fake "
+        "provider's own error format, never by agentctl's server or CLI"
+    ),
+    "agentctl.testing.wire.WireError": (
+        "the scripted model test kit: a request body off the provider's wire format, "
+        "answered in that provider's own error format"
+    ),
+    "agentctl.testing.services.ServiceUnavailable": (
+        "the test and benchmark kit: no PostgreSQL or Redis to test against, and no "
+        "packages to start a throwaway one"
+    ),
+}
 
 # Exit codes of the CLI for what is not an AgentctlError (which exits with its `exit_code`).
 EXIT_INTERNAL = 70  # an unexpected exception: a bug in agentctl (EX_SOFTWARE of sysexits.h)
@@ -272,6 +295,7 @@ class CgroupError(RuntimeFailure):
 __all__ = [
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
+    "OUTSIDE_THE_TREE",
     "AgentctlError",
     "AuthError",
     "AuthUnavailable",
