@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 
 from agentctl.errors import (
+    AgentctlError,
     RuntimeFailure,
     SandboxBusy,
     SandboxFull,
@@ -20,6 +21,11 @@ from agentctl.sandbox.isolation import Finished
 from agentctl.sandbox.service import SandboxInfo, SandboxSpec
 
 SANDBOX_URL = "AGENTCTL_SANDBOX_URL"
+# The service's errors, raised here again from the status it answered them with.
+_ANSWERED: dict[int, type[AgentctlError]] = {
+    error.status: error
+    for error in (SandboxNotFound, SandboxBusy, SandboxRefused, SandboxUnavailable, SandboxFull)
+}
 
 
 class SandboxClient:
@@ -93,13 +99,7 @@ class SandboxClient:
             raise RuntimeFailure(
                 f"{self.url} is not a sandbox service (404 for {path}) — check {SANDBOX_URL}"
             )
-        error = {
-            404: SandboxNotFound,
-            409: SandboxBusy,
-            422: SandboxRefused,
-            503: SandboxUnavailable,
-            507: SandboxFull,
-        }.get(response.status_code, RuntimeFailure)
+        error = _ANSWERED.get(response.status_code, RuntimeFailure)
         raise error(f"the sandbox service: {detail}")
 
 
