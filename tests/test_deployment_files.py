@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from agentctl.settings import BY_NAME, SETTINGS, SettingsError, parse
+from agentctl.errors import SettingsError
+from agentctl.settings import BY_NAME, SETTINGS, parse
 
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"

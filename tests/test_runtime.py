@@ -17,11 +17,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 
-from agentctl.errors import MissingEnvError, UserError
+from agentctl.errors import McpLoadError, MissingEnvError, MissingPackageError, UserError
 from agentctl.project import load_project
 from agentctl.runtime import AgentRuntime, load_agent
-from agentctl.runtime.mcp_tools import McpLoadError
-from agentctl.runtime.models import MissingPackageError
 from agentctl.runtime.namespaces import (
     escape_id,
     shared_namespace,

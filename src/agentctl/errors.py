@@ -1,19 +1,48 @@
 """Every error agentctl raises on purpose.
 
-The tree separates a user's mistakes (fixable by editing the project or the request)
-from failures of the running system::
+The tree separates a user's mistakes (fixable by editing the project, the settings or the
+request) from failures of the running system::
 
-    AgentctlError                 exit_code 1, status 500
-    ├── UserError                 something the user can fix; the message says how
-    │   ├── ConfigError           a project that fails validation (carries every Problem)
-    │   ├── MissingEnvError       required environment variables are not set
-    │   └── ProjectExistsError    `init` would overwrite files (without --force)
+    AgentctlError                 status 500: the base; never raised itself
+    ├── UserError                 status 400: something the user can fix; the message says how
+    │   ├── ConfigError           status 422: a project that fails validation (every Problem)
+    │   ├── MissingEnvError       environment variables the project needs are not set
+    │   ├── ProjectExistsError    `init` would overwrite files (without --force)
+    │   ├── SettingsError         a setting's variable holds a value of the wrong kind
+    │   ├── PortInUseError        something else listens where `agentctl dev` would
+    │   ├── McpLoadError          an MCP server could not be listed when a revision loaded
+    │   ├── MissingPackageError   a package the revision needs is not installed
+    │   └── RequestError          a request the server refuses (MCP and A2A relay these)
+    │       ├── BadRequest        status 400: a request the server cannot read
+    │       │   ├── FilterError   a thread-stream subscription to fix
+    │       │   └── CommandError  a protocol command refused, with its protocol error code
+    │       ├── Forbidden         status 403: the caller may not do this
+    │       ├── NotFound          status 404: no such resource (for this caller)
+    │       │   └── SandboxNotFound
+    │       ├── Conflict          status 409: the resource's state forbids it now
+    │       │   ├── SandboxBusy
+    │       │   └── ThreadBusyError
+    │       ├── ContentTooLarge   status 413: more than a limit allows
+    │       └── Unprocessable     status 422: a value the server refuses
+    │           ├── RevisionRefused
+    │           └── SandboxRefused
     ├── AuthError                 status 401: a missing, invalid, expired or forged token
-    └── RuntimeFailure            the system failed; not the user's fault
-        └── AuthUnavailable       status 503: the identity provider could not say yes or no
+    └── RuntimeFailure            status 500: the system failed; not the user's fault
+        ├── AuthUnavailable       status 503: the identity provider could not say yes or no
+        ├── RedisUnavailable      status 503: no Redis answers at REDIS_URL
+        ├── NotDeployed           status 503: no revision deployed yet
+        ├── SandboxUnavailable    status 503: this machine cannot run sandboxes
+        ├── SandboxFull           status 507: no disk space left for a write
+        ├── SecretsUnreadable     stored secrets do not open with this server's key
+        └── CgroupError           cgroups cannot be used here
 
-Each class carries the HTTP `status` the server answers with and the CLI `exit_code`.
-The CLI prints `error: <message>` and exits with `exit_code`; never a traceback.
+Each class carries the HTTP `status` the server answers with (`{"detail": <message>}`, from
+`agentctl.server.errors`, the one place that answers errors) and the CLI `exit_code`. The
+CLI prints `error: <message>` and exits with `exit_code`; never a traceback.
+`OUTSIDE_THE_TREE` names the few exception classes kept out of it on purpose, and why.
+docs/errors.md is generated from this module (`scripts/gen_errors_doc.py`).
+
+This module is a leaf: it imports nothing from agentctl, so every layer can raise these.
 """
 
 from __future__ import annotations
@@ -37,8 +66,35 @@ class Problem:
         return f"{where}{self.message} — {self.fix}"
 
 
+# Exception classes of agentctl deliberately outside the tree (module.Class: why), checked
+# by tests/test_errors.py and listed in docs/errors.md.
+OUTSIDE_THE_TREE = {
+    "agentctl.server.blocking.BlockingCallError": (
+        "a `blockbuster.BlockingError` (its hooks raise it), reporting a blocking call on the "
+        "event loop of `agentctl dev`: a bug in the agent's code, so a request that meets one "
+        "is answered and logged as an unexpected error (500), the run fails with its message"
+    ),
+    "agentctl.testing.script.ScriptError": (
+        "the scripted model test kit: a malformed directive line, answered in the fake "
+        "provider's own error format, never by agentctl's server or CLI"
+    ),
+    "agentctl.testing.wire.WireError": (
+        "the scripted model test kit: a request body off the provider's wire format, "
+        "answered in that provider's own error format"
+    ),
+    "agentctl.testing.services.ServiceUnavailable": (
+        "the test and benchmark kit: no PostgreSQL or Redis to test against, and no "
+        "packages to start a throwaway one"
+    ),
+}
+
+# Exit codes of the CLI for what is not an AgentctlError (which exits with its `exit_code`).
+EXIT_INTERNAL = 70  # an unexpected exception: a bug in agentctl (EX_SOFTWARE of sysexits.h)
+EXIT_INTERRUPTED = 130  # Ctrl-C, or an answer to a prompt aborted (128 + SIGINT)
+
+
 class AgentctlError(Exception):
-    """Base of every error agentctl raises on purpose."""
+    """Base of every error agentctl raises on purpose; never raised itself."""
 
     exit_code = 1
     status = 500
@@ -85,6 +141,99 @@ class ProjectExistsError(UserError):
         )
 
 
+class SettingsError(UserError):
+    """An environment variable of a setting holds a value of the wrong kind."""
+
+
+class PortInUseError(UserError):
+    """Something else listens on the address `agentctl dev` was asked to use."""
+
+
+class McpLoadError(UserError):
+    """An MCP server could not be reached or listed when the revision was loaded."""
+
+
+class MissingPackageError(UserError):
+    """A package the revision needs is not installed on this server."""
+
+
+class RequestError(UserError):
+    """A request the server refuses; never raised itself. HTTP answers it with its status;
+    MCP and A2A relay it as a failed tool call or task, the thread protocol as an error."""
+
+
+class BadRequest(RequestError):
+    """A request the server cannot read: not JSON, or not the shape the endpoint takes."""
+
+    status = 400
+
+
+class FilterError(BadRequest):
+    """A thread-stream subscription the client must fix; the message says how."""
+
+
+class CommandError(BadRequest):
+    """A protocol command the server refuses; `code` is one of the protocol's error codes
+    (the command's answer carries it, not an HTTP status)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Forbidden(RequestError):
+    """The caller is known but may not do this: another user's store namespace, or an
+    operator's action without the deployment key."""
+
+    status = 403
+
+
+class NotFound(RequestError):
+    """No such resource, or none the caller may see (another user's is not found either)."""
+
+    status = 404
+
+
+class SandboxNotFound(NotFound):
+    """No sandbox of that name on the sandbox service."""
+
+
+class Conflict(RequestError):
+    """The resource's state forbids the request now: it exists already, or is busy."""
+
+    status = 409
+
+
+class SandboxBusy(Conflict):
+    """A sandbox cannot be deleted while one of its commands runs."""
+
+
+class ThreadBusyError(Conflict):
+    """`multitask_strategy: reject` on a thread with a run in flight."""
+
+
+class ContentTooLarge(RequestError):
+    """A request holding more than a limit of the server allows (e.g. input messages)."""
+
+    status = 413
+
+
+class Unprocessable(RequestError):
+    """A request the server can read but whose values it refuses; the message names the
+    value and what to send instead."""
+
+    status = 422
+
+
+class RevisionRefused(Unprocessable):
+    """An uploaded revision this server cannot serve; the message says what to do."""
+
+
+class SandboxRefused(Unprocessable):
+    """A sandbox that cannot be made as asked: an image or template not prepared here."""
+
+
 class AuthError(AgentctlError):
     """The request's token does not prove who the caller is: missing, malformed, expired,
     revoked or forged. The message says what is wrong and never echoes the token."""
@@ -104,14 +253,80 @@ class AuthUnavailable(RuntimeFailure):
     status = 503
 
 
+class RedisUnavailable(RuntimeFailure):
+    """`REDIS_URL` is malformed or no Redis answers there (checked when a server starts)."""
+
+    status = 503
+
+
+class NotDeployed(RuntimeFailure):
+    """A production server before its first `agentctl deploy`."""
+
+    status = 503
+
+    def __init__(self) -> None:
+        super().__init__(
+            "no revision is deployed on this server yet — run `agentctl deploy` with "
+            "PLATFORM_URL set to this server's URL"
+        )
+
+
+class SandboxUnavailable(RuntimeFailure):
+    """The machine cannot run sandboxes (no bubblewrap, no user namespaces, ...)."""
+
+    status = 503
+
+
+class SandboxFull(RuntimeFailure):
+    """No room for a write: the sandbox's disk limit, or the disk of the service itself."""
+
+    status = 507
+
+
+class SecretsUnreadable(RuntimeFailure):
+    """Stored secrets cannot be decrypted with this server's key."""
+
+
+class CgroupError(RuntimeFailure):
+    """Cgroups cannot be used here; the message says why. The sandbox service then watches
+    memory from outside, unless a cgroup was asked for by path."""
+
+
 __all__ = [
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "OUTSIDE_THE_TREE",
     "AgentctlError",
     "AuthError",
     "AuthUnavailable",
+    "BadRequest",
+    "CgroupError",
+    "CommandError",
     "ConfigError",
+    "Conflict",
+    "ContentTooLarge",
+    "FilterError",
+    "Forbidden",
+    "McpLoadError",
     "MissingEnvError",
+    "MissingPackageError",
+    "NotDeployed",
+    "NotFound",
+    "PortInUseError",
     "Problem",
     "ProjectExistsError",
+    "RedisUnavailable",
+    "RequestError",
+    "RevisionRefused",
     "RuntimeFailure",
+    "SandboxBusy",
+    "SandboxFull",
+    "SandboxNotFound",
+    "SandboxRefused",
+    "SandboxUnavailable",
+    "SecretsUnreadable",
+    "SettingsError",
+    "ThreadBusyError",
+    "Unprocessable",
     "UserError",
 ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from agentctl.errors import UserError
+from agentctl.errors import SettingsError
 
 Scope = Literal["serve", "deploy", "sandbox"]
 
@@ -177,10 +177,6 @@ SETTINGS: tuple[Setting, ...] = (
 )  # fmt: skip
 
 BY_NAME = {setting.name: setting for setting in SETTINGS}
-
-
-class SettingsError(UserError):
-    """An environment variable holds a value of the wrong kind."""
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,17 @@ import httpx
 import pytest
 import uvicorn
 
-from agentctl.errors import RuntimeFailure
+from agentctl.errors import (
+    RuntimeFailure,
+    SandboxBusy,
+    SandboxFull,
+    SandboxRefused,
+    SandboxUnavailable,
+)
 from agentctl.sandbox import SandboxKey, SandboxService, SandboxSpec
 from agentctl.sandbox.client import SandboxClient
 from agentctl.sandbox.http import sandbox_app, spec_json
-from agentctl.sandbox.isolation import SandboxUnavailable
 from agentctl.sandbox.platform import PlatformPool
-from agentctl.sandbox.service import SandboxBusy, SandboxFull, SandboxRefused
 from agentctl.server.http import uvicorn_config
 from agentctl.settings import SandboxSettings
 from tests.conftest import eventually

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from agentctl.sandbox.service import SandboxRefused, SandboxService, SandboxSpec
+from agentctl.errors import SandboxRefused
+from agentctl.sandbox.service import SandboxService, SandboxSpec
 from agentctl.settings import SandboxSettings
 
 PROGRAMS = ("/bin/sh", "/usr/bin/prlimit", "/usr/bin/cat")

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from agentctl.errors import CgroupError
 from agentctl.sandbox import SandboxKey, SandboxService, SandboxSpec
-from agentctl.sandbox.cgroup import CgroupError, open_cgroups
+from agentctl.sandbox.cgroup import open_cgroups
 from agentctl.sandbox.platform import PlatformPool, PlatformSandbox
 from agentctl.settings import SandboxSettings
 from tests.sandbox.conftest import LimitedSandbox
@@ -100,7 +101,7 @@ async def test_cgroup_setting_off_or_a_folder_that_is_not_one(tmp_path: Path) ->
 async def test_a_prepared_cgroup_that_is_not_one_is_refused_at_start(
     limited_sandbox: LimitedSandbox, tmp_path: Path
 ) -> None:
-    from agentctl.sandbox.isolation import SandboxUnavailable
+    from agentctl.errors import SandboxUnavailable
 
     with pytest.raises(SandboxUnavailable, match="AGENTCTL_SANDBOX_CGROUP"):
         await limited_sandbox(cgroup=str(tmp_path))

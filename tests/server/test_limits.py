@@ -14,8 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
+from agentctl.errors import SettingsError
 from agentctl.server.limits import Limits, allow_open_files
-from agentctl.settings import Settings, SettingsError
+from agentctl.settings import Settings
 from tests.server.conftest import Running, running_server, user
 
 

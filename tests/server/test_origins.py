@@ -18,6 +18,7 @@ import uvicorn
 import websockets
 from starlette.types import Receive, Scope, Send
 
+from agentctl.errors import SettingsError
 from agentctl.server.origins import (
     MAX_LOGGED_REFUSALS,
     STUDIO_ORIGIN,
@@ -25,7 +26,7 @@ from agentctl.server.origins import (
     OriginPolicy,
 )
 from agentctl.server.production import open_production_server
-from agentctl.settings import Settings, SettingsError
+from agentctl.settings import Settings
 from tests.conftest import RunCli
 from tests.server.conftest import ALICE, Running, TwoUsers, running_server, user
 

@@ -374,12 +374,13 @@ async def until(probe: Any, expected: object, timeout: float = 5.0) -> None:
 
 
 async def test_unreachable_redis_is_reported_naming_redis_url() -> None:
-    from agentctl.errors import UserError
-    from agentctl.storage.redis import RedisUnavailable, connect_redis
+    from agentctl.errors import RedisUnavailable, RuntimeFailure
+    from agentctl.storage.redis import connect_redis
 
     with pytest.raises(RedisUnavailable) as caught:
         await connect_redis("redis://user:s3cret@127.0.0.1:1/0", connect_timeout=1)
-    assert isinstance(caught.value, UserError)
+    assert isinstance(caught.value, RuntimeFailure)  # Redis being down is not the user's fault
+    assert caught.value.status == 503
     assert "REDIS_URL" in str(caught.value)
     assert "s3cret" not in str(caught.value)
     with pytest.raises(RedisUnavailable, match="REDIS_URL"):

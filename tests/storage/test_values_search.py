@@ -10,10 +10,10 @@ import pytest
 from langgraph.types import StateUpdate
 
 from agentctl.engine import Deployment, RunEngine
+from agentctl.errors import Unprocessable
 from agentctl.project import load_project
 from agentctl.runtime import load_agent
 from agentctl.server.app import Server
-from agentctl.server.errors import ApiError
 from agentctl.server.limits import Limits
 from agentctl.server.state_view import thread_config
 from agentctl.server.values_search import search_by_values
@@ -73,7 +73,7 @@ async def test_values_search(
     assert await search({**both, "pinned_skills": ["other"]}) == (set(), 0)
 
     await _thread(server, "b", None)
-    with pytest.raises(ApiError) as refused:
+    with pytest.raises(Unprocessable) as refused:
         await search({"pinned_skills": []})
     assert refused.value.status == 422
-    assert "AGENTCTL_MAX_SEARCH_SCAN" in refused.value.detail
+    assert "AGENTCTL_MAX_SEARCH_SCAN" in str(refused.value)

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from agentctl._version import __version__
-from agentctl.errors import AgentctlError, ConfigError
+from agentctl.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, AgentctlError, ConfigError
 
 # name -> (module, attribute, one-line help). The help is here so --help imports nothing.
 COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> Any:
         return cli.main(args=argv, prog_name="agentctl", standalone_mode=False, color=color())
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
@@ -112,11 +112,11 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except Exception as exc:
         if os.environ.get("AGENTCTL_DEBUG"):
             raise
         click.secho("internal error: ", fg="red", bold=True, err=True, nl=False, color=color())
         click.echo(f"{type(exc).__name__}: {exc}", err=True)
         click.echo("This is a bug in agentctl; rerun with AGENTCTL_DEBUG=1 to see where.", err=True)
-        sys.exit(70)
+        sys.exit(EXIT_INTERNAL)

@@ -19,7 +19,7 @@ from agentctl.bundle.build import check_env, store_revision
 from agentctl.bundle.requirements import install_command, requirements_of
 from agentctl.bundle.revision import build_revision
 from agentctl.cli.deploy import BEARER, config_option, example_call, step, warn
-from agentctl.errors import AgentctlError, ConfigError
+from agentctl.errors import EXIT_INTERRUPTED, AgentctlError, ConfigError
 from agentctl.project import load_project
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def _interruptible_until_ready(servers: list[DevServer]) -> Iterator[None]:
             if sys.stderr.isatty():
                 click.echo(err=True)  # after the terminal's ^C
             click.echo("interrupted before the server was ready", err=True)
-            sys.exit(130)
+            sys.exit(EXIT_INTERRUPTED)
 
 
 def _origins(values: tuple[str, ...]) -> tuple[str, ...]:

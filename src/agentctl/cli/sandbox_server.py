@@ -33,9 +33,10 @@ def sandbox_server(host: str, port: int) -> None:
     AGENTCTL_SANDBOX_DIR (default .agentctl/sandboxes); limits and images are set by the
     AGENTCTL_SANDBOX_* variables (docs/settings.md, docs/sandbox.md).
     """
+    from agentctl.errors import SettingsError
     from agentctl.observability.logs import configure_logging
     from agentctl.server.http import listen_socket
-    from agentctl.settings import SandboxSettings, Settings, SettingsError
+    from agentctl.settings import SandboxSettings, Settings
 
     settings = Settings.from_env()
     configure_logging(settings.log_format, settings.log_level)

@@ -22,7 +22,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import CroniterBadDateError, CroniterError, croniter
 
 from agentctl.aio import stop_task
-from agentctl.engine.engine import RunEngine, ThreadBusyError
+from agentctl.engine.engine import RunEngine
+from agentctl.errors import ThreadBusyError
 from agentctl.storage.base import OWNER, Cron, Page, Run, Storage, Thread, new_id, now
 
 log = logging.getLogger("agentctl.engine")

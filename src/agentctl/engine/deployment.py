@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from agentctl.errors import RuntimeFailure
+from agentctl.errors import NotDeployed
 from agentctl.runtime.agent import AgentRuntime
 
 # The namespace the LangGraph API uses to give a graph a stable assistant id.
@@ -13,18 +13,6 @@ ASSISTANT_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 
 def assistant_uuid(graph_id: str) -> str:
     return str(uuid.uuid5(ASSISTANT_NAMESPACE, graph_id))
-
-
-class NotDeployed(RuntimeFailure):
-    """A production server before its first `agentctl deploy`."""
-
-    status = 503
-
-    def __init__(self) -> None:
-        super().__init__(
-            "no revision is deployed on this server yet — run `agentctl deploy` with "
-            "PLATFORM_URL set to this server's URL"
-        )
 
 
 class Deployment:

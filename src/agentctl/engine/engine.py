@@ -26,6 +26,7 @@ from agentctl.engine import executor
 from agentctl.engine.admission import DEFAULT_MAX_LAG, Admission
 from agentctl.engine.deployment import Deployment
 from agentctl.engine.wire import END_EVENT
+from agentctl.errors import ThreadBusyError
 from agentctl.observability import bind_run, run_finished, run_span, run_started
 from agentctl.storage.base import Message, Run, RunStatus, Storage, now
 from agentctl.storage.outages import outages, ride_out, service_down
@@ -47,10 +48,6 @@ def thread_labels(graph_id: str, assistant_id: str) -> dict[str, str]:
     the assistant it runs, which `threads/search` filters on (agent-chat-ui lists its
     history by `graph_id` or `assistant_id`) and `delete_threads` of an assistant finds."""
     return {"graph_id": graph_id, "assistant_id": assistant_id}
-
-
-class ThreadBusyError(Exception):
-    """`multitask_strategy: reject` on a thread with a run in flight."""
 
 
 class RunEngine:

@@ -27,7 +27,7 @@ from agentctl.bundle.revision import (
     extract_revision,
     read_archive,
 )
-from agentctl.errors import UserError
+from agentctl.errors import RevisionRefused
 from agentctl.platform.secrets import SecretBox
 from agentctl.project import load_project
 from agentctl.project.model import Project
@@ -38,12 +38,6 @@ from agentctl.server.app import Server
 from agentctl.storage.base import Message, RevisionRecord, Storage
 
 log = logging.getLogger("agentctl.platform")
-
-
-class RevisionRefused(UserError):
-    """An uploaded revision this server cannot serve; the message says what to do."""
-
-    status = 422
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,9 @@ from cryptography.fernet import Fernet, InvalidToken
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from agentctl.errors import RuntimeFailure
+from agentctl.errors import SecretsUnreadable
 
 _CONTEXT = b"agentctl deployed secrets v1"
-
-
-class SecretsUnreadable(RuntimeFailure):
-    """Stored secrets cannot be decrypted with this server's key."""
 
 
 class SecretBox:

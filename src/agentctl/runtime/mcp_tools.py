@@ -6,13 +6,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-from agentctl.errors import UserError
+from agentctl.errors import McpLoadError
 from agentctl.project.mcp import expand
 from agentctl.project.model import McpServer
-
-
-class McpLoadError(UserError):
-    """An MCP server could not be reached or listed when the revision was loaded."""
 
 
 async def load_mcp_tools(servers: Sequence[McpServer], env: Mapping[str, str]) -> list[Any]:

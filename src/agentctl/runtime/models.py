@@ -8,12 +8,8 @@ from typing import Any
 
 from agentctl.bundle.dependencies import MODEL_PROVIDERS, model_provider
 from agentctl.bundle.requirements import install_command
-from agentctl.errors import MissingEnvError, UserError
+from agentctl.errors import MissingEnvError, MissingPackageError
 from agentctl.project.envfile import is_set
-
-
-class MissingPackageError(UserError):
-    """A package the revision needs is not installed on this server."""
 
 
 def check_model(model: str) -> None:

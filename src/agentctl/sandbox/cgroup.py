@@ -21,15 +21,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentctl.errors import CgroupError
+
 log = logging.getLogger("agentctl.sandbox")
 
 SERVICE_LEAF = "agentctl-service"
 # Joins the cgroup (`$0`, its cgroup.procs) before running the rest: no process escapes.
 _JOIN = 'echo $$ > "$0" && exec "$@"'
-
-
-class CgroupError(Exception):
-    """Cgroups cannot be used here; the message says why."""
 
 
 @dataclass(frozen=True)

@@ -7,19 +7,25 @@ from typing import Any
 
 import httpx
 
-from agentctl.errors import RuntimeFailure
-from agentctl.sandbox.http import spec_json
-from agentctl.sandbox.isolation import DEFAULT_OPTIONS, Finished, RunOptions, SandboxUnavailable
-from agentctl.sandbox.service import (
+from agentctl.errors import (
+    AgentctlError,
+    RuntimeFailure,
     SandboxBusy,
     SandboxFull,
-    SandboxInfo,
     SandboxNotFound,
     SandboxRefused,
-    SandboxSpec,
+    SandboxUnavailable,
 )
+from agentctl.sandbox.http import spec_json
+from agentctl.sandbox.isolation import DEFAULT_OPTIONS, Finished, RunOptions
+from agentctl.sandbox.service import SandboxInfo, SandboxSpec
 
 SANDBOX_URL = "AGENTCTL_SANDBOX_URL"
+# The service's errors, raised here again from the status it answered them with.
+_ANSWERED: dict[int, type[AgentctlError]] = {
+    error.status: error
+    for error in (SandboxNotFound, SandboxBusy, SandboxRefused, SandboxUnavailable, SandboxFull)
+}
 
 
 class SandboxClient:
@@ -87,13 +93,7 @@ class SandboxClient:
             raise RuntimeFailure(
                 f"{self.url} is not a sandbox service (404 for {path}) — check {SANDBOX_URL}"
             )
-        error = {
-            404: SandboxNotFound,
-            409: SandboxBusy,
-            422: SandboxRefused,
-            503: SandboxUnavailable,
-            507: SandboxFull,
-        }.get(response.status_code, RuntimeFailure)
+        error = _ANSWERED.get(response.status_code, RuntimeFailure)
         raise error(f"the sandbox service: {detail}")
 
 

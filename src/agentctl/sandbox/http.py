@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agentctl.aio import stop_task
-from agentctl.errors import AgentctlError
+from agentctl.errors import AgentctlError, BadRequest
 from agentctl.sandbox.isolation import RunOptions
 from agentctl.sandbox.service import SandboxService, SandboxSpec
 
@@ -39,10 +39,6 @@ MAX_BODY = 128 << 20
 MAX_OUTPUT = 64 << 20  # the most output one command may return (a file read whole)
 DISCONNECT_CHECK = 0.5  # seconds between checks that the caller of a command still waits
 Endpoint = Callable[[Request], Awaitable[Response]]
-
-
-class BadRequest(AgentctlError):
-    status = 400
 
 
 def sandbox_app(service: SandboxService, api_key: str) -> Starlette:

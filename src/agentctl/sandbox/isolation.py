@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentctl.errors import RuntimeFailure
+from agentctl.errors import SandboxUnavailable
 
 log = logging.getLogger("agentctl.sandbox")
 
@@ -51,12 +51,6 @@ ETC_FILES = {
 # and nothing secret.
 _HOST_ROOT = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _HOST_ETC = ("alternatives", "ld.so.cache", "ssl", "localtime", "mime.types")
-
-
-class SandboxUnavailable(RuntimeFailure):
-    """The machine cannot run sandboxes (no bubblewrap, no user namespaces, ...)."""
-
-    status = 503
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,10 @@ from deepagents.backends.protocol import (
 )
 from deepagents.backends.sandbox import BaseSandbox
 
+from agentctl.errors import SandboxFull, SandboxNotFound
 from agentctl.sandbox.base import SandboxKey
 from agentctl.sandbox.isolation import DEFAULT_OPTIONS, Finished, RunOptions
-from agentctl.sandbox.service import Sandboxes, SandboxFull, SandboxNotFound, SandboxSpec
+from agentctl.sandbox.service import Sandboxes, SandboxSpec
 
 T = TypeVar("T")
 FILE_BYTES = 64 << 20  # the largest file moved in or out by the file tools

@@ -34,18 +34,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from agentctl.errors import RuntimeFailure, UserError
-from agentctl.sandbox import isolation, usage
-from agentctl.sandbox.cgroup import CgroupError, Cgroups, open_cgroups
-from agentctl.sandbox.isolation import (
-    DEFAULT_OPTIONS,
-    Box,
-    Finished,
-    Limits,
-    RunOptions,
+from agentctl.errors import (
+    CgroupError,
+    SandboxBusy,
+    SandboxFull,
+    SandboxNotFound,
+    SandboxRefused,
     SandboxUnavailable,
-    Watch,
 )
+from agentctl.sandbox import isolation, usage
+from agentctl.sandbox.cgroup import Cgroups, open_cgroups
+from agentctl.sandbox.isolation import DEFAULT_OPTIONS, Box, Finished, Limits, RunOptions, Watch
 from agentctl.settings import SandboxSettings
 
 log = logging.getLogger("agentctl.sandbox")
@@ -57,26 +56,6 @@ STATE = "sandbox.json"
 MEMORY_CHECK = 0.2  # seconds between measures of a command's memory, without a cgroup
 DISK_CHECK = 1.0  # seconds (at least) between measures of a workspace's disk space
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
-
-
-class SandboxNotFound(UserError):
-    status = 404
-
-
-class SandboxBusy(UserError):
-    status = 409
-
-
-class SandboxFull(RuntimeFailure):
-    """No room for a write: the sandbox's disk limit, or the disk of the service itself."""
-
-    status = 507
-
-
-class SandboxRefused(UserError):
-    """A sandbox that cannot be made as asked: an image or template not prepared here."""
-
-    status = 422
 
 
 @dataclass(frozen=True)

@@ -27,9 +27,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentctl import serde
 from agentctl.auth import Authenticator
-from agentctl.errors import AuthError, AuthUnavailable
+from agentctl.errors import AuthError, AuthUnavailable, Forbidden
 from agentctl.runtime.namespaces import user_root
-from agentctl.server.errors import ApiError
 from agentctl.storage.base import OWNER
 
 PUBLIC_PATHS = frozenset(
@@ -86,7 +85,7 @@ class Caller:
     def namespace(self, namespace: Sequence[str]) -> tuple[str, ...]:
         """`namespace`, when the caller may use the store there; else 403."""
         if not self.may_use(namespace):
-            raise ApiError(403, self._store_denied())
+            raise Forbidden(self._store_denied())
         return tuple(namespace)
 
     def namespace_prefix(self, prefix: Sequence[str]) -> tuple[str, ...]:
@@ -115,7 +114,7 @@ def caller_of(request: Request) -> Caller:
     one is let in."""
     caller = request.scope.get("state", {}).get("caller")
     if not isinstance(caller, Caller):
-        raise ApiError(401, "the request was not authenticated")
+        raise AuthError("the request was not authenticated")
     return caller
 
 
@@ -153,11 +152,8 @@ class Authentication:
         refuse = _refuse if scope["type"] == "http" else _refuse_socket(receive)
         try:
             caller = await self._resolve(scope)
-        except AuthError as exc:
-            await refuse(send, 401, str(exc))
-            return
-        except AuthUnavailable as exc:
-            await refuse(send, 503, str(exc))
+        except (AuthError, AuthUnavailable) as exc:
+            await refuse(send, exc.status, str(exc))
             return
         scope.setdefault("state", {})["caller"] = caller
         await self.app(scope, receive, send)

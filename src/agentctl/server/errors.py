@@ -1,5 +1,8 @@
 """One place turns every failure into the JSON error the LangGraph clients read:
-`{"detail": "..."}` with the right status. A user never sees a traceback."""
+`{"detail": "..."}` with the right status. A user never sees a traceback.
+
+Code raises an error of the tree (`agentctl.errors`), which carries its status; only the
+errors of the web framework and unexpected exceptions are translated here."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Match
 
 from agentctl import serde
-from agentctl.errors import AgentctlError
+from agentctl.errors import AgentctlError, NotFound
 from agentctl.storage.outages import (
     RETRY_AFTER_SECONDS,
     outage_errors,
@@ -27,21 +30,9 @@ FASTAPI_UNPARSED = "There was an error parsing the body"
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 
-class ApiError(Exception):
-    """An error answered as `{"detail": message}` with `status`."""
-
-    def __init__(self, status: int, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-
-
-def not_found(kind: str, key: str) -> ApiError:
-    return ApiError(404, f"{kind} {key!r} not found")
-
-
-def conflict(detail: str) -> ApiError:
-    return ApiError(409, detail)
+def not_found(kind: str, key: str) -> NotFound:
+    """The 404 of a resource looked up by key: `thread '<id>' not found`."""
+    return NotFound(f"{kind} {key!r} not found")
 
 
 def json_error(status: int, detail: str, headers: dict[str, str] | None = None) -> Response:
@@ -88,10 +79,6 @@ def allowed_methods(request: Request) -> str:
 
 
 def install(app: FastAPI) -> None:
-    async def api_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, ApiError)
-        return json_error(exc.status, exc.detail)
-
     async def validation_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RequestValidationError)
         return json_error(422, describe_validation(list(exc.errors())))
@@ -111,7 +98,7 @@ def install(app: FastAPI) -> None:
             headers = {**(headers or {}), "Allow": allowed}
         return json_error(status, detail, headers)
 
-    async def user_error(request: Request, exc: Exception) -> Response:
+    async def agentctl_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, AgentctlError)
         return json_error(exc.status, str(exc))
 
@@ -128,10 +115,9 @@ def install(app: FastAPI) -> None:
         log.exception("unexpected error on %s %s", request.method, request.url.path)
         return json_error(500, "internal server error — see the server log for details")
 
-    app.add_exception_handler(ApiError, api_error)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
-    app.add_exception_handler(AgentctlError, user_error)
+    app.add_exception_handler(AgentctlError, agentctl_error)
     for outage in outage_errors():  # answered here, not re-raised to the server's log
         app.add_exception_handler(outage, unexpected)
     app.add_exception_handler(Exception, unexpected)

@@ -15,7 +15,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from agentctl import serde
-from agentctl.server.errors import ApiError
+from agentctl.errors import Unprocessable
 
 MAX_PATHS = 10
 ROOTS = ("values", "metadata", "config", "interrupts")
@@ -27,17 +27,15 @@ _STEP = re.compile(r"\.([^.\[\]]+)|\[(-?\d+)\]")
 def check_extract(extract: Mapping[str, str], fields: Collection[str]) -> dict[str, str]:
     """`extract` as the request gave it, or a 422 naming what is wrong."""
     if len(extract) > MAX_PATHS:
-        raise ApiError(422, f"extract: at most {MAX_PATHS} paths, got {len(extract)}")
+        raise Unprocessable(f"extract: at most {MAX_PATHS} paths, got {len(extract)}")
     for alias, path in extract.items():
         if not _ALIAS.fullmatch(alias) or alias in fields:
-            raise ApiError(
-                422,
+            raise Unprocessable(
                 f"extract: {alias!r} cannot name an extracted value — use letters, digits and "
                 "_, and not a thread field's name",
             )
         if not _PATH.fullmatch(path):
-            raise ApiError(
-                422,
+            raise Unprocessable(
                 f"extract: path {path!r} of {alias!r} is not a path — start at "
                 f"{', '.join(ROOTS)}, then .key or [index], e.g. values.messages[-1].content",
             )

@@ -19,7 +19,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, WithJsonSchem
 from starlette.requests import HTTPConnection
 
 from agentctl.engine.wire import STREAM_MODES
-from agentctl.server.errors import ApiError
+from agentctl.errors import Unprocessable
 
 INT64 = (-(2**63), 2**63 - 1)
 UUID_PARAMS = ("thread_id", "run_id", "cron_id")  # path parameters that are UUIDs
@@ -145,14 +145,14 @@ def check_url(connection: HTTPConnection) -> None:
     ]
     for kind, name, value in given:
         if isinstance(value, str) and "\x00" in value:
-            raise ApiError(422, f"{kind} {name}: must not contain the NUL character")
+            raise Unprocessable(f"{kind} {name}: must not contain the NUL character")
     for name in UUID_PARAMS:
         value = connection.path_params.get(name)
         if isinstance(value, str):
             try:
                 uuid.UUID(value)
             except ValueError:
-                raise ApiError(422, f"path parameter {name}: {value!r} is not a UUID") from None
+                raise Unprocessable(f"path parameter {name}: {value!r} is not a UUID") from None
 
 
 Metadata = Annotated[dict[str, Any], AfterValidator(check_metadata)]

@@ -27,7 +27,7 @@ from starlette.types import ASGIApp
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from agentctl import serde
-from agentctl.errors import UserError
+from agentctl.errors import PortInUseError, UserError
 from agentctl.server.limits import Limits, Occurrences, allow_open_files, beyond
 
 log = logging.getLogger("agentctl.server")
@@ -157,10 +157,6 @@ def uvicorn_config(app: ASGIApp, limits: Limits | None = None, **options: Any) -
         **options,
     }
     return uvicorn.Config(app, **settings)
-
-
-class PortInUseError(UserError):
-    """Something else listens on the address `agentctl dev` was asked to use."""
 
 
 def listen_socket(host: str, port: int) -> socket.socket:

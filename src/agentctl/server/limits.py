@@ -19,7 +19,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentctl import serde
-from agentctl.server.errors import ApiError
+from agentctl.errors import ContentTooLarge
 from agentctl.server.heap import release_memory_soon
 from agentctl.settings import BY_NAME, parse
 
@@ -101,7 +101,7 @@ def check_messages(limits: Limits, where: str, value: Any) -> None:
     messages = value.get("messages") if isinstance(value, Mapping) else None
     if isinstance(messages, list) and len(messages) > limits.max_input_messages:
         what = f"{where}.messages has {len(messages)} messages, more than one request may send"
-        raise ApiError(413, beyond(what, "max_input_messages", limits.max_input_messages))
+        raise ContentTooLarge(beyond(what, "max_input_messages", limits.max_input_messages))
 
 
 class Occurrences:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import uuid
 
 from agentctl.engine.deployment import assistant_uuid
+from agentctl.errors import Forbidden, NotFound, Unprocessable
 from agentctl.server.access import Caller
 from agentctl.server.app import Server
-from agentctl.server.errors import ApiError, not_found
+from agentctl.server.errors import not_found
 from agentctl.storage.base import Assistant, Run, Thread
 
 
@@ -22,8 +23,7 @@ def assistant_key(server: Server, assistant_id: str) -> str:
 async def get_assistant(server: Server, assistant_id: str) -> Assistant:
     assistant = await server.storage.assistants.get(assistant_key(server, assistant_id))
     if assistant is None:
-        raise ApiError(
-            404,
+        raise NotFound(
             f"assistant {assistant_id!r} not found — this server serves the agent "
             f"{server.deployment.graph_id!r} (assistant id {server.deployment.assistant_id})",
         )
@@ -34,14 +34,14 @@ def check_uuid(kind: str, value: str) -> str:
     try:
         uuid.UUID(value)
     except ValueError:
-        raise ApiError(422, f"{kind} {value!r} is not a UUID") from None
+        raise Unprocessable(f"{kind} {value!r} is not a UUID") from None
     return value
 
 
 def require_operator(caller: Caller, action: str) -> None:
     """403 for a signed-in user: `action` (e.g. "change assistants") is the operator's."""
     if caller.scoped:
-        raise ApiError(403, f"only the deployment's operator can {action}")
+        raise Forbidden(f"only the deployment's operator can {action}")
 
 
 async def get_thread(server: Server, thread_id: str, caller: Caller) -> Thread:

@@ -9,6 +9,7 @@ from pathlib import Path
 from agentctl.auth import authenticator_for
 from agentctl.engine import Deployment, RunEngine
 from agentctl.engine.admission import max_lag_setting
+from agentctl.errors import SettingsError
 from agentctl.platform.deployments import Deployments
 from agentctl.platform.secrets import SecretBox
 from agentctl.project.model import Project
@@ -17,7 +18,7 @@ from agentctl.server.access import AccessPolicy
 from agentctl.server.app import Server
 from agentctl.server.limits import Limits
 from agentctl.server.origins import OriginPolicy, parse_origins
-from agentctl.settings import SandboxSettings, Settings, SettingsError
+from agentctl.settings import SandboxSettings, Settings
 from agentctl.storage.open import open_storage
 
 

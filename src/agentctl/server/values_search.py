@@ -18,8 +18,8 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.pregel._checkpoint import achannels_from_checkpoint
 
 from agentctl import serde
+from agentctl.errors import Unprocessable
 from agentctl.server.app import Server
-from agentctl.server.errors import ApiError
 from agentctl.server.limits import beyond
 from agentctl.server.state_view import thread_config, thread_values
 from agentctl.storage.base import Page, Thread, ThreadStatus
@@ -51,7 +51,7 @@ async def search_by_values(
         if offset == 0 and total > limit:
             what = f"a values filter reads each thread the other filters select: {total} here"
             remedy = "narrow them with metadata, status or ids"
-            raise ApiError(422, beyond(what, "max_search_scan", limit, remedy))
+            raise Unprocessable(beyond(what, "max_search_scan", limit, remedy))
         for thread in batch:
             if _matches(await _values(server, thread.thread_id, wanted), wanted):
                 if page.offset <= matched < page.offset + page.limit:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from agentctl.settings import Settings, SettingsError
+from agentctl.errors import SettingsError
+from agentctl.settings import Settings
 from agentctl.storage.base import Storage
 from agentctl.storage.outages import REDIS
 

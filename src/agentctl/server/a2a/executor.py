@@ -27,11 +27,11 @@ from a2a.types import Part, TaskState
 from agentctl import serde
 from agentctl.engine.streams import follow
 from agentctl.engine.wire import END_EVENT
+from agentctl.errors import RequestError
 from agentctl.server.a2a.context import RUN_ID_KEY
 from agentctl.server.a2a.turns import Turn, is_approval, pending_interrupts, turn_of
 from agentctl.server.app import Server
 from agentctl.server.content import text_of
-from agentctl.server.errors import ApiError
 from agentctl.storage.base import FINAL_RUN_STATUSES, Run
 
 HEARTBEAT_SECONDS = 30.0
@@ -60,8 +60,8 @@ class RunExecutor(AgentExecutor):
             run = await start_run(
                 self.server, turn.caller, turn.body, turn.thread_id, run_id=turn.run_id
             )
-        except ApiError as exc:
-            await updater.failed(updater.new_agent_message([new_text_part(exc.detail)]))
+        except RequestError as exc:
+            await updater.failed(updater.new_agent_message([new_text_part(str(exc))]))
             return
         self._runs[turn.task_id] = run
         try:

@@ -16,26 +16,17 @@ from pydantic import ValidationError
 
 from agentctl import serde
 from agentctl.engine.wire import PROTOCOL_MODES
-from agentctl.errors import AgentctlError
+from agentctl.errors import AgentctlError, CommandError, RequestError
 from agentctl.server import lookup
 from agentctl.server.access import Caller
 from agentctl.server.app import Server
-from agentctl.server.errors import ApiError, describe_validation, not_found
+from agentctl.server.errors import describe_validation, not_found
 from agentctl.server.protocol.projection import RunView, ThreadProjection
 from agentctl.server.run_requests import RunCreate
 from agentctl.server.state_view import state_view, thread_config
 from agentctl.storage.base import Thread
 
 Data = dict[str, Any]
-
-
-class CommandError(Exception):
-    """A command the server refuses; `code` is one of the protocol's error codes."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def success(command_id: Any, result: Data) -> Data:
@@ -60,7 +51,7 @@ def malformed(message: Any) -> str | None:
     return None
 
 
-def _code_of(exc: ApiError) -> str:
+def _code_of(exc: RequestError) -> str:
     return {401: "permission_denied", 403: "permission_denied"}.get(
         exc.status, "invalid_argument" if exc.status < 500 else "unknown_error"
     )
@@ -93,8 +84,8 @@ class Commands:
             return success(command_id, await handler(message.get("params") or {}))
         except CommandError as exc:
             return error(command_id, exc.code, exc.message)
-        except ApiError as exc:
-            return error(command_id, _code_of(exc), exc.detail)
+        except RequestError as exc:
+            return error(command_id, _code_of(exc), str(exc))
         except AgentctlError as exc:  # e.g. no revision deployed, or the database is down
             return error(command_id, "unknown_error", str(exc))
 

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentctl.errors import FilterError
+
 CHANNELS = (
     "values",
     "updates",
@@ -19,10 +21,6 @@ CHANNELS = (
 )
 # The event `method` of each channel whose name differs.
 _CHANNEL_OF_METHOD = {"input.requested": "input"}
-
-
-class FilterError(ValueError):
-    """A subscription the client must fix; the message says how."""
 
 
 @dataclass(frozen=True)

@@ -29,11 +29,11 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from agentctl import serde
 from agentctl.aio import stop_task
+from agentctl.errors import RequestError
 from agentctl.server.access import Caller
 from agentctl.server.app import Server
-from agentctl.server.errors import ApiError
 from agentctl.server.protocol.commands import Commands, error, malformed, success
-from agentctl.server.protocol.filters import EventFilter, FilterError, parse_filter, parse_since
+from agentctl.server.protocol.filters import EventFilter, parse_filter, parse_since
 from agentctl.server.protocol.stream import thread_events
 
 log = logging.getLogger("agentctl.server")
@@ -62,8 +62,8 @@ class SocketSession:
     async def serve(self) -> None:
         try:
             await self.commands.refuse_foreign()
-        except ApiError as exc:
-            await self.socket.close(code=4000 + exc.status, reason=exc.detail[:120])
+        except RequestError as exc:
+            await self.socket.close(code=4000 + exc.status, reason=str(exc)[:120])
             return
         try:
             while True:
@@ -119,10 +119,8 @@ class SocketSession:
         try:
             event_filter, since = parse_filter(params), parse_since(params)
             await self.commands.thread()
-        except FilterError as exc:
+        except RequestError as exc:  # a filter to fix, or a thread not found
             return error(command_id, "invalid_argument", str(exc))
-        except ApiError as exc:
-            return error(command_id, "invalid_argument", exc.detail)
         if len(self.subscriptions) >= MAX_SUBSCRIPTIONS:
             return error(
                 command_id,

@@ -13,10 +13,10 @@ from fastapi import APIRouter, Request
 from pydantic import Field
 from starlette.responses import Response
 
+from agentctl.errors import Conflict, NotFound, Unprocessable
 from agentctl.server import graph_schemas, lookup, views
 from agentctl.server.access import caller_of
 from agentctl.server.app import Server, server_of
-from agentctl.server.errors import ApiError, conflict
 from agentctl.server.fields import Config, Metadata
 from agentctl.server.openapi import CONFLICT
 from agentctl.server.routes.common import (
@@ -92,8 +92,8 @@ class SetLatest(Body):
 def check_graph(server: Server, graph_id: str) -> str:
     served = server.deployment.graph_id
     if graph_id != served:
-        raise ApiError(
-            422, f"graph {graph_id!r} is not served here — this server serves graph {served!r}"
+        raise Unprocessable(
+            f"graph {graph_id!r} is not served here — this server serves graph {served!r}"
         )
     return graph_id
 
@@ -109,7 +109,7 @@ async def create_assistant(request: Request, body: AssistantCreate) -> Response:
     if existing is not None:
         if body.if_exists == "do_nothing":
             return views.json_response(views.assistant_view(existing))
-        raise conflict(
+        raise Conflict(
             f"assistant {assistant_id} already exists — use another id, PATCH it, or pass "
             'if_exists="do_nothing"'
         )
@@ -190,7 +190,7 @@ async def delete_assistant(
     lookup.require_operator(caller_of(request), "delete assistants")
     assistant = await lookup.get_assistant(server, assistant_id)
     if assistant.assistant_id == server.deployment.assistant_id:
-        raise conflict(
+        raise Conflict(
             f"assistant {assistant.assistant_id} is the deployment's own assistant for graph "
             f"{server.deployment.graph_id!r} and cannot be deleted — PATCH it instead"
         )
@@ -271,5 +271,5 @@ async def set_latest_version(request: Request, assistant_id: str, body: SetLates
     assistant = await lookup.get_assistant(server, assistant_id)
     updated = await server.storage.assistants.set_latest(assistant.assistant_id, body.version)
     if updated is None:
-        raise ApiError(404, f"assistant {assistant.assistant_id} has no version {body.version}")
+        raise NotFound(f"assistant {assistant.assistant_id} has no version {body.version}")
     return views.json_response(views.assistant_view(updated))

@@ -6,7 +6,7 @@ import json
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from agentctl.server.errors import ApiError
+from agentctl.errors import Unprocessable
 from agentctl.server.fields import Body, Limit, Offset, OnConflict, SortOrder
 from agentctl.storage.base import Page
 
@@ -36,11 +36,11 @@ def query_xray(value: str | None) -> bool | int:
     try:
         depth = int(text)
     except ValueError:
-        raise ApiError(
-            422, f"query parameter xray: {value!r} is not true, false or a depth"
+        raise Unprocessable(
+            f"query parameter xray: {value!r} is not true, false or a depth"
         ) from None
     if depth < 0:
-        raise ApiError(422, "query parameter xray: the depth must not be negative")
+        raise Unprocessable("query parameter xray: the depth must not be negative")
     return depth
 
 
@@ -57,8 +57,8 @@ def query_modes(values: Sequence[str] | None, known: Collection[str]) -> list[st
             except ValueError:
                 listed = None
             if not isinstance(listed, list) or not all(isinstance(m, str) for m in listed):
-                raise ApiError(
-                    422, f"query parameter stream_mode: {value!r} is not a JSON list of modes"
+                raise Unprocessable(
+                    f"query parameter stream_mode: {value!r} is not a JSON list of modes"
                 )
             modes.extend(listed)
         else:
@@ -66,8 +66,7 @@ def query_modes(values: Sequence[str] | None, known: Collection[str]) -> list[st
     modes = [mode for mode in dict.fromkeys(modes) if mode]
     unknown = [mode for mode in modes if mode not in known]
     if unknown:
-        raise ApiError(
-            422,
+        raise Unprocessable(
             f"query parameter stream_mode: unknown stream mode {', '.join(map(repr, unknown))}"
             f" — use one or more of {', '.join(known)}",
         )

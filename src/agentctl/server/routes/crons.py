@@ -10,10 +10,11 @@ from starlette.responses import Response
 
 from agentctl.engine import crons as schedule
 from agentctl.engine.wire import STREAM_MODES
+from agentctl.errors import Unprocessable
 from agentctl.server import lookup, views
 from agentctl.server.access import Caller, caller_of, without_owner
 from agentctl.server.app import Server, server_of
-from agentctl.server.errors import ApiError, not_found
+from agentctl.server.errors import not_found
 from agentctl.server.fields import Config, Metadata, StreamModes
 from agentctl.server.routes.common import Body, Limit, Offset, SortOrder, page, select_fields
 from agentctl.server.schemas import CRON_LIST, CronOut
@@ -78,12 +79,12 @@ async def _check(body: CronFields, schedule_text: str | None) -> None:
             schedule.check_schedule(schedule_text)
         await schedule.load_timezone(body.timezone)
     except ValueError as exc:
-        raise ApiError(422, str(exc)) from None
+        raise Unprocessable(str(exc)) from None
     modes = [body.stream_mode] if isinstance(body.stream_mode, str) else body.stream_mode or []
     for mode in modes:
         if mode not in STREAM_MODES:
-            raise ApiError(
-                422, f"stream_mode {mode!r} is not supported — use one of {', '.join(STREAM_MODES)}"
+            raise Unprocessable(
+                f"stream_mode {mode!r} is not supported — use one of {', '.join(STREAM_MODES)}"
             )
 
 

@@ -33,12 +33,11 @@ from starlette.types import Message, Receive, Scope, Send
 
 from agentctl import serde
 from agentctl._version import __version__
-from agentctl.engine.deployment import NotDeployed
+from agentctl.errors import AuthError, NotDeployed, RequestError
 from agentctl.server import jsonrpc
 from agentctl.server.access import Caller, caller_of
 from agentctl.server.app import Server
 from agentctl.server.content import text_of
-from agentctl.server.errors import ApiError
 from agentctl.server.routes.runs import start_run
 from agentctl.server.run_requests import RunCreate
 from agentctl.server.run_streams import wait_for_result
@@ -109,8 +108,8 @@ def protocol_server(server: Server) -> ProtocolServer[Any, Request]:
         assert request is not None  # the streamable HTTP transport always passes it
         try:
             return await run_tool(server, caller_of(request), arguments)
-        except ApiError as exc:
-            return _result(exc.detail, error=True)
+        except (RequestError, AuthError) as exc:  # AuthError: `caller_of` found no caller
+            return _result(str(exc), error=True)
 
     # Registered as they are, not with the package's decorators: `call_tool()` would make an
     # unknown tool a tool error instead of the protocol error the specification asks for.
@@ -220,7 +219,8 @@ class McpEndpoint:
             await _send_json(send, status, error)
             return
         if not self.server.deployment.ready:
-            await _send_json(send, 503, {"detail": str(NotDeployed())})
+            refused = NotDeployed()
+            await _send_json(send, refused.status, {"detail": str(refused)})
             return
         self.protocol.name = self.server.deployment.graph_id  # a reload may rename the agent
         replayed = False

@@ -11,10 +11,10 @@ from fastapi import APIRouter, Query, Request
 from pydantic import Field
 from starlette.responses import Response
 
+from agentctl.errors import Forbidden, NotFound, Unprocessable
 from agentctl.platform.deployments import Deployments
 from agentctl.server.access import caller_of
 from agentctl.server.app import server_of
-from agentctl.server.errors import ApiError
 from agentctl.server.fields import Limit, Offset, RevisionNumber
 from agentctl.server.openapi import NOT_FOUND
 from agentctl.server.routes.common import Body
@@ -36,12 +36,10 @@ class RevisionUpload(Body):
 def deployments_of(request: Request) -> Deployments:
     """The server's deployments, for the operator only."""
     if not caller_of(request).operator:
-        raise ApiError(
-            403, "deploying needs the deployment key: send PLATFORM_API_KEY as x-api-key"
-        )
+        raise Forbidden("deploying needs the deployment key: send PLATFORM_API_KEY as x-api-key")
     platform = server_of(request).platform
     if not isinstance(platform, Deployments):
-        raise ApiError(404, "this server takes no deploys (agentctl dev) — use agentctl serve")
+        raise NotFound("this server takes no deploys (agentctl dev) — use agentctl serve")
     return platform
 
 
@@ -66,8 +64,8 @@ async def upload_revision(body: RevisionUpload, request: Request) -> Response:
     try:
         archive = base64.b64decode(body.archive, validate=True)
     except (binascii.Error, ValueError):
-        raise ApiError(
-            422, "archive: not base64 — send the bytes of revision.tar.gz, base64"
+        raise Unprocessable(
+            "archive: not base64 — send the bytes of revision.tar.gz, base64"
         ) from None
     record = await deployments.upload(archive, body.secrets)
     return json_response(revision_view(record, record.number), status=201)
@@ -93,9 +91,7 @@ async def get_revision(number: RevisionNumber, request: Request) -> Response:
     deployments = deployments_of(request)
     record = await deployments.storage.revisions.get(number)
     if record is None:
-        raise ApiError(
-            404, f"there is no revision {number} — list them with GET /platform/revisions"
-        )
+        raise NotFound(f"there is no revision {number} — list them with GET /platform/revisions")
     return json_response(revision_view(record, await deployments.storage.revisions.active()))
 
 
@@ -103,8 +99,6 @@ async def get_revision(number: RevisionNumber, request: Request) -> Response:
 async def activate_revision(number: RevisionNumber, request: Request) -> Response:
     deployments = deployments_of(request)
     if await deployments.storage.revisions.get(number) is None:
-        raise ApiError(
-            404, f"there is no revision {number} — list them with GET /platform/revisions"
-        )
+        raise NotFound(f"there is no revision {number} — list them with GET /platform/revisions")
     record = await deployments.activate(number)
     return json_response(revision_view(record, record.number))

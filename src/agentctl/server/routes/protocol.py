@@ -10,12 +10,12 @@ from fastapi import APIRouter, Request, WebSocket
 from starlette.responses import Response, StreamingResponse
 
 from agentctl import serde
+from agentctl.errors import BadRequest
 from agentctl.server import lookup
 from agentctl.server.access import Caller, caller_of
 from agentctl.server.app import Server, server_of
-from agentctl.server.errors import ApiError
 from agentctl.server.protocol.commands import Commands, error, malformed
-from agentctl.server.protocol.filters import FilterError, parse_filter, parse_since
+from agentctl.server.protocol.filters import parse_filter, parse_since
 from agentctl.server.protocol.socket import SocketSession
 from agentctl.server.protocol.stream import thread_events
 from agentctl.server.sse import HEARTBEAT, frame, stream_headers
@@ -28,7 +28,7 @@ async def _json_body(request: Request) -> Any:
     try:
         return serde.loads(await request.body())
     except ValueError:
-        raise ApiError(400, "the body must be JSON") from None
+        raise BadRequest("the body must be JSON") from None
 
 
 @router.post("/threads/{thread_id}/commands")
@@ -49,11 +49,8 @@ async def thread_events_stream(thread_id: str, request: Request) -> Response:
     """The thread's events (`{channels, namespaces?, depth?, since?}`) as server-sent events,
     from the start of the thread (after `since`), then live, until the client hangs up."""
     body = await _json_body(request)
-    try:
-        event_filter = parse_filter(body)
-        since = parse_since(body)
-    except FilterError as exc:
-        raise ApiError(400, str(exc)) from None
+    event_filter = parse_filter(body)  # FilterError: 400
+    since = parse_since(body)
     server, caller = server_of(request), caller_of(request)
     await lookup.get_thread(server, thread_id, caller)
     return StreamingResponse(

@@ -9,13 +9,14 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Header, Query, Request
 from starlette.responses import Response
 
-from agentctl.engine.engine import ThreadBusyError, thread_labels
+from agentctl.engine.engine import thread_labels
 from agentctl.engine.streams import REPLAY_ALL
 from agentctl.engine.wire import ANSWERS_INTERRUPT, STREAM_MODES, normalize_modes
+from agentctl.errors import BadRequest, Conflict, NotFound, Unprocessable
 from agentctl.server import lookup
 from agentctl.server.access import Caller, caller_of
 from agentctl.server.app import Server, server_of
-from agentctl.server.errors import ApiError, conflict, not_found
+from agentctl.server.errors import not_found
 from agentctl.server.fields import Limit, Offset
 from agentctl.server.limits import check_messages
 from agentctl.server.openapi import CONFLICT
@@ -68,8 +69,7 @@ async def start_run(
         stream_mode = list(dict.fromkeys([*normalize_modes(body.stream_mode), "values"]))
     if thread_id is None:
         if body.is_resume:
-            raise ApiError(
-                400,
+            raise BadRequest(
                 "a resume (command.resume) needs the thread of the interrupted run — "
                 "send it to /threads/{thread_id}/runs",
             )
@@ -85,24 +85,20 @@ async def start_run(
             raise not_found("thread", thread_id)
         if thread is None:
             if body.if_not_exists != "create":
-                raise ApiError(
-                    404,
+                raise NotFound(
                     f"thread {thread_id!r} not found — create it first (POST /threads) or "
                     'send "if_not_exists": "create"',
                 )
             thread = Thread(thread_id=thread_id, metadata=caller.stamp(labels))
             if not await server.storage.threads.create(thread):
-                raise conflict(f"thread {thread_id!r} was created meanwhile — send the run again")
+                raise Conflict(f"thread {thread_id!r} was created meanwhile — send the run again")
         run = body.to_run(
             thread_id, assistant.assistant_id, user=caller.user, stream_mode=stream_mode,
             run_id=run_id,
         )  # fmt: skip
         if answers_interrupt:
             run.kwargs[ANSWERS_INTERRUPT] = True
-    try:
-        return await server.engine.submit(run)
-    except ThreadBusyError as exc:
-        raise conflict(str(exc)) from None
+    return await server.engine.submit(run)  # ThreadBusyError: 409
 
 
 def _created(run: Run) -> Response:
@@ -158,7 +154,7 @@ async def delete_run(thread_id: str, run_id: str, request: Request) -> Response:
     server = server_of(request)
     run = await lookup.get_run(server, thread_id, run_id, caller_of(request))
     if run.status in ACTIVE_RUN_STATUSES:
-        raise conflict(f"run {run_id} is {run.status} — cancel it before deleting it")
+        raise Conflict(f"run {run_id} is {run.status} — cancel it before deleting it")
     await server.storage.runs.delete(run_id)
     return Response(status_code=204)
 
@@ -202,7 +198,7 @@ async def cancel_run(
     run = await lookup.get_run(server, thread_id, run_id, caller_of(request))
     if run.status in FINAL_RUN_STATUSES:
         # 404, as the reference answers: "no run to cancel" (the detail says why).
-        raise ApiError(404, f"run {run_id} already ended ({run.status}) — nothing to cancel")
+        raise NotFound(f"run {run_id} already ended ({run.status}) — nothing to cancel")
     # Answered once the run has stopped and recorded it: a read right after shows it ended.
     await server.engine.cancel_and_wait([run], action)
     if wait:
@@ -269,7 +265,7 @@ async def cancel_many(
             if await lookup.owns_thread(server, run, caller)
         ]
     else:
-        raise ApiError(422, "say which runs to cancel: thread_id, run_ids or status")
+        raise Unprocessable("say which runs to cancel: thread_id, run_ids or status")
     statuses: tuple[str, ...] = ACTIVE_RUN_STATUSES
     if body.status and body.status != "all":
         statuses = (body.status,)
@@ -294,7 +290,7 @@ def checked_event_id(value: str | None) -> str | None:
     if value in _FROM_START:
         return REPLAY_ALL
     if not _EVENT_ID.fullmatch(value):
-        raise ApiError(
-            422, f"Last-Event-ID {value!r} is not an event id — send an id from the stream or '-'"
+        raise Unprocessable(
+            f"Last-Event-ID {value!r} is not an event id — send an id from the stream or '-'"
         )
     return value

@@ -9,10 +9,10 @@ from langgraph.errors import InvalidUpdateError
 from starlette.responses import Response
 
 from agentctl import serde
+from agentctl.errors import Conflict, NotFound, Unprocessable
 from agentctl.server import lookup, views
 from agentctl.server.access import caller_of
 from agentctl.server.app import Server, server_of
-from agentctl.server.errors import ApiError, conflict
 from agentctl.server.fields import Metadata
 from agentctl.server.limits import check_messages
 from agentctl.server.openapi import CONFLICT
@@ -80,7 +80,7 @@ async def _state(
     snapshot = await server.deployment.runtime.graph.aget_state(config, subgraphs=subgraphs)
     checkpoint_id = config["configurable"].get("checkpoint_id")
     if checkpoint_id and snapshot.created_at is None:
-        raise ApiError(404, f"checkpoint {checkpoint_id!r} not found on thread {thread_id}")
+        raise NotFound(f"checkpoint {checkpoint_id!r} not found on thread {thread_id}")
     return state_view(snapshot)
 
 
@@ -127,7 +127,7 @@ async def update_state(request: Request, thread_id: str, body: StateUpdate) -> R
     await _thread(server, thread_id, request)
     active = await server.storage.runs.active(thread_id)
     if any(run.status == "running" for run in active):
-        raise conflict(
+        raise Conflict(
             f"thread {thread_id} is running a task — wait for it or cancel it before "
             "updating its state"
         )
@@ -138,8 +138,7 @@ async def update_state(request: Request, thread_id: str, body: StateUpdate) -> R
     except (InvalidUpdateError, ValueError, TypeError, KeyError, NotImplementedError) as exc:
         # e.g. a message that is not a message (langchain raises NotImplementedError)
         keys = ", ".join(body.values) if isinstance(body.values, dict) else ""
-        raise ApiError(
-            422,
+        raise Unprocessable(
             f"body values{f' ({keys})' if keys else ''}: the state update could not be "
             f"applied: {exc}",
         ) from None

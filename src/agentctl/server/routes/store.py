@@ -16,10 +16,10 @@ from langgraph.store.base import InvalidNamespaceError
 from pydantic import Field
 from starlette.responses import Response
 
+from agentctl.errors import Unprocessable
 from agentctl.server import views
 from agentctl.server.access import caller_of
 from agentctl.server.app import server_of
-from agentctl.server.errors import ApiError
 from agentctl.server.fields import (
     MAX_SECONDS,
     Namespace,
@@ -73,7 +73,7 @@ def query_namespace(dotted: str) -> tuple[str, ...]:
     try:
         return tuple(check_namespace([check_label(label) for label in dotted.split(".") if dotted]))
     except ValueError as exc:
-        raise ApiError(422, f"query parameter namespace: {exc}") from None
+        raise Unprocessable(f"query parameter namespace: {exc}") from None
 
 
 def item_view(item: Any) -> dict[str, Any]:
@@ -97,7 +97,7 @@ async def put_item(request: Request, body: ItemPut) -> Response:
     try:
         await store.aput(namespace, body.key, body.value, index=body.index, ttl=body.ttl)
     except InvalidNamespaceError as exc:
-        raise ApiError(422, f"namespace: {exc}") from None
+        raise Unprocessable(f"namespace: {exc}") from None
     return Response(status_code=204)
 
 
@@ -113,7 +113,7 @@ async def get_item(
     try:
         item = await store.aget(labels, key, refresh_ttl=refresh_ttl)
     except InvalidNamespaceError as exc:
-        raise ApiError(422, f"namespace: {exc}") from None
+        raise Unprocessable(f"namespace: {exc}") from None
     # A missing item is `null`, as the reference answers (the SDK then returns None).
     return views.json_response(None if item is None else item_view(item))
 
@@ -125,7 +125,7 @@ async def delete_item(request: Request, body: ItemDelete) -> Response:
     try:
         await store.adelete(namespace, body.key)
     except InvalidNamespaceError as exc:
-        raise ApiError(422, f"namespace: {exc}") from None
+        raise Unprocessable(f"namespace: {exc}") from None
     return Response(status_code=204)
 
 
@@ -144,7 +144,7 @@ async def search_items(request: Request, body: ItemSearch | None = None) -> Resp
             refresh_ttl=body.refresh_ttl,
         )
     except InvalidNamespaceError as exc:
-        raise ApiError(422, f"namespace_prefix: {exc}") from None
+        raise Unprocessable(f"namespace_prefix: {exc}") from None
     mine = [item for item in items if caller.may_use(item.namespace)]
     return views.json_response({"items": [item_view(item) for item in mine]})
 

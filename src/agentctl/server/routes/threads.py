@@ -16,10 +16,11 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.types import StateUpdate
 from starlette.responses import Response
 
+from agentctl.errors import Conflict, Unprocessable
 from agentctl.server import extract, lookup, views
 from agentctl.server.access import Caller, caller_of, without_owner
 from agentctl.server.app import Server, server_of
-from agentctl.server.errors import ApiError, conflict, not_found
+from agentctl.server.errors import not_found
 from agentctl.server.fields import Metadata
 from agentctl.server.limits import check_messages
 from agentctl.server.openapi import CONFLICT
@@ -124,7 +125,7 @@ async def apply_supersteps(server: Server, thread_id: str, supersteps: list[Supe
         await graph.abulk_update_state(thread_config(thread_id), steps)
     except Exception as exc:
         await server.storage.threads.delete(thread_id)
-        raise ApiError(422, f"supersteps could not be applied: {exc}") from None
+        raise Unprocessable(f"supersteps could not be applied: {exc}") from None
 
 
 @router.post("/threads", response_model=ThreadOut, responses=CONFLICT)
@@ -143,7 +144,7 @@ async def create_thread(request: Request, body: ThreadCreate | None = None) -> R
             raise not_found("thread", thread_id)
         if body.if_exists == "do_nothing" and existing is not None:
             return views.json_response(await thread_json(server, existing))
-        raise conflict(
+        raise Conflict(
             f'thread {thread_id} already exists — use another id or pass if_exists="do_nothing"'
         )
     if body.supersteps:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from agentctl.storage.redis.bus import RedisBus
 from agentctl.storage.redis.client import (
-    RedisUnavailable,
     connect,
     connect_redis,
     create_client,
@@ -16,7 +15,6 @@ __all__ = [
     "RedisBus",
     "RedisEventLog",
     "RedisSubscription",
-    "RedisUnavailable",
     "connect",
     "connect_redis",
     "create_client",

@@ -10,17 +10,11 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-from agentctl.errors import UserError
+from agentctl.errors import RedisUnavailable
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError
-
-
-class RedisUnavailable(UserError):
-    """`REDIS_URL` is malformed or no Redis answers there."""
-
-    status = 503
 
 
 def redacted(url: str) -> str:
