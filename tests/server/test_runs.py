@@ -444,6 +444,8 @@ async def test_a_full_replica_leaves_runs_pending_and_shows_it(demo: Path, tmp_p
 async def test_runs_waiting_for_their_model_share_a_small_postgres_pool(
     request: pytest.FixtureRequest, demo: Path, tmp_path: Path
 ) -> None:
+@pytest.mark.postgres
+@pytest.mark.redis
     """A run checks a PostgreSQL connection out for each statement only, never while it
     waits for its model: 100 runs in flight at once on a pool of 8 connections all finish."""
     count = 100
