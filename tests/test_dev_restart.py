@@ -8,6 +8,7 @@ import signal
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from langgraph_sdk import get_client
 
@@ -32,10 +33,11 @@ async def test_sigkilled_dev_server_resumes_the_run_with_attempt_2(
             url = first.ready()
             client = get_client(url=url, api_key=None)
             thread_id = str(uuid.uuid4())
+            paying: dict[str, Any] = {"messages": [{"role": "user", "content": SCRIPT}]}
             run = await client.runs.create(
                 thread_id,
                 "payer",
-                input={"messages": [{"role": "user", "content": SCRIPT}]},
+                input=paying,
                 if_not_exists="create",
             )
             deadline = time.monotonic() + 30

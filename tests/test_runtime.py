@@ -435,7 +435,7 @@ async def test_user_memory_isolation_on_sqlite_store(demo: Path, tmp_path: Path)
         await store.setup()
         agent = Agent(
             await load_agent(load_project(demo), "r1", store=store, checkpointer=InMemorySaver()),
-            store,  # type: ignore[arg-type]
+            store,
         )
         write = call("write_file", file_path="/memories/user/diary.md", content="private")
         await agent.ask(write + "\n@say ok", user="abc", thread="abc")
