@@ -37,6 +37,18 @@ FIXTURE_MARKERS = {
     "sandbox_dir": ("sandbox",),
     "node": ("node",),
     "chromium": ("browser",),
+    # Redis fetched inside the fixture (tests/storage): the Redis bus and event log.
+    "redis_buses": ("redis",),
+    "redis_backend": ("redis",),
+    # A real agent server per test (tests/server): about a second each.
+    "agent": ("slow",),
+    "gated": ("slow",),
+    "two_users": ("slow",),
+    "limited": ("slow",),
+    "backend": ("slow",),
+    "target": ("slow",),
+    "chat": ("slow",),
+    "signed_in": ("slow",),
 }
 # A backend parameter (the `storage` fixture's "postgres", a bus's "redis"): the PostgreSQL
 # backend of the tests always runs with the Redis event log and bus.

@@ -36,6 +36,9 @@ from agentctl.testing import ScriptedModelServer
 from agentctl.testing.services import free_port
 from tests.conftest import WriteFiles
 
+# Each test runs `agentctl dev` (or `make demo`) as a subprocess: seconds each.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).parents[1]
 READY_TIMEOUT = 60.0
 

@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langgraph_sdk import get_client
 
 from agentctl.testing import ScriptedModelServer
@@ -18,6 +19,9 @@ from agentctl.testing.services import free_port
 from tests.conftest import PAYING_SCRIPT as SCRIPT
 from tests.conftest import ledger_project
 from tests.test_dev import DevProcess
+
+# `agentctl dev` killed and started again mid-run: seconds.
+pytestmark = pytest.mark.slow
 
 
 async def test_sigkilled_dev_server_resumes_the_run_with_attempt_2(

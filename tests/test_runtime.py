@@ -33,6 +33,9 @@ from agentctl.testing import ScriptedModelServer
 from agentctl.testing.mcp_servers import calculator, serve
 from tests.conftest import WriteFiles
 
+# Real deep agents on the scripted model and MCP servers: about a second per test.
+pytestmark = pytest.mark.slow
+
 ODD_IDS = ["alice", "a|b", "first.last@example.com", "org/team/user", "with space", "ünï"]
 
 

@@ -379,6 +379,7 @@ async def test_streamed_approval_gate(gated: Running) -> None:
     assert not any(e.HasField("task") for e in resumed)  # the same task goes on
 
 
+@pytest.mark.slow
 async def test_tasks_outlive_a_restart(tmp_path: Path) -> None:
     """Tasks are rebuilt from the run records: a restarted server still knows them, and a
     task waiting at an approval gate is still resumed by the next message."""

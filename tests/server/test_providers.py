@@ -187,6 +187,7 @@ async def a2a_answer(
     return get_artifact_text(response.task.artifacts[-1], delimiter="")
 
 
+@pytest.mark.slow
 async def test_approval_gate_pauses_and_resumes(provider: str, tmp_path: Path) -> None:
     root = tmp_path / "gated"
     root.mkdir()

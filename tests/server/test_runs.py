@@ -416,6 +416,7 @@ async def test_strict_resume_refuses_an_interrupt_that_is_not_waiting(gated: Run
     assert status == "success"
 
 
+@pytest.mark.slow
 async def test_a_full_replica_leaves_runs_pending_and_shows_it(demo: Path, tmp_path: Path) -> None:
     """With `max_runs` runs executing, further runs wait, pending, and start as slots free
     up; /metrics shows the replica's capacity, its runs in flight and the queue."""
