@@ -37,7 +37,9 @@ FIXTURE_MARKERS = {
     "sandbox_dir": ("sandbox",),
     "node": ("node",),
     "chromium": ("browser",),
-    # Redis fetched inside the fixture (tests/storage): the Redis bus and event log.
+    # Services fetched inside the fixture (tests/storage): replicas' PostgreSQL storage with
+    # its Redis event log and bus, the Redis bus, the Redis event log.
+    "open_postgres": ("postgres", "redis"),
     "redis_buses": ("redis",),
     "redis_backend": ("redis",),
     # A real agent server per test (tests/server): about a second each.
