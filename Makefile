@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint format typecheck test check demo bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost bench-load clean
+.PHONY: install lint format typecheck test test-fast check demo bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost bench-load clean
 
 install: $(STAMP)
 
@@ -30,6 +30,11 @@ typecheck: install
 test: install
 	BIN=$(BIN) bash scripts/test-deps.sh
 	$(BIN)/pytest -q
+
+# The tests that need nothing beyond Python (no PostgreSQL, Redis, bubblewrap, Node or
+# Chromium) and take well under a second each: the markers are in pyproject.toml.
+test-fast: install
+	$(BIN)/pytest -q -m "not (postgres or redis or sandbox or node or browser or slow)"
 
 check: lint typecheck test
 

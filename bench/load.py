@@ -55,28 +55,17 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+from cluster import KEY, Cluster, deploy, serve_env
+from common import cpu_seconds, rss_mib, running_fixtures, servers_env, serving_pid, user_input
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import StreamMode
-from server_vs_langgraph_dev import (
-    ServerTarget,
-    Setup,
-    Started,
-    cpu_seconds,
-    rss_mib,
-    running_fixtures,
-    servers_env,
-    serving_pid,
-    start_langgraph_dev,
-    start_ours,
-    user_input,
-)
+from targets import ServerTarget, Setup, Started, start_langgraph_dev, start_ours
 
 from agentctl.testing import services
 from agentctl.testing.demo import write_demo
 from agentctl.testing.openai_wire import OpenAIWire
 from agentctl.testing.script import Call, Reply, Say, ToolCall, parse_script
 from agentctl.testing.wire import Chat
-from production import KEY, Cluster, deploy, serve_env
 
 TOKENS = 60
 ANSWER = " ".join(f"word{i:02d}" for i in range(TOKENS))

@@ -17,18 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common import one_run
+
 from agentctl.project import load_project
 from agentctl.runtime import load_agent
 from agentctl.testing import ScriptedModelServer
 from agentctl.testing.demo import write_demo
 from agentctl.testing.mcp_servers import calculator, library, serve
-
-
-async def one_run(graph: Any, index: int) -> float:
-    config = {"configurable": {"thread_id": f"bench-{index}", "graph_auth_user_id": "bench-user"}}
-    started = time.perf_counter()
-    await graph.ainvoke({"messages": [{"role": "user", "content": f"hello {index}"}]}, config)
-    return time.perf_counter() - started
 
 
 async def measure(graph: Any, runs: int, concurrency: int) -> dict[str, float]:

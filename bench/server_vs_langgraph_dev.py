@@ -12,7 +12,8 @@ servers) with the same scripted model is served by
   checkpointer and store (the revision's seeds are copied into that store over its HTTP API),
 
 and both are driven over HTTP by the official `langgraph-sdk` async client. The floor is
-`bench/runtime_floor.py`'s `one_run` on the same agent in this process (InMemorySaver).
+`one_run` of bench/common.py (what bench/runtime_floor.py measures) on the same agent in
+this process (InMemorySaver).
 The scripted model and the MCP servers run in a helper subprocess shared by all three, so
 neither server competes with them for this process's GIL.
 
@@ -61,81 +62,31 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
-import os
-import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-from langgraph_sdk import get_client
-from langgraph_sdk.client import LangGraphClient
-
-from agentctl.project import load_project
-from agentctl.runtime import load_agent
-from agentctl.runtime.agent import seed_revision
-from agentctl.runtime.memory import USER_ID_KEY
-from agentctl.testing import PLAIN_PREFIX
-from agentctl.testing.demo import write_demo
-from agentctl.testing.services import free_port
-
-BENCH = Path(__file__).resolve().parent
-GRAPH_ID = "demo"
-WARMUP = 20
-START_TIMEOUT = 180.0
-MIB = 1024 * 1024
-NOISY_ENV = (  # never let a developer's settings send traces or pick another model
-    "LANGSMITH_API_KEY",
-    "LANGCHAIN_API_KEY",
-    "LANGSMITH_ENDPOINT",
-    "LANGCHAIN_ENDPOINT",
-    "OPENAI_ORGANIZATION",
-    "OPENAI_PROJECT",
+from common import one_run, p95, rss_mib, running_fixtures, servers_env, user_input
+from targets import (
+    Sample,
+    ServerTarget,
+    Setup,
+    Started,
+    Target,
+    start_langgraph_dev,
+    start_ours,
 )
-QUIET_ENV = {
-    "LANGSMITH_TRACING": "false",
-    "LANGSMITH_TRACING_V2": "false",
-    "LANGCHAIN_TRACING_V2": "false",
-    "LANGCHAIN_TRACING": "false",
-    "LANGGRAPH_CLI_NO_ANALYTICS": "1",
-    "LANGGRAPH_NO_VERSION_CHECK": "true",
-    "LANGSMITH_OTEL_ENABLED": "false",
-    "OTEL_SDK_DISABLED": "true",
-    "PYTHONUNBUFFERED": "1",
-}
-
-# The graph module `langgraph dev` loads. It is imported in a worker thread of the server, so
-# asyncio.run is free to build the agent there. load_agent needs a store to write the
-# revision's seeds into, but langgraph dev refuses a graph compiled with a store of its own: the
-# graph is built with a throwaway one, then copied without it. langgraph dev hands every run
-# its own store and checkpointer, into which the benchmark copies the same seeds over HTTP.
-GRAPH_MODULE = '''"""The agentctl demo agent for `langgraph dev` (written by {script})."""
-
-import asyncio
-import os
-from pathlib import Path
-
-from langgraph.store.memory import InMemoryStore
 
 from agentctl.project import load_project
 from agentctl.runtime import load_agent
+from agentctl.runtime.memory import USER_ID_KEY
+from agentctl.testing.demo import write_demo
 
-
-async def _build():
-    project = load_project(Path(os.environ["AGENTCTL_BENCH_PROJECT"]))
-    agent = await load_agent(project, "bench", store=InMemoryStore(), checkpointer=None)
-    return agent.graph.copy(update={{"store": None}})
-
-
-graph = asyncio.run(_build())
-'''
+WARMUP = 20
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,279 +117,12 @@ class Figures:
         return (self.rss_after_mib - self.rss_before_mib) * 1000 / self.runs
 
 
-def p95(values: list[float]) -> float:
-    return statistics.quantiles(values, n=100)[94] if len(values) > 1 else values[0]
-
-
-def user_input(text: str) -> dict[str, Any]:
-    return {"messages": [{"role": "user", "content": text}]}
-
-
-# ---------------------------------------------------------------------------------------------
-# Helper processes: the fixtures (model + MCP servers), our server
-
-
-def serve_fixtures() -> None:
-    """`_fixtures`: the scripted model and the demo's MCP servers until stdin closes."""
-    from agentctl.testing import ScriptedModelServer
-    from agentctl.testing.mcp_servers import calculator, library, serve
-
-    with (
-        ScriptedModelServer() as model,
-        serve(calculator().streamable_http_app()) as calc,
-        serve(library().sse_app()) as lib,
-    ):
-        facts = {
-            "env": model.env,
-            "calculator": f"http://127.0.0.1:{calc}/mcp",
-            "library": f"http://127.0.0.1:{lib}/sse",
-        }
-        print(json.dumps(facts), flush=True)
-        sys.stdin.read()  # the benchmark closes our stdin (or dies) when it is done
-
-
-def serve_ours(project: Path, data: Path, port: int) -> None:
-    """`_ours`: agentctl's server on the embedded storage, as `agentctl dev` serves it
-    without the file watcher and the blocking-call checks."""
-    from agentctl.server import create_app
-    from agentctl.server.embedded import open_embedded_server
-    from agentctl.server.heap import settle_heap
-    from agentctl.server.http import NotifyingUvicorn, uvicorn_config
-
-    async def stopping() -> None:
-        pass
-
-    async def main() -> None:
-        server = await open_embedded_server(load_project(project), "bench", data)
-        config = uvicorn_config(create_app(server), host="127.0.0.1", port=port)
-        # As `agentctl dev` does once it serves.
-        await NotifyingUvicorn(config, on_started=settle_heap, on_stopping=stopping).serve()
-
-    try:  # what uvicorn's loop="auto" picks, as under `langgraph dev`
-        import uvloop
-    except ImportError:
-        asyncio.run(main())
-    else:
-        uvloop.run(main())
-
-
-@contextlib.contextmanager
-def running_fixtures(tmp: Path) -> Iterator[dict[str, Any]]:
-    """The `_fixtures` helper process (the scripted model, the MCP servers) and what it
-    serves: `{"env", "calculator", "library"}`; stopped on exit."""
-    log = tmp / "fixtures.log"
-    with log.open("wb") as err:
-        fixtures = subprocess.Popen(
-            [sys.executable, str(Path(__file__).resolve()), "_fixtures"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            start_new_session=True,
-        )
-    try:
-        assert fixtures.stdout is not None
-        line = fixtures.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the fixtures process failed:\n{tail(log)}")
-        yield json.loads(line)
-    finally:
-        if fixtures.stdin is not None:
-            fixtures.stdin.close()
-        stop_group(fixtures)
-
-
-@contextlib.contextmanager
-def child(
-    command: list[str], log: Path, *, env: dict[str, str] | None = None, cwd: Path | None = None
-) -> Iterator[subprocess.Popen[bytes]]:
-    """A subprocess in its own session, logging to `log`; its group is ended on exit."""
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            cwd=cwd,
-            start_new_session=True,
-        )
-        try:
-            yield process
-        finally:
-            stop_group(process)
-
-
-def stop_group(process: subprocess.Popen[Any]) -> None:
-    if process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-
-
-def tail(log: Path, lines: int = 30) -> str:
-    text = log.read_text(errors="replace") if log.exists() else ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
-# ---------------------------------------------------------------------------------------------
-# /proc: which process serves a port, and its RSS
-
-
-def listening_inodes(port: int) -> set[str]:
-    inodes: set[str] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError), open(table) as rows:
-            next(rows)
-            for row in rows:
-                parts = row.split()
-                local, state, inode = parts[1], parts[3], parts[9]
-                if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
-                    inodes.add(inode)
-    return inodes
-
-
-def descendants(pid: int) -> list[int]:
-    found, todo = [pid], [pid]
-    while todo:
-        parent = todo.pop()
-        for task in Path(f"/proc/{parent}/task").glob("*"):
-            with contextlib.suppress(OSError):
-                kids = [int(kid) for kid in (task / "children").read_text().split()]
-                found += kids
-                todo += kids
-    return found
-
-
-def serving_pid(root: int, port: int) -> int:
-    """The process among `root` and its descendants that holds the listening socket."""
-    sockets = {f"socket:[{inode}]" for inode in listening_inodes(port)}
-    for pid in descendants(root):
-        for fd in Path(f"/proc/{pid}/fd").glob("*"):
-            with contextlib.suppress(OSError):
-                if os.readlink(fd) in sockets:
-                    return pid
-    raise RuntimeError(f"no process under pid {root} listens on port {port}")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of `pid` so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmRSS for pid {pid}")
-
-
-# ---------------------------------------------------------------------------------------------
-# The harness: works against any LangGraph-API URL
-
-
-@dataclass
-class Sample:
-    latency: float
-    first_event: float
-    first_values: float
-
-
-async def wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    async with httpx.AsyncClient(timeout=2) as http:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise RuntimeError(f"the server exited ({process.returncode}):\n{tail(log)}")
-            for path in ("/ok", "/info"):
-                with contextlib.suppress(httpx.HTTPError):
-                    if (await http.get(url + path)).status_code == 200:
-                        return
-            await asyncio.sleep(0.1)
-    raise RuntimeError(f"the server did not answer within {START_TIMEOUT:.0f} s:\n{tail(log)}")
-
-
-async def assistant_of(client: LangGraphClient) -> str:
-    """The assistant of the demo graph (langgraph dev also takes the graph id itself)."""
-    with contextlib.suppress(Exception):
-        for assistant in await client.assistants.search(graph_id=GRAPH_ID, limit=10):
-            return str(assistant["assistant_id"])
-    return GRAPH_ID
-
-
-class Harness:
-    def __init__(self, client: LangGraphClient, assistant: str, user: str | None) -> None:
-        self.client = client
-        self.assistant = assistant
-        self.config = {"configurable": {USER_ID_KEY: user}} if user else None
-
-    async def thread(self) -> str:
-        return str((await self.client.threads.create())["thread_id"])
-
-    async def run(self, thread_id: str, text: str) -> tuple[Sample, str]:
-        """One streamed run; the sample and the text of the last message."""
-        started = time.perf_counter()
-        first_event = first_values = 0.0
-        last: Any = None
-        async for part in self.client.runs.stream(
-            thread_id,
-            self.assistant,
-            input=user_input(text),
-            stream_mode="values",
-            config=self.config,  # type: ignore[arg-type]
-        ):
-            now = time.perf_counter() - started
-            first_event = first_event or now
-            if part.event == "error":
-                raise RuntimeError(f"the run failed: {part.data}")
-            if part.event == "values":
-                first_values = first_values or now
-                last = part.data
-        latency = time.perf_counter() - started
-        if not isinstance(last, dict) or not last.get("messages"):
-            raise RuntimeError(f"the run streamed no messages (last values: {last!r})")
-        content = last["messages"][-1].get("content")
-        return Sample(latency, first_event, first_values), str(content)
-
-    async def checked_run(self, thread_id: str, index: int) -> Sample:
-        sample, text = await self.run(thread_id, f"hello {index}")
-        if text != f"{PLAIN_PREFIX}hello {index}":
-            raise RuntimeError(f"unexpected answer {text!r} to run {index}")
-        return sample
-
-    async def fresh_run(self, index: int) -> Sample:
-        return await self.checked_run(await self.thread(), index)
-
-
 # ---------------------------------------------------------------------------------------------
 # Targets, measured in turns
 
 
-class Target:
-    """What the interleaved measurement drives: one run at a time, on what `prepare` made."""
-
-    label: str
-
-    async def prepare(self, count: int) -> list[Any]:
-        """What `count` runs need beforehand (servers: a fresh thread each; not timed)."""
-        return [None] * count
-
-    async def run(self, prepared: Any, index: int) -> Sample:
-        raise NotImplementedError
-
-    def cpu(self) -> float:
-        """CPU seconds its process used so far."""
-        raise NotImplementedError
-
-
 class FloorTarget(Target):
-    """The graph in this process: `runtime_floor.one_run` (InMemorySaver, InMemoryStore)."""
+    """The graph in this process: `common.one_run` (InMemorySaver, InMemoryStore)."""
 
     label = "floor"
 
@@ -446,31 +130,11 @@ class FloorTarget(Target):
         self.graph = graph
 
     async def run(self, prepared: Any, index: int) -> Sample:
-        from runtime_floor import one_run
-
         latency = await one_run(self.graph, index)
         return Sample(latency, 0.0, 0.0)
 
     def cpu(self) -> float:
         return time.process_time()
-
-
-class ServerTarget(Target):
-    """A server driven by the official SDK through `Harness`."""
-
-    def __init__(self, label: str, harness: Harness, pid: int) -> None:
-        self.label = label
-        self.harness = harness
-        self.pid = pid
-
-    async def prepare(self, count: int) -> list[Any]:
-        return [await self.harness.thread() for _ in range(count)]
-
-    async def run(self, prepared: Any, index: int) -> Sample:
-        return await self.harness.checked_run(prepared, index)
-
-    def cpu(self) -> float:
-        return cpu_seconds(self.pid)
 
 
 def shares(total: int, turns: int) -> list[int]:
@@ -545,31 +209,8 @@ async def warm_up(target: Target, concurrency: int) -> None:
 # The three targets
 
 
-@dataclass
-class Setup:
-    tmp: Path
-    project: Path
-    env: dict[str, str]  # environment of the servers: the model's, tracing off
-    runs: int
-    latency_runs: int
-    concurrency: int
-    turns: int
-    ours_cmd: str
-    user: str | None
-
-
-async def seeds(project: Path) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]:
-    """The store items `load_agent` seeds for the demo revision."""
-    from langgraph.store.memory import InMemoryStore
-
-    store = InMemoryStore()
-    await seed_revision(load_project(project), store)
-    items = await store.asearch((), limit=10_000)
-    return [(item.namespace, item.key, item.value) for item in items]
-
-
 class WithoutUser:
-    """The graph, run without the user `runtime_floor.one_run` puts in every config."""
+    """The graph, run without the user `common.one_run` puts in every config."""
 
     def __init__(self, graph: Any) -> None:
         self.graph = graph
@@ -577,15 +218,6 @@ class WithoutUser:
     async def ainvoke(self, input: Any, config: dict[str, Any]) -> Any:
         configurable = {k: v for k, v in config["configurable"].items() if k != USER_ID_KEY}
         return await self.graph.ainvoke(input, {**config, "configurable": configurable})
-
-
-@dataclass
-class Started:
-    """A target ready to measure, with what the report needs of it beyond the figures."""
-
-    target: Target
-    system_prompt: str
-    pid: int | None = None  # a server's: its RSS is read
 
 
 async def start_floor(setup: Setup, stack: contextlib.AsyncExitStack) -> Started:
@@ -601,90 +233,6 @@ async def start_floor(setup: Setup, stack: contextlib.AsyncExitStack) -> Started
     graph = agent.graph if setup.user else WithoutUser(agent.graph)
     state = await graph.ainvoke(user_input("@say {system}"), {"configurable": configurable})
     return Started(FloorTarget(graph), str(state["messages"][-1].content))
-
-
-async def start_server(
-    label: str,
-    command: list[str],
-    port: int,
-    setup: Setup,
-    stack: contextlib.AsyncExitStack,
-    *,
-    env: dict[str, str],
-    cwd: Path | None,
-    before: Callable[[LangGraphClient], Awaitable[None]] | None = None,
-) -> Started:
-    """Start `command` (a server listening on `port`) until `stack` closes; a failure's
-    error ends with the tail of its log."""
-    log = setup.tmp / (label.split(" (")[0].replace(" ", "-") + ".log")
-    process = stack.enter_context(child(command, log, env=env, cwd=cwd))
-    url = f"http://127.0.0.1:{port}"
-    try:
-        await wait_ready(url, process, log)
-        pid = serving_pid(process.pid, port)
-        print(f"{label}: {url}, serving pid {pid} (launched pid {process.pid})")
-        client = get_client(url=url, api_key=None)
-        stack.push_async_callback(client.http.client.aclose)
-        if before is not None:
-            await before(client)
-        harness = Harness(client, await assistant_of(client), setup.user)
-        _, prompt = await harness.run(await harness.thread(), "@say {system}")
-    except Exception as exc:
-        raise RuntimeError(f"{exc}\n--- {label} log:\n{tail(log)}") from exc
-    return Started(ServerTarget(label, harness, pid), prompt, pid)
-
-
-async def start_langgraph_dev(setup: Setup, stack: contextlib.AsyncExitStack) -> Started:
-    folder = setup.tmp / "langgraph"
-    folder.mkdir()
-    (folder / "bench_graph.py").write_text(
-        GRAPH_MODULE.format(script="bench/" + Path(__file__).name)
-    )
-    config = {"dependencies": ["."], "graphs": {GRAPH_ID: "./bench_graph.py:graph"}}
-    (folder / "langgraph.json").write_text(json.dumps(config, indent=2))
-    langgraph = Path(sys.executable).parent / "langgraph"
-    if not langgraph.exists():
-        raise RuntimeError(f"{langgraph} is missing: pip install -e '.[bench]'")
-    port = free_port()
-    command = [
-        str(langgraph),
-        "dev",
-        "--port",
-        str(port),
-        "--no-browser",
-        "--no-reload",
-        "--n-jobs-per-worker",
-        str(setup.concurrency),
-        "--server-log-level",
-        "WARNING",
-        "--config",
-        str(folder / "langgraph.json"),
-    ]
-    env = {**setup.env, "AGENTCTL_BENCH_PROJECT": str(setup.project)}
-    items = await seeds(setup.project)
-
-    async def seed(client: LangGraphClient) -> None:
-        for namespace, key, value in items:
-            await client.store.put_item(list(namespace), key=key, value=value)
-
-    return await start_server(
-        "langgraph dev", command, port, setup, stack, env=env, cwd=folder, before=seed
-    )
-
-
-async def start_ours(setup: Setup, stack: contextlib.AsyncExitStack) -> Started:
-    port = free_port()
-    if setup.ours_cmd == "dev":
-        agentctl = Path(sys.executable).parent / "agentctl"
-        command = [str(agentctl), "dev", "--port", str(port)]
-        cwd: Path | None = setup.project
-    else:
-        data = setup.tmp / "ours-data"
-        command = [sys.executable, __file__, "_ours", str(setup.project), str(data), str(port)]
-        cwd = None
-    return await start_server(
-        f"agentctl ({setup.ours_cmd})", command, port, setup, stack, env=setup.env, cwd=cwd
-    )
 
 
 STARTERS: dict[str, Callable[[Setup, contextlib.AsyncExitStack], Awaitable[Started]]] = {
@@ -833,16 +381,6 @@ def report(results: dict[str, Figures], setup: Setup) -> None:
             print(f"  {label}, from character {start}:  {other[start : at + 160]!r}")
 
 
-def servers_env(facts: dict[str, Any]) -> dict[str, str]:
-    """The servers' environment: this one without a developer's tracing or model settings,
-    with the scripted model of `facts` (`running_fixtures`); this process takes it too."""
-    os.environ.update(facts["env"])
-    os.environ.update(QUIET_ENV)
-    for name in NOISY_ENV:
-        os.environ.pop(name, None)
-    return dict(os.environ)
-
-
 async def main(args: argparse.Namespace) -> None:
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     with tempfile.TemporaryDirectory(prefix="agentctl-bench-") as tmp_name:
@@ -908,9 +446,4 @@ def parse_args() -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["_fixtures"]:
-        serve_fixtures()
-    elif sys.argv[1:2] == ["_ours"]:
-        serve_ours(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
-    else:
-        asyncio.run(main(parse_args()))
+    asyncio.run(main(parse_args()))

@@ -1,3 +1,12 @@
+"""Fixtures shared by every tier, and the markers that sort the tests into tiers.
+
+A test is marked by what it needs beyond Python (`postgres`, `redis`, `sandbox`, `node`,
+`browser`) and `slow` when it takes seconds; `make test-fast` runs the ones marked none of
+these. Most markers are applied here from the fixtures a test uses, the parameters it runs
+with ("postgres", "redis") and its folder; the few tests that fetch a service dynamically are
+marked by hand. A fixture that reaches a service fails a test not marked for it, so the fast
+tier can never come to need one unnoticed."""
+
 from __future__ import annotations
 
 import asyncio
@@ -16,6 +25,83 @@ from agentctl.testing import ScriptedModelServer, services
 from agentctl.testing.demo import write_demo
 from agentctl.testing.identity import IdpAServer, IdpBServer, OidcIssuer
 from agentctl.testing.mcp_servers import Ledger, calculator, library, serve
+
+# -- tiers --------------------------------------------------------------------------------
+
+# What a fixture needs: a test using it (directly or through another fixture) gets the marker.
+FIXTURE_MARKERS = {
+    "postgres_admin_url": ("postgres",),
+    "database_url": ("postgres",),
+    "redis_server_url": ("redis",),
+    "redis_prefix": ("redis",),
+    "sandbox_dir": ("sandbox",),
+    "node": ("node",),
+    "chromium": ("browser",),
+    # Services fetched inside the fixture (tests/storage): replicas' PostgreSQL storage with
+    # its Redis event log and bus, the Redis bus, the Redis event log.
+    "open_postgres": ("postgres", "redis"),
+    "redis_buses": ("redis",),
+    "redis_backend": ("redis",),
+    # A real agent server per test (tests/server): about a second each.
+    "agent": ("slow",),
+    "gated": ("slow",),
+    "two_users": ("slow",),
+    "limited": ("slow",),
+    "backend": ("slow",),
+    "target": ("slow",),
+    "chat": ("slow",),
+    "signed_in": ("slow",),
+}
+# A backend parameter (the `storage` fixture's "postgres", a bus's "redis"): the PostgreSQL
+# backend of the tests always runs with the Redis event log and bus.
+PARAM_MARKERS = {"postgres": ("postgres", "redis"), "redis": ("redis",)}
+# Folders whose every test needs the same things.
+FOLDER_MARKERS = {
+    "production": ("postgres", "redis"),
+    "sandbox": ("sandbox",),
+    "js": ("node",),
+}
+TESTS = Path(__file__).parent
+
+
+def tier_markers(item: pytest.Item) -> set[str]:
+    """The markers `item` gets from its fixtures, parameters and folder."""
+    names: set[str] = set()
+    for fixture in getattr(item, "fixturenames", ()):
+        names.update(FIXTURE_MARKERS.get(fixture, ()))
+    callspec = getattr(item, "callspec", None)
+    for value in callspec.params.values() if callspec is not None else ():
+        if isinstance(value, str):
+            names.update(PARAM_MARKERS.get(value, ()))
+    folder = item.path.relative_to(TESTS).parts[0]
+    names.update(FOLDER_MARKERS.get(folder, ()))
+    return names
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for name in sorted(tier_markers(item)):
+            item.add_marker(name)
+
+
+RUNNING = pytest.StashKey[pytest.Item]()  # the test being set up or run, for session fixtures
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.session.stash[RUNNING] = item
+
+
+def require_marker(request: pytest.FixtureRequest, marker: str, service: str) -> None:
+    """Fail the running test before it reaches `service` if it lacks `marker`: `make
+    test-fast` runs on machines without the service, and must never select such a test."""
+    item = request.session.stash[RUNNING]
+    if item.get_closest_marker(marker) is None:
+        pytest.fail(
+            f"{item.nodeid} uses {service} but is not marked `{marker}`: add "
+            f"@pytest.mark.{marker} (or a fixture or parameter tests/conftest.py knows)",
+            pytrace=False,
+        )
 
 
 async def eventually(
@@ -185,26 +271,30 @@ def oidc(oidc_server: OidcIssuer) -> OidcIssuer:
 
 
 @pytest.fixture(scope="session")
-def postgres_admin_url() -> str:
+def postgres_admin_url(request: pytest.FixtureRequest) -> str:
+    require_marker(request, "postgres", "PostgreSQL")
     return services.postgres_url()
 
 
 @pytest.fixture(scope="session")
-def redis_server_url() -> str:
+def redis_server_url(request: pytest.FixtureRequest) -> str:
+    require_marker(request, "redis", "Redis")
     return services.redis_url()
 
 
 @pytest.fixture
-def database_url(postgres_admin_url: str) -> Iterator[str]:
+def database_url(request: pytest.FixtureRequest, postgres_admin_url: str) -> Iterator[str]:
     """An empty database of its own, dropped after the test."""
+    require_marker(request, "postgres", "PostgreSQL")
     url = services.fresh_database(postgres_admin_url)
     yield url
     services.drop_database(url)
 
 
 @pytest.fixture
-def redis_prefix(redis_server_url: str) -> Iterator[str]:
+def redis_prefix(request: pytest.FixtureRequest, redis_server_url: str) -> Iterator[str]:
     """A Redis key prefix of its own; its keys are deleted after the test."""
+    require_marker(request, "redis", "Redis")
     import redis
 
     prefix = services.fresh_prefix()
@@ -222,9 +312,10 @@ def redis_prefix(redis_server_url: str) -> Iterator[str]:
 
 
 @pytest.fixture
-def sandbox_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def sandbox_dir(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A folder for the platform sandboxes (AGENTCTL_SANDBOX_DIR) that the unprivileged
     sandbox user can reach, which pytest's own tmp_path (mode 700) is not when run as root."""
+    require_marker(request, "sandbox", "the platform sandbox")
     assert shutil.which("bwrap"), "the sandbox tests need bubblewrap: apt-get install bubblewrap"
     folder = Path(tempfile.mkdtemp(prefix="agentctl-sandboxes-"))
     folder.chmod(0o711)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import httpx
+import pytest
 
 from agentctl.cli import COMMANDS
 from agentctl.project import load_project
@@ -338,6 +339,7 @@ class _Traces(http.server.BaseHTTPRequestHandler):
         pass
 
 
+@pytest.mark.slow
 def test_a_deployed_revision_traces_to_langsmith(
     run_cli: RunCli, tmp_path: Path, model_server: ScriptedModelServer
 ) -> None:

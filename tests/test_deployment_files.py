@@ -63,7 +63,9 @@ def image_env() -> dict[str, str]:
         if "=" not in words[0]:  # the legacy `ENV NAME value` form
             env[words[0]] = " ".join(words[1:])
         else:
-            env.update(word.split("=", 1) for word in words)
+            for word in words:
+                name, value = word.split("=", 1)
+                env[name] = value
     return env
 
 

@@ -36,6 +36,9 @@ from agentctl.testing import ScriptedModelServer
 from agentctl.testing.services import free_port
 from tests.conftest import WriteFiles
 
+# Each test runs `agentctl dev` (or `make demo`) as a subprocess: seconds each.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).parents[1]
 READY_TIMEOUT = 60.0
 
@@ -183,7 +186,7 @@ async def test_dev_serves_the_project_and_stops_on_ctrl_c(demo: Path, start_dev:
         example = dev.wait_for(r"^  Try   curl -s (\S+) -H '([^']+)' -d '(.+)'$")
         assert example.group(1) == f"{url}/runs/wait"
         response = await http.post(example.group(1), content=example.group(3),
-                                   headers=[example.group(2).split(": ")])  # fmt: skip
+                                   headers=[tuple(example.group(2).split(": ", 1))])  # fmt: skip
         assert answer(response.json()) == "scripted reply to: hello"
 
     # Blocking-call detection is on by default; the demo agent (MCP tools over streamable
@@ -243,8 +246,8 @@ async def test_threads_and_memory_survive_a_restart(demo: Path, start_dev: Start
 
     again = start_dev("--config", demo / "agent.toml", "--port", free_port())
     async with get_client(url=again.ready(), api_key=None) as client:
-        kept = await client.threads.get(thread["thread_id"])
-        state = await client.threads.get_state(thread["thread_id"])
+        kept: Any = await client.threads.get(thread["thread_id"])
+        state: Any = await client.threads.get_state(thread["thread_id"])
         note = await client.store.get_item(["notes"], "n1")
     assert note["value"] == {"text": "remember me"}
     assert kept["metadata"]["kept"] is True
@@ -353,7 +356,7 @@ def test_a_reload_that_changes_auth_says_how_to_call_again(demo: Path, start_dev
 # -- errors at startup -----------------------------------------------------------------
 
 
-def run_dev(*args: str | Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run_dev(*args: str | Path | int, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "agentctl", "dev", *map(str, args)],
         capture_output=True,

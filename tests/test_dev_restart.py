@@ -8,7 +8,9 @@ import signal
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
+import pytest
 from langgraph_sdk import get_client
 
 from agentctl.testing import ScriptedModelServer
@@ -17,6 +19,9 @@ from agentctl.testing.services import free_port
 from tests.conftest import PAYING_SCRIPT as SCRIPT
 from tests.conftest import ledger_project
 from tests.test_dev import DevProcess
+
+# `agentctl dev` killed and started again mid-run: seconds.
+pytestmark = pytest.mark.slow
 
 
 async def test_sigkilled_dev_server_resumes_the_run_with_attempt_2(
@@ -32,10 +37,11 @@ async def test_sigkilled_dev_server_resumes_the_run_with_attempt_2(
             url = first.ready()
             client = get_client(url=url, api_key=None)
             thread_id = str(uuid.uuid4())
+            paying: dict[str, Any] = {"messages": [{"role": "user", "content": SCRIPT}]}
             run = await client.runs.create(
                 thread_id,
                 "payer",
-                input={"messages": [{"role": "user", "content": SCRIPT}]},
+                input=paying,
                 if_not_exists="create",
             )
             deadline = time.monotonic() + 30

@@ -31,6 +31,9 @@ from agentctl.testing import ScriptedModelServer
 from agentctl.testing.mcp_servers import calculator, serve
 from tests.conftest import WriteFiles
 
+# Real deep agents on the scripted model and MCP servers: about a second per test.
+pytestmark = pytest.mark.slow
+
 ODD_IDS = ["alice", "a|b", "first.last@example.com", "org/team/user", "with space", "ünï"]
 
 
@@ -433,7 +436,7 @@ async def test_user_memory_isolation_on_sqlite_store(demo: Path, tmp_path: Path)
         await store.setup()
         agent = Agent(
             await load_agent(load_project(demo), "r1", store=store, checkpointer=InMemorySaver()),
-            store,  # type: ignore[arg-type]
+            store,
         )
         write = call("write_file", file_path="/memories/user/diary.md", content="private")
         await agent.ask(write + "\n@say ok", user="abc", thread="abc")

@@ -572,6 +572,7 @@ async def test_async_context_manager_and_stop_during_sleep() -> None:
     assert (await pending).content == "woken"
 
 
+@pytest.mark.slow
 def test_main_entry_point() -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     process = subprocess.Popen(

@@ -114,6 +114,7 @@ def test_missing_config_names_the_path_and_the_fix(run_cli: RunCli, tmp_path: Pa
     )
 
 
+@pytest.mark.slow
 def test_error_docs_are_generated_from_the_rule_table() -> None:
     script = Path(__file__).parents[1] / "scripts" / "gen_errors_doc.py"
     check = subprocess.run([sys.executable, str(script), "--check"], check=False)

@@ -158,6 +158,7 @@ async def test_only_rs256_is_accepted_by_idp_b(idp_b: IdpBServer) -> None:
         await auth.aclose()
 
 
+@pytest.mark.slow
 async def test_a_rotated_key_is_fetched_once_and_made_up_kids_are_rate_limited(
     fresh_server: IdpBServer | OidcIssuer, stranger_key: rsa.RSAPrivateKey
 ) -> None:
@@ -183,6 +184,7 @@ async def test_a_rotated_key_is_fetched_once_and_made_up_kids_are_rate_limited(
         await auth.aclose()
 
 
+@pytest.mark.slow
 async def test_a_failed_refresh_for_a_new_key_is_unavailable_not_a_forgery(
     fresh_server: IdpBServer | OidcIssuer,
 ) -> None:

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import re
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,8 @@ from tests.server.conftest import ALICE, BOB, user, with_auth
 from tests.server.test_isolation import remember
 
 
-def answer(values: dict[str, Any]) -> str:
+def answer(values: object) -> str:
+    assert isinstance(values, dict), values
     content: str = values["messages"][-1]["content"]
     return content
 
@@ -99,7 +101,7 @@ async def test_join_and_cancel_reach_the_replica_running_the_run(
     for _ in range(3):
         again = await any_client.runs.create(thread_id, "demo", input=user("@sleep 30 @say no"))
         run_id = again["run_id"]
-        await eventually(lambda r=run_id: _is(any_client, thread_id, r, "running"), 20)
+        await eventually(partial(_is, any_client, thread_id, run_id, "running"), 20)
         _, elsewhere = cluster.executing(run_id)
         canceller = cluster.client(elsewhere)
         await canceller.runs.cancel(thread_id, run_id)
@@ -258,7 +260,8 @@ async def serving(replica: Replica, number: int) -> None:
     """Wait until `replica` serves revision `number` (a deploy reaches it within seconds)."""
 
     async def switched() -> bool:
-        return (await info(replica))["revision_number"] == number
+        served: int = (await info(replica))["revision_number"]
+        return served == number
 
     await eventually(switched, 10, f"the replica to serve revision {number}")
 

@@ -7,15 +7,17 @@ from __future__ import annotations
 import asyncio
 import itertools
 from dataclasses import dataclass, field
+from typing import cast
 
 import pytest
 from deepagents.backends.protocol import FileUploadResponse
 from langgraph.store.memory import InMemoryStore
 
 from agentctl.errors import RuntimeFailure, UserError
-from agentctl.project.model import SandboxConfig
+from agentctl.project.model import SandboxConfig, SandboxProvider
 from agentctl.sandbox.base import SandboxKey
 from agentctl.sandbox.partners import (
+    Partner,
     PartnerPool,
     check_credentials,
     missing_credentials,
@@ -23,7 +25,7 @@ from agentctl.sandbox.partners import (
     record_location,
 )
 
-INSTALL = {
+INSTALL: dict[SandboxProvider, str] = {
     "sandbox_a": "needs the package langchain-daytona — install it: "
     "pip install 'langchain-daytona>=0.0.9,<0.1'",
     "sandbox_b": "needs the package langchain-modal — install it: "
@@ -34,7 +36,9 @@ INSTALL = {
 
 
 @pytest.mark.parametrize("provider", sorted(INSTALL))
-def test_a_missing_package_says_what_to_install_before_anything_else(provider: str) -> None:
+def test_a_missing_package_says_what_to_install_before_anything_else(
+    provider: SandboxProvider,
+) -> None:
     # No credentials either: the install step is reported first.
     with pytest.raises(UserError) as caught:
         partner_pool(provider, SandboxConfig(provider=provider), {}, InMemoryStore())
@@ -119,13 +123,19 @@ class StandIn:
         self.closed = True
 
 
+def as_partner(stand_in: StandIn) -> Partner:
+    """The stand-in as the pool sees it: it has the two calls the pool makes (`connect`,
+    `create`) and answers with boxes that have the one method the pool uses."""
+    return cast(Partner, stand_in)
+
+
 def pool(partner: StandIn, store: InMemoryStore, secrets: tuple[str, ...] = ()) -> PartnerPool:
-    return PartnerPool("sandbox_a", partner, store, secrets)
+    return PartnerPool("sandbox_a", as_partner(partner), store, secrets)
 
 
 async def test_the_skills_are_copied_into_each_sandbox_once() -> None:
     skills = {"greet/SKILL.md": b"# greet", "greet/greet.py": b"print('hi')"}
-    shared = PartnerPool("sandbox_a", StandIn(), InMemoryStore(), skills=skills)
+    shared = PartnerPool("sandbox_a", as_partner(StandIn()), InMemoryStore(), skills=skills)
     box = await shared.acquire(SandboxKey("bot", "t1"))
     assert box.files == {
         "/memories/skills/greet/SKILL.md": b"# greet",

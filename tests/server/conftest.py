@@ -18,6 +18,7 @@ import pytest
 import uvicorn
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
+from langgraph_sdk.errors import APIStatusError
 
 from agentctl.project import load_project
 from agentctl.server import Server, create_app
@@ -126,6 +127,13 @@ async def assert_json_error(
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/json")
     assert detail in response.json()["detail"]
+
+
+def error_detail(caught: pytest.ExceptionInfo[APIStatusError]) -> str:
+    """The `detail` of the error the SDK raised (its body is typed `object`: any JSON)."""
+    body = caught.value.body
+    assert isinstance(body, dict), body
+    return str(body["detail"])
 
 
 def user(script: str) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
+import pytest
 
 from agentctl.engine.admission import FLOOR, Admission, max_lag_setting
 from tests.conftest import eventually
@@ -104,6 +105,7 @@ async def lagging_loop() -> AsyncIterator[None]:
             await task
 
 
+@pytest.mark.slow
 async def test_while_the_loop_lags_runs_wait_pending_and_all_finish_once_it_keeps_up(
     demo: Path, tmp_path: Path
 ) -> None:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import httpx
 import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
 from agentctl.engine import assistant_uuid
-from tests.server.conftest import Running, assert_json_error, user
+from tests.server.conftest import Running, assert_json_error, error_detail, user
 
 
 async def test_the_deployment_assistant_exists_under_its_graph_name(agent: Running) -> None:
@@ -58,13 +59,13 @@ async def test_create_get_conflict_and_do_nothing(agent: Running) -> None:
 async def test_create_refuses_another_graph_and_bad_ids(agent: Running) -> None:
     with pytest.raises(UnprocessableEntityError) as other:
         await agent.client.assistants.create("some-other-graph")
-    assert "serves graph 'demo'" in other.value.body["detail"]
+    assert "serves graph 'demo'" in error_detail(other)
     with pytest.raises(UnprocessableEntityError) as bad:
         await agent.client.assistants.create("demo", assistant_id="not-a-uuid")
-    assert "not a UUID" in bad.value.body["detail"]
+    assert "not a UUID" in error_detail(bad)
     with pytest.raises(NotFoundError) as missing:
         await agent.client.assistants.get(str(uuid.uuid4()))
-    assert "serves the agent 'demo'" in missing.value.body["detail"]
+    assert "serves the agent 'demo'" in error_detail(missing)
 
 
 async def test_search_count_pagination_and_select(agent: Running, http: httpx.AsyncClient) -> None:
@@ -121,7 +122,7 @@ async def test_patch_makes_versions_and_latest_switches_back(agent: Running) -> 
 
     with pytest.raises(NotFoundError) as missing:
         await client.set_latest(aid, 9)
-    assert "no version 9" in missing.value.body["detail"]
+    assert "no version 9" in error_detail(missing)
     with pytest.raises(UnprocessableEntityError):
         await client.update(aid, graph_id="elsewhere")
 
@@ -136,7 +137,7 @@ async def test_delete_and_the_default_is_protected(agent: Running) -> None:
         await client.delete(created["assistant_id"])
     with pytest.raises(ConflictError) as refused:
         await client.delete("demo")
-    assert "cannot be deleted" in refused.value.body["detail"]
+    assert "cannot be deleted" in error_detail(refused)
     assert (await client.get("demo"))["graph_id"] == "demo"
 
 
@@ -173,7 +174,7 @@ async def test_delete_cancels_the_assistants_runs_in_flight(agent: Running) -> N
     for run in (running, queued):
         assert (await agent.client.runs.get(tid, run["run_id"]))["status"] == "interrupted"
     # The thread is free again for others' runs.
-    values = await agent.client.runs.wait(tid, "demo", input=user("after"))
+    values: Any = await agent.client.runs.wait(tid, "demo", input=user("after"))
     assert values["messages"][-1]["content"] == "scripted reply to: after"
 
 
@@ -191,7 +192,7 @@ async def test_graph_drawing(agent: Running, http: httpx.AsyncClient) -> None:
 
 
 async def test_schemas_and_subgraphs(agent: Running) -> None:
-    schemas = await agent.client.assistants.get_schemas("demo")
+    schemas: Any = await agent.client.assistants.get_schemas("demo")
     assert schemas["graph_id"] == "demo"
     assert set(schemas) == {
         "graph_id", "input_schema", "output_schema", "state_schema", "config_schema",

@@ -188,6 +188,7 @@ async def test_an_idp_b_outage_is_503_not_401(two_users: TwoUsers) -> None:
     assert len(await studio.threads.search()) == 1  # the refused requests created nothing
 
 
+@pytest.mark.slow
 async def test_idp_a_outage_is_503_and_a_revoked_session_ends(
     demo: Path, tmp_path: Path, idp_a: IdpAServer
 ) -> None:
@@ -235,6 +236,7 @@ async def test_idp_a_outage_is_503_and_a_revoked_session_ends(
         assert (await fresh.threads.get(thread["thread_id"]))["metadata"] == {"owner": ALICE}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", ["idp_a", "idp_b", "oidc"])
 async def test_a_valid_token_works_end_to_end(
     provider: str, request: pytest.FixtureRequest, demo: Path, tmp_path: Path

@@ -93,6 +93,7 @@ UNPARSABLE = [
 async def test_values_no_store_holds_are_422(backend: httpx.AsyncClient) -> None:
     """Each case on one server (a server per case would cost a minute)."""
     wrong = []
+    requests: list[tuple[str, str, bytes | None, str]]
     requests = [(m, p, json.dumps(b).encode(), f) for m, p, b, f in BAD_BODIES]
     requests += [("GET", path, None, field) for path, field in BAD_URLS]
     requests += [("POST", "/threads/search", body, "body") for body in UNPARSABLE]

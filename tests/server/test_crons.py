@@ -14,7 +14,7 @@ from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 from agentctl.engine import assistant_uuid
 from agentctl.storage.base import Run
 from tests.conftest import eventually
-from tests.server.conftest import Running, assert_json_error, user
+from tests.server.conftest import Running, assert_json_error, error_detail, user
 
 EVERY_SECOND = "* * * * * *"  # croniter: a sixth field is the seconds
 NEVER_SOON = "0 0 1 1 *"
@@ -35,14 +35,16 @@ def submitted(agent: Running) -> list[Run]:
     return runs
 
 
-def parse(value: str) -> datetime:
+# The SDK types a created cron as a Run and its dates as datetimes: the server sends a cron,
+# with ISO dates, so the crons and dates below are `Any` (JSON) here.
+def parse(value: Any) -> datetime:
     return datetime.fromisoformat(value)
 
 
 async def test_create_get_search_count(agent: Running, http: httpx.AsyncClient) -> None:
     crons = agent.client.crons
     thread = await agent.client.threads.create()
-    stateless = await crons.create(
+    stateless: Any = await crons.create(
         "demo", schedule=NEVER_SOON, input=user("tick"), metadata={"team": "a"}
     )
     assert uuid.UUID(stateless["cron_id"])
@@ -57,7 +59,7 @@ async def test_create_get_search_count(agent: Running, http: httpx.AsyncClient) 
     assert next_run > datetime.now(UTC)
     assert (next_run.month, next_run.day, next_run.hour, next_run.minute) == (1, 1, 0, 0)
 
-    on_thread = await crons.create_for_thread(
+    on_thread: Any = await crons.create_for_thread(
         thread["thread_id"], "demo", schedule="30 9 * * *", timezone="America/New_York",
         multitask_strategy="reject", enabled=False,
     )  # fmt: skip
@@ -83,17 +85,19 @@ async def test_create_get_search_count(agent: Running, http: httpx.AsyncClient) 
 
 
 async def test_a_timezone_moves_the_next_date(agent: Running) -> None:
-    utc = await agent.client.crons.create("demo", schedule="0 9 * * *")
-    tokyo = await agent.client.crons.create("demo", schedule="0 9 * * *", timezone="Asia/Tokyo")
+    utc: Any = await agent.client.crons.create("demo", schedule="0 9 * * *")
+    tokyo: Any = await agent.client.crons.create(
+        "demo", schedule="0 9 * * *", timezone="Asia/Tokyo"
+    )
     assert parse(utc["next_run_date"]).hour == 9
     assert parse(tokyo["next_run_date"]).astimezone(UTC).hour == 0  # 09:00 JST
 
 
 async def test_patch_and_delete(agent: Running) -> None:
     crons = agent.client.crons
-    cron = await crons.create("demo", schedule=NEVER_SOON, metadata={"a": 1}, input=user("x"))
+    cron: Any = await crons.create("demo", schedule=NEVER_SOON, metadata={"a": 1}, input=user("x"))
     end = datetime.now(UTC) + timedelta(days=400)
-    patched = await crons.update(
+    patched: Any = await crons.update(
         cron["cron_id"], schedule="15 * * * *", metadata={"b": 2}, end_time=end,
         input=user("y"), on_run_completed="keep",
     )  # fmt: skip
@@ -124,18 +128,18 @@ async def test_bad_schedules_and_references(agent: Running) -> None:
     crons = agent.client.crons
     with pytest.raises(UnprocessableEntityError) as bad:
         await crons.create("demo", schedule="every monday")
-    assert "not a valid cron expression" in bad.value.body["detail"]
+    assert "not a valid cron expression" in error_detail(bad)
     with pytest.raises(UnprocessableEntityError) as out_of_range:
         await crons.create("demo", schedule="61 * * * *")
-    assert "61 * * * *" in out_of_range.value.body["detail"]
+    assert "61 * * * *" in error_detail(out_of_range)
     with pytest.raises(UnprocessableEntityError) as zone:
         await crons.create("demo", schedule="* * * * *", timezone="Mars/Olympus")
-    assert "timezone 'Mars/Olympus'" in zone.value.body["detail"]
+    assert "timezone 'Mars/Olympus'" in error_detail(zone)
     with pytest.raises(NotFoundError):
         await crons.create(str(uuid.uuid4()), schedule="* * * * *")
     with pytest.raises(NotFoundError):
         await crons.create_for_thread(str(uuid.uuid4()), "demo", schedule="* * * * *")
-    cron = await crons.create("demo", schedule=NEVER_SOON)
+    cron: Any = await crons.create("demo", schedule=NEVER_SOON)
     with pytest.raises(UnprocessableEntityError):
         await crons.update(cron["cron_id"], schedule="* * *")
     assert await crons.count() == 1
@@ -144,7 +148,7 @@ async def test_bad_schedules_and_references(agent: Running) -> None:
 async def test_a_thread_cron_runs_on_its_thread(agent: Running, submitted: list[Run]) -> None:
     thread = await agent.client.threads.create()
     thread_id = thread["thread_id"]
-    cron = await agent.client.crons.create_for_thread(
+    cron: Any = await agent.client.crons.create_for_thread(
         thread_id, "demo", schedule=EVERY_SECOND, input=user("ping"), metadata={"from": "cron"}
     )
 
@@ -158,8 +162,8 @@ async def test_a_thread_cron_runs_on_its_thread(agent: Running, submitted: list[
     assert all(run.thread_id == thread_id and not run.temporary for run in submitted)
     runs = await agent.client.runs.list(thread_id)
     assert runs
-    assert runs[-1]["metadata"]["from"] == "cron"
-    values = (await agent.client.threads.get(thread_id))["values"]
+    assert (runs[-1]["metadata"] or {}).get("from") == "cron"
+    values: Any = (await agent.client.threads.get(thread_id))["values"]
     assert [m["content"] for m in values["messages"][:2]] == ["ping", "scripted reply to: ping"]
     # Deleted: no more runs.
     count = len(submitted)
@@ -168,7 +172,7 @@ async def test_a_thread_cron_runs_on_its_thread(agent: Running, submitted: list[
 
 
 async def test_a_stateless_cron_runs_on_new_threads(agent: Running, submitted: list[Run]) -> None:
-    cron = await agent.client.crons.create(
+    cron: Any = await agent.client.crons.create(
         "demo", schedule=EVERY_SECOND, input=user("hello"), on_run_completed="keep"
     )
 
@@ -185,7 +189,7 @@ async def test_a_stateless_cron_runs_on_new_threads(agent: Running, submitted: l
 
 
 async def test_a_stateless_cron_deletes_its_threads(agent: Running, submitted: list[Run]) -> None:
-    cron = await agent.client.crons.create("demo", schedule=EVERY_SECOND, input=user("gone"))
+    cron: Any = await agent.client.crons.create("demo", schedule=EVERY_SECOND, input=user("gone"))
 
     async def fired() -> bool:
         return bool(submitted)
@@ -203,7 +207,7 @@ async def test_a_stateless_cron_deletes_its_threads(agent: Running, submitted: l
 
 async def test_a_cron_stops_at_its_end_time(agent: Running, submitted: list[Run]) -> None:
     end = datetime.now(UTC) + timedelta(seconds=1.5)
-    cron = await agent.client.crons.create(
+    cron: Any = await agent.client.crons.create(
         "demo", schedule=EVERY_SECOND, input=user("until"), end_time=end
     )
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 CHECK = """
 import gc, weakref
 from agentctl.server import heap
@@ -40,6 +42,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow
 def test_settled_heap_still_collects_cycles() -> None:
     done = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -172,7 +172,9 @@ async def test_a_values_search_reads_a_bounded_number_of_threads(
 ) -> None:
     threads = limited.client.threads
     skills = ["review"]  # a plain channel of the deep agent (messages are a delta channel)
-    step = [{"updates": [{"values": {"pinned_skills": skills}, "as_node": "model"}]}]
+    step: list[dict[str, Any]] = [
+        {"updates": [{"values": {"pinned_skills": skills}, "as_node": "model"}]}
+    ]
     made = [await threads.create(metadata={"group": "a"}, supersteps=step) for _ in range(2)]
     await threads.create(metadata={"group": "b"})
     await threads.create(metadata={"group": "b"}, supersteps=step)
@@ -187,7 +189,7 @@ async def test_a_values_search_reads_a_bounded_number_of_threads(
 
     found = await threads.search(metadata={"group": "a"}, values={"pinned_skills": skills})
     assert {t["thread_id"] for t in found} == {t["thread_id"] for t in made}
-    assert all(t["values"]["pinned_skills"] == skills for t in found)
+    assert all((t["values"] or {}).get("pinned_skills") == skills for t in found)
     assert await threads.count(metadata={"group": "b"}, values={"pinned_skills": skills}) == 1
     assert await threads.count(metadata={"group": "b"}, values={"pinned_skills": []}) == 0
     page = await threads.search(metadata={"group": "a"}, values={"pinned_skills": skills}, limit=1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -53,7 +54,8 @@ async def test_huge_body_is_refused_without_being_read(http: httpx.AsyncClient) 
     assert response.status_code == 413
     assert "larger than 10 MiB" in response.json()["detail"]
 
-    async def chunks():  # no Content-Length: the limit applies while reading
+    # No Content-Length: the limit applies while reading.
+    async def chunks() -> AsyncIterator[bytes]:
         for _ in range(12):
             yield b"x" * (1024 * 1024)
 

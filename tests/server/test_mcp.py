@@ -310,6 +310,7 @@ async def test_runs_belong_to_the_signed_in_caller(agent: Running, issuer: IdpBS
 # -- approval gates ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_an_approval_gate_answers_instead_of_hanging(tmp_path: Path) -> None:
     root = tmp_path / "gated"
     root.mkdir()

@@ -195,6 +195,7 @@ async def test_refusals_are_logged_once_with_what_allows_the_page(
     assert len(refusals(caplog)) == MAX_LOGGED_REFUSALS - 3
 
 
+@pytest.mark.slow
 async def test_serve_logs_the_setting_that_allows_a_refused_page(
     demo: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -235,6 +236,7 @@ async def test_listed_origins_get_credentials_and_others_still_refused(chat: Run
         assert_refused(refused, "may not call")
 
 
+@pytest.mark.slow
 async def test_serve_allows_no_page_but_its_own_unless_listed(demo: Path, tmp_path: Path) -> None:
     async with (
         running_server(demo, tmp_path / "data", origins=OriginPolicy()) as running,

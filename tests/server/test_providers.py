@@ -187,6 +187,7 @@ async def a2a_answer(
     return get_artifact_text(response.task.artifacts[-1], delimiter="")
 
 
+@pytest.mark.slow
 async def test_approval_gate_pauses_and_resumes(provider: str, tmp_path: Path) -> None:
     root = tmp_path / "gated"
     root.mkdir()
@@ -199,7 +200,7 @@ async def test_approval_gate_pauses_and_resumes(provider: str, tmp_path: Path) -
     async with running_server(root, tmp_path / "data") as running:
         client = running.client
         thread = await client.threads.create()
-        paused = await client.runs.wait(thread["thread_id"], "gated", input=user(script))
+        paused: Any = await client.runs.wait(thread["thread_id"], "gated", input=user(script))
         [interrupt] = paused["__interrupt__"]
         assert interrupt["value"]["action_requests"][0]["name"] == "write_file"
         done = await client.runs.wait(

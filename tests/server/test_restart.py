@@ -7,12 +7,15 @@ import asyncio
 import uuid
 from pathlib import Path
 
+import pytest
+
 from agentctl.testing.mcp_servers import Ledger
 from tests.conftest import PAYING_SCRIPT as SCRIPT
 from tests.conftest import ledger_project
 from tests.server.conftest import running_server, user
 
 
+@pytest.mark.slow
 async def test_stopped_server_resumes_the_run_on_restart(
     tmp_path: Path, ledger: tuple[Ledger, int]
 ) -> None:

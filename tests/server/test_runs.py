@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
@@ -33,7 +33,8 @@ async def collect(stream: Any, limit: int | None = None) -> list[StreamPart]:
     return parts
 
 
-def last_answer(values: dict[str, Any]) -> str:
+def last_answer(values: object) -> str:
+    assert isinstance(values, dict), values
     return str(values["messages"][-1]["content"])
 
 
@@ -43,7 +44,7 @@ async def test_wait_returns_the_final_values(agent: Running) -> None:
         thread_id, "demo", input=user("hi"), if_not_exists="create"
     )
     assert last_answer(values) == "scripted reply to: hi"
-    again = await agent.client.runs.wait(thread_id, "demo", input=user("again"))
+    again: Any = await agent.client.runs.wait(thread_id, "demo", input=user("again"))
     assert [m["content"] for m in again["messages"] if m["type"] == "human"] == ["hi", "again"]
 
 
@@ -205,7 +206,9 @@ async def test_enqueue_runs_one_after_the_other(agent: Running) -> None:
 
 
 @pytest.mark.parametrize("strategy", ["interrupt", "rollback"])
-async def test_interrupt_and_rollback_stop_the_running_run(agent: Running, strategy: str) -> None:
+async def test_interrupt_and_rollback_stop_the_running_run(
+    agent: Running, strategy: Literal["interrupt", "rollback"]
+) -> None:
     thread_id = new_thread_id()
     first = await agent.client.runs.create(
         thread_id, "demo", input=user("@sleep 5 @say never"), if_not_exists="create"
@@ -295,7 +298,7 @@ async def test_thread_stream_carries_every_run(agent: Running) -> None:
     run_ids = [p.data["run_id"] for p in seen if p.event == "metadata" and "attempt" in p.data]
     assert len(run_ids) == 3
     assert run_ids[-1] == background["run_id"]
-    ids = [p.id for p in seen]
+    ids = [str(p.id) for p in seen]
     assert ids == sorted(ids, key=lambda i: tuple(int(x) for x in i.split("-")))
 
 
@@ -344,7 +347,7 @@ async def test_approval_gate_in_a_subagent_pauses_the_run(gated: Running) -> Non
     # The subagent's own script (its task description) hits the gate.
     script = call("task", description=WRITE, subagent_type="helper") + "\n@say done"
     thread_id = new_thread_id()
-    paused = await gated.client.runs.wait(
+    paused: Any = await gated.client.runs.wait(
         thread_id, "gated", input=user(script), if_not_exists="create"
     )
     [interrupt] = paused["__interrupt__"]
@@ -359,7 +362,7 @@ async def test_approval_gate_in_a_subagent_pauses_the_run(gated: Running) -> Non
 
 async def test_approval_gate_edit_and_reject(gated: Running) -> None:
     thread_id = new_thread_id()
-    paused = await gated.client.runs.wait(
+    paused: Any = await gated.client.runs.wait(
         thread_id, "gated", input=user(WRITE), if_not_exists="create"
     )
     assert paused["__interrupt__"]
@@ -385,7 +388,7 @@ async def test_strict_resume_refuses_an_interrupt_that_is_not_waiting(gated: Run
     info = await gated.client.http.get("/info")
     assert info["flags"]["strict_resume"] is True
     thread_id = new_thread_id()
-    paused = await gated.client.runs.wait(
+    paused: Any = await gated.client.runs.wait(
         thread_id, "gated", input=user(WRITE), if_not_exists="create"
     )
     [interrupt] = paused["__interrupt__"]
@@ -413,6 +416,7 @@ async def test_strict_resume_refuses_an_interrupt_that_is_not_waiting(gated: Run
     assert status == "success"
 
 
+@pytest.mark.slow
 async def test_a_full_replica_leaves_runs_pending_and_shows_it(demo: Path, tmp_path: Path) -> None:
     """With `max_runs` runs executing, further runs wait, pending, and start as slots free
     up; /metrics shows the replica's capacity, its runs in flight and the queue."""
@@ -441,6 +445,8 @@ async def test_a_full_replica_leaves_runs_pending_and_shows_it(demo: Path, tmp_p
         assert statuses == ["success"] * 3
 
 
+@pytest.mark.postgres
+@pytest.mark.redis
 async def test_runs_waiting_for_their_model_share_a_small_postgres_pool(
     request: pytest.FixtureRequest, demo: Path, tmp_path: Path
 ) -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import Any
 
 import httpx
 import pytest
+from langgraph_sdk.schema import StreamMode
 
 from tests.server.conftest import Running, call, user
 
@@ -62,7 +64,7 @@ async def test_list_of_modes_and_messages_tuple(agent: Running) -> None:
 
 
 @pytest.mark.parametrize("mode", ["debug", "tasks", "checkpoints", "events", "messages"])
-async def test_every_stream_mode_names_its_events(agent: Running, mode: str) -> None:
+async def test_every_stream_mode_names_its_events(agent: Running, mode: StreamMode) -> None:
     parts = [
         part
         async for part in agent.client.runs.stream(
@@ -77,7 +79,7 @@ async def test_every_stream_mode_names_its_events(agent: Running, mode: str) -> 
 
 async def test_durability_exit_still_persists_the_result(agent: Running) -> None:
     thread_id = str(uuid.uuid4())
-    values = await agent.client.runs.wait(
+    values: Any = await agent.client.runs.wait(
         thread_id, "demo", input=user("durable"), durability="exit", if_not_exists="create"
     )
     assert values["messages"][-1]["content"] == "scripted reply to: durable"
@@ -94,7 +96,7 @@ async def test_disconnect_with_on_disconnect_cancel_stops_the_run(agent: Running
         on_disconnect="cancel",
     )  # fmt: skip
     first = await stream.__anext__()
-    await stream.aclose()
+    await stream.aclose()  # type: ignore[attr-defined]  # an async generator, typed as an iterator
     run_id = first.data["run_id"]
     for _ in range(200):
         run = await agent.client.runs.get(thread_id, run_id)
@@ -106,7 +108,8 @@ async def test_disconnect_with_on_disconnect_cancel_stops_the_run(agent: Running
 
 async def test_batch_and_bulk_cancel(agent: Running) -> None:
     runs = await agent.client.runs.create_batch(
-        [{"assistant_id": "demo", "input": user(f"batch {i}")} for i in range(3)]
+        # RunCreate lists every key as required; the API needs only the assistant.
+        [{"assistant_id": "demo", "input": user(f"batch {i}")} for i in range(3)]  # type: ignore[typeddict-item]
     )
     assert len(runs) == 3
     thread_id = str(uuid.uuid4())

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from langgraph_sdk.errors import UnprocessableEntityError
 
-from tests.server.conftest import Running, assert_json_error
+from tests.server.conftest import Running, assert_json_error, error_detail
 
 
 async def test_put_get_overwrite_delete(agent: Running) -> None:
@@ -87,13 +87,13 @@ async def test_list_namespaces(agent: Running) -> None:
 async def test_bad_namespaces(agent: Running, http: httpx.AsyncClient) -> None:
     with pytest.raises(UnprocessableEntityError) as empty:
         await agent.client.store.put_item(["a", ""], "k", {"v": 1})
-    assert "empty" in empty.value.body["detail"]
+    assert "empty" in error_detail(empty)
     with pytest.raises(UnprocessableEntityError) as none:
         await agent.client.store.put_item([], "k", {"v": 1})
-    assert "at least one label" in none.value.body["detail"]
+    assert "at least one label" in error_detail(none)
     with pytest.raises(UnprocessableEntityError) as reserved:
         await agent.client.store.put_item(["langgraph"], "k", {"v": 1})
-    assert "langgraph" in reserved.value.body["detail"]
+    assert "langgraph" in error_detail(reserved)
     # The SDK refuses dotted labels itself; a raw request gets a 422 from the server.
     dotted = await http.put(
         "/store/items", json={"namespace": ["a.b"], "key": "k", "value": {"v": 1}}

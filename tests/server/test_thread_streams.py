@@ -7,7 +7,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 import pytest
@@ -19,7 +19,8 @@ from agentctl.server.protocol.projection import RunView
 from tests.conftest import eventually
 from tests.server.conftest import ALICE, Running, TwoUsers, call, user
 
-TRANSPORTS = ["sse", "websocket"]
+Transport = Literal["sse", "websocket"]
+TRANSPORTS: list[Transport] = ["sse", "websocket"]
 WRITE = call("write_file", file_path="/notes.md", content="hello") + "\n@say {last_tool_result}"
 LIST = call("ls", path="/") + "\n@say listed"
 
@@ -32,7 +33,9 @@ async def wait_interrupted(thread: AsyncThreadStream) -> None:
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_a_run_streams_messages_tool_calls_and_values(gated: Running, transport: str) -> None:
+async def test_a_run_streams_messages_tool_calls_and_values(
+    gated: Running, transport: Transport
+) -> None:
     async with gated.client.threads.stream(assistant_id="gated", transport=transport) as thread:
         result = await thread.run.start(input=user(LIST))
         assert uuid.UUID(result["run_id"])
@@ -57,7 +60,7 @@ async def test_a_run_streams_messages_tool_calls_and_values(gated: Running, tran
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_an_approval_gate_is_answered_through_the_command_channel(
-    gated: Running, transport: str
+    gated: Running, transport: Transport
 ) -> None:
     async with gated.client.threads.stream(assistant_id="gated", transport=transport) as thread:
         await thread.run.start(input=user(WRITE))
@@ -144,7 +147,7 @@ async def test_a_follow_up_run_on_the_same_stream(gated: Running) -> None:
                 messages = [message async for message in thread.messages]
             answers.append([await message.text for message in messages])
     assert answers == [["first"], ["second"]]
-    state = await gated.client.threads.get_state(thread.thread_id)
+    state: Any = await gated.client.threads.get_state(thread.thread_id)
     contents = [m["content"] for m in state["values"]["messages"] if m["type"] == "ai"]
     assert contents == ["first", "second"]
     events = await read_events(gated.url, thread.thread_id, ["lifecycle"], runs=2)
@@ -259,11 +262,12 @@ async def test_a_user_never_sees_another_users_thread_stream(two_users: TwoUsers
             f"/threads/{thread_id}/stream/events", json={"channels": ["values"]}
         )
         assert stream.status_code == 404
-        for method, params in [
+        commands: list[tuple[str, dict[str, Any]]] = [
             ("run.start", {"assistant_id": "demo", "input": user("@say mine now")}),
             ("state.get", {"namespace": []}),
             ("agent.getTree", {}),
-        ]:
+        ]
+        for method, params in commands:
             answer = await command(bob, thread_id, method, params)
             assert answer["type"] == "error", (method, answer)
             assert "not found" in answer["message"]
@@ -517,7 +521,7 @@ async def test_input_sent_while_a_run_stops_at_a_gate_answers_the_gate(gated: Ru
         assert [e["params"]["data"]["event"] for e in events if not e["params"]["namespace"]] == [
             "running", "interrupted", "running", "completed",
         ]  # fmt: skip
-    state = await gated.client.threads.get_state(thread_id)
+    state: Any = await gated.client.threads.get_state(thread_id)
     assert state["values"]["files"]["/notes.md"]["content"] == "hello"
 
 

@@ -21,11 +21,12 @@ OpenPostgres = Callable[[str], Awaitable[PostgresStorage]]
 async def postgres_opener(request: pytest.FixtureRequest) -> AsyncIterator[OpenPostgres]:
     """Opens `PostgresStorage`s as replicas would, each with its own pool, Redis client,
     event log and bus (wired as `storage/open.py` does), and closes them all on exit."""
-    redis_url = request.getfixturevalue("redis_server_url")
-    prefix = request.getfixturevalue("redis_prefix")
     async with contextlib.AsyncExitStack() as stack:
 
         async def open_one(database_url: str) -> PostgresStorage:
+            # Fetched here, not on entry: a test's SQLite twin enters this too.
+            redis_url = request.getfixturevalue("redis_server_url")
+            prefix = request.getfixturevalue("redis_prefix")
             client = await connect_redis(redis_url)
             stack.push_async_callback(client.aclose)
             events = RedisEventLog(client, prefix=prefix)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -37,13 +37,13 @@ async def open_buses(kind: str, request: pytest.FixtureRequest) -> AsyncIterator
     url = request.getfixturevalue("redis_server_url")
     prefix = request.getfixturevalue("redis_prefix")
     async with contextlib.AsyncExitStack() as stack:
-        buses = []
+        buses: list[Bus] = []
         for _ in range(2):  # as two processes: a client and a bus each
             client = await connect_redis(url)
             stack.push_async_callback(client.aclose)
-            bus = RedisBus(client, prefix=prefix)
-            stack.push_async_callback(bus.close)
-            buses.append(bus)
+            redis_bus = RedisBus(client, prefix=prefix)
+            stack.push_async_callback(redis_bus.close)
+            buses.append(redis_bus)
         yield Buses("redis", buses[0], buses[1], client)
 
 
@@ -79,9 +79,11 @@ class Inbox:
 
 async def ready(bus: Bus, *topics: str) -> None:
     """Until a Redis bus hears `topics` (a subscription takes a round trip to confirm)."""
-    ready = getattr(bus, "ready", None)  # LocalBus: at once
-    for topic in topics if ready is not None else ():
-        assert await ready(topic)
+    confirmed: Callable[[str], Awaitable[bool]] | None = getattr(bus, "ready", None)
+    if confirmed is None:  # LocalBus: at once
+        return
+    for topic in topics:
+        assert await confirmed(topic)
 
 
 async def settle() -> None:

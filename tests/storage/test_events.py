@@ -10,7 +10,7 @@ import contextlib
 import logging
 import random
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -82,7 +82,11 @@ async def collect(
 ) -> list[Event]:
     """What a follower gets, up to `limit` events or the run's end."""
     got: list[Event] = []
-    stream = follow(storage_of(log), thread, run_id=run_id, last_event_id=last_event_id)
+    # `follow` is an async generator (closable), annotated as the iterator its callers need.
+    stream = cast(
+        AsyncGenerator[Event | None, None],
+        follow(storage_of(log), thread, run_id=run_id, last_event_id=last_event_id),
+    )
     async with contextlib.aclosing(stream):
         async for event in stream:
             if event is None:

@@ -34,12 +34,12 @@ def keys(items: list[Any]) -> list[str]:
 async def test_every_write_is_seen_by_the_next_read(store: LoopSqliteStore) -> None:
     await store.aput(NS, "a", {"content": "one"})
     assert keys(await store.asearch(NS)) == ["a"]
-    assert (await store.aget(NS, "a")).value == {"content": "one"}  # type: ignore[union-attr]
+    assert (await store.aget(NS, "a")).value == {"content": "one"}
 
     await store.aput(NS, "b", {"content": "two"})  # a new item
     assert keys(await store.asearch(NS)) == ["a", "b"]
     await store.aput(NS, "a", {"content": "edited"})  # an edit
-    assert (await store.aget(NS, "a")).value == {"content": "edited"}  # type: ignore[union-attr]
+    assert (await store.aget(NS, "a")).value == {"content": "edited"}
     await store.adelete(NS, "b")  # a delete
     assert keys(await store.asearch(NS)) == ["a"]
     assert await store.aget(NS, "b") is None
@@ -79,4 +79,4 @@ def test_a_read_racing_a_write_is_not_kept(store: LoopSqliteStore) -> None:
         resume.set()
         reader.join(5)
     assert answers[0].value == {"content": "old"}
-    assert store.get(NS, "a").value == {"content": "new"}  # type: ignore[union-attr]
+    assert store.get(NS, "a").value == {"content": "new"}
