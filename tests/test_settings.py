@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from agentctl import settings
+from agentctl.errors import SettingsError
 from agentctl.settings import Settings
 
 
@@ -30,9 +31,9 @@ def test_the_loop_lag_limit_is_turned_off_with_zero_and_refuses_negatives() -> N
     assert Settings.from_env({}).max_loop_lag_ms == 10.0
     assert Settings.from_env({"AGENTCTL_MAX_LOOP_LAG_MS": "0"}).max_loop_lag_ms == 0
     assert Settings.from_env({"AGENTCTL_MAX_LOOP_LAG_MS": "2.5"}).max_loop_lag_ms == 2.5
-    with pytest.raises(settings.SettingsError, match="LOOP_LAG_MS: must be 0 or greater"):
+    with pytest.raises(SettingsError, match="LOOP_LAG_MS: must be 0 or greater"):
         Settings.from_env({"AGENTCTL_MAX_LOOP_LAG_MS": "-1"})
-    with pytest.raises(settings.SettingsError, match="AGENTCTL_PORT: must be 0 or greater"):
+    with pytest.raises(SettingsError, match="AGENTCTL_PORT: must be 0 or greater"):
         Settings.from_env({"AGENTCTL_PORT": "-1"})
-    with pytest.raises(settings.SettingsError, match="MAX_RUNS: must be greater than 0"):
+    with pytest.raises(SettingsError, match="MAX_RUNS: must be greater than 0"):
         Settings.from_env({"AGENTCTL_MAX_RUNS": "0"})
