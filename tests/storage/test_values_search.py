@@ -12,7 +12,7 @@ from langgraph.types import StateUpdate
 from agentctl.engine import Deployment, RunEngine
 from agentctl.project import load_project
 from agentctl.runtime import load_agent
-from agentctl.server.app import Server
+from agentctl.server.context import Server
 from agentctl.server.errors import ApiError
 from agentctl.server.limits import Limits
 from agentctl.server.state_view import thread_config

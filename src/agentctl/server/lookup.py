@@ -7,7 +7,7 @@ import uuid
 
 from agentctl.engine.deployment import assistant_uuid
 from agentctl.server.access import Caller
-from agentctl.server.app import Server
+from agentctl.server.context import Server
 from agentctl.server.errors import ApiError, not_found
 from agentctl.storage.base import Assistant, Run, Thread
 

@@ -17,7 +17,7 @@ from agentctl.engine.streams import follow, run_done, wanted
 from agentctl.engine.wire import END_EVENT
 from agentctl.server import lookup
 from agentctl.server.access import Caller
-from agentctl.server.app import Server
+from agentctl.server.context import Server
 from agentctl.server.sse import HEARTBEAT, frame, stream_headers
 from agentctl.storage.base import FINAL_RUN_STATUSES, Event, Run
 

@@ -18,7 +18,7 @@ from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.pregel._checkpoint import achannels_from_checkpoint
 
 from agentctl import serde
-from agentctl.server.app import Server
+from agentctl.server.context import Server
 from agentctl.server.errors import ApiError
 from agentctl.server.limits import beyond
 from agentctl.server.state_view import thread_config, thread_values

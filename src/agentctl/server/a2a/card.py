@@ -23,7 +23,7 @@ from a2a.types import (
     StringList,
 )
 
-from agentctl.server.app import Server
+from agentctl.server.context import Server
 from agentctl.storage.base import Assistant
 
 # The protocol versions the endpoint speaks: 1.0 methods (`SendMessage`, ...) and the

@@ -29,7 +29,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from agentctl import serde
 from agentctl.server.access import Caller
-from agentctl.server.app import Server
+from agentctl.server.context import Server
 from agentctl.server.errors import ApiError
 from agentctl.server.protocol.commands import Commands, error, malformed, success
 from agentctl.server.protocol.filters import EventFilter, FilterError, parse_filter, parse_since

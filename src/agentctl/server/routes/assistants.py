@@ -15,7 +15,7 @@ from starlette.responses import Response
 
 from agentctl.server import graph_schemas, lookup, views
 from agentctl.server.access import caller_of
-from agentctl.server.app import Server, server_of
+from agentctl.server.context import Server, server_of
 from agentctl.server.errors import ApiError, conflict
 from agentctl.server.fields import Config, Metadata
 from agentctl.server.openapi import CONFLICT
@@ -29,9 +29,8 @@ from agentctl.server.routes.common import (
     query_xray,
     select_fields,
 )
-from agentctl.server.routes.crons import delete_crons_where
-from agentctl.server.routes.threads import delete_threads_where
 from agentctl.server.schemas import ASSISTANT_LIST, AssistantOut
+from agentctl.server.services import assistants
 from agentctl.storage.base import Assistant, Page, new_id, now
 
 router = APIRouter(tags=["assistants"])
@@ -194,15 +193,7 @@ async def delete_assistant(
             f"assistant {assistant.assistant_id} is the deployment's own assistant for graph "
             f"{server.deployment.graph_id!r} and cannot be deleted — PATCH it instead"
         )
-    # Its runs in flight stop first (as the reference does), then what it scheduled.
-    active = await server.storage.runs.all_active()
-    await server.engine.cancel_and_wait(
-        [run for run in active if run.assistant_id == assistant.assistant_id]
-    )
-    await delete_crons_where(server, assistant_id=assistant.assistant_id)
-    if delete_threads:  # the threads its runs named (metadata.assistant_id)
-        await delete_threads_where(server, {"assistant_id": assistant.assistant_id})
-    await server.storage.assistants.delete(assistant.assistant_id)
+    await assistants.delete_assistant(server, assistant.assistant_id, with_threads=delete_threads)
     return Response(status_code=204)
 
 

@@ -12,7 +12,7 @@ from agentctl.engine import crons as schedule
 from agentctl.engine.wire import STREAM_MODES
 from agentctl.server import lookup, views
 from agentctl.server.access import Caller, caller_of, without_owner
-from agentctl.server.app import Server, server_of
+from agentctl.server.context import Server, server_of
 from agentctl.server.errors import ApiError, not_found
 from agentctl.server.fields import Config, Metadata, StreamModes
 from agentctl.server.routes.common import Body, Limit, Offset, SortOrder, page, select_fields
@@ -221,21 +221,3 @@ async def delete_cron(request: Request, cron_id: str) -> Response:
     await _get(server, cron_id, request)
     await server.storage.crons.delete(cron_id)
     return Response(status_code=204)
-
-
-async def delete_crons_where(
-    server: Server, *, thread_id: str | None = None, assistant_id: str | None = None
-) -> int:
-    """Delete every cron of a thread or of an assistant (both deleted with them)."""
-    if thread_id is None and assistant_id is None:
-        raise ValueError("delete_crons_where needs a thread or an assistant")
-    deleted = 0
-    while True:
-        found, _ = await server.storage.crons.search(
-            assistant_id=assistant_id, thread_id=thread_id, enabled=None, metadata={},
-            page=Page(limit=100),
-        )  # fmt: skip
-        if not found:
-            return deleted
-        for cron in found:
-            deleted += await server.storage.crons.delete(cron.cron_id)

@@ -12,8 +12,8 @@ from pydantic import Field
 from starlette.responses import Response
 
 from agentctl.platform.deployments import Deployments
-from agentctl.server.access import caller_of
-from agentctl.server.app import server_of
+from agentctl.server.access import AccessPolicy, caller_of
+from agentctl.server.context import server_of
 from agentctl.server.errors import ApiError
 from agentctl.server.fields import Limit, Offset, RevisionNumber
 from agentctl.server.openapi import NOT_FOUND
@@ -33,14 +33,14 @@ class RevisionUpload(Body):
     )
 
 
-def deployments_of(request: Request) -> Deployments:
+def deployments_of(request: Request) -> Deployments[AccessPolicy]:
     """The server's deployments, for the operator only."""
     if not caller_of(request).operator:
         raise ApiError(
             403, "deploying needs the deployment key: send PLATFORM_API_KEY as x-api-key"
         )
     platform = server_of(request).platform
-    if not isinstance(platform, Deployments):
+    if platform is None:
         raise ApiError(404, "this server takes no deploys (agentctl dev) — use agentctl serve")
     return platform
 

@@ -12,7 +12,7 @@ from starlette.responses import Response, StreamingResponse
 from agentctl import serde
 from agentctl.server import lookup
 from agentctl.server.access import Caller, caller_of
-from agentctl.server.app import Server, server_of
+from agentctl.server.context import Server, server_of
 from agentctl.server.errors import ApiError
 from agentctl.server.protocol.commands import Commands, error, malformed
 from agentctl.server.protocol.filters import FilterError, parse_filter, parse_since

@@ -11,7 +11,7 @@ from starlette.responses import Response
 from agentctl import serde
 from agentctl.server import lookup, views
 from agentctl.server.access import caller_of
-from agentctl.server.app import Server, server_of
+from agentctl.server.context import Server, server_of
 from agentctl.server.errors import ApiError, conflict
 from agentctl.server.fields import Metadata
 from agentctl.server.limits import check_messages

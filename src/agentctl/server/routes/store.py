@@ -18,7 +18,7 @@ from starlette.responses import Response
 
 from agentctl.server import views
 from agentctl.server.access import caller_of
-from agentctl.server.app import server_of
+from agentctl.server.context import server_of
 from agentctl.server.errors import ApiError
 from agentctl.server.fields import (
     MAX_SECONDS,
