@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class Server:
-    """Everything the routes use. `create_app` starts and stops it with the application."""
+    """Everything the routes, services and protocols use. `app.create_app` starts and stops
+    it with the application."""
 
     storage: Storage
     deployment: Deployment

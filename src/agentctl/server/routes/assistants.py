@@ -17,18 +17,9 @@ from agentctl.server import graph_schemas, lookup, views
 from agentctl.server.access import caller_of
 from agentctl.server.context import Server, server_of
 from agentctl.server.errors import ApiError, conflict
-from agentctl.server.fields import Config, Metadata
+from agentctl.server.fields import Body, Config, Limit, Metadata, Offset, OnConflict, SortOrder
 from agentctl.server.openapi import CONFLICT
-from agentctl.server.routes.common import (
-    Body,
-    Limit,
-    Offset,
-    OnConflict,
-    SortOrder,
-    page,
-    query_xray,
-    select_fields,
-)
+from agentctl.server.routes.common import page, query_xray, select_fields
 from agentctl.server.schemas import ASSISTANT_LIST, AssistantOut
 from agentctl.server.services import assistants
 from agentctl.storage.base import Assistant, Page, new_id, now
@@ -61,21 +52,18 @@ class AssistantPatch(Body):
     description: str | None = None
 
 
-class AssistantSearch(Body):
+class AssistantCount(Body):
     metadata: Metadata | None = None
     graph_id: str | None = None
     name: str | None = None
+
+
+class AssistantSearch(AssistantCount):
     limit: Limit = 10
     offset: Offset = 0
     sort_by: Literal["assistant_id", "graph_id", "name", "created_at", "updated_at"] | None = None
     sort_order: SortOrder | None = None
     select: list[AssistantField] | None = None
-
-
-class AssistantCount(Body):
-    metadata: Metadata | None = None
-    graph_id: str | None = None
-    name: str | None = None
 
 
 class VersionSearch(Body):

@@ -10,10 +10,8 @@ from typing import Any
 
 from agentctl.engine.streams import REPLAY_ALL
 from agentctl.server.errors import ApiError
-from agentctl.server.fields import Body, Limit, Offset, OnConflict, SortOrder
+from agentctl.server.fields import SortOrder, unknown_names
 from agentctl.storage.base import Page
-
-__all__ = ["Body", "Limit", "Offset", "OnConflict", "SortOrder"]
 
 
 def page(limit: int, offset: int, sort_by: str | None, sort_order: SortOrder | None) -> Page:
@@ -67,13 +65,9 @@ def query_modes(values: Sequence[str] | None, known: Collection[str]) -> list[st
         else:
             modes.append(value)
     modes = [mode for mode in dict.fromkeys(modes) if mode]
-    unknown = [mode for mode in modes if mode not in known]
-    if unknown:
-        raise ApiError(
-            422,
-            f"query parameter stream_mode: unknown stream mode {', '.join(map(repr, unknown))}"
-            f" — use one or more of {', '.join(known)}",
-        )
+    problem = unknown_names("stream mode", modes, known, use="one or more of")
+    if problem:
+        raise ApiError(422, f"query parameter stream_mode: {problem}")
     return modes
 
 

@@ -14,8 +14,8 @@ from agentctl.server import lookup, views
 from agentctl.server.access import Caller, caller_of, without_owner
 from agentctl.server.context import Server, server_of
 from agentctl.server.errors import ApiError, not_found
-from agentctl.server.fields import Config, Metadata, StreamModes
-from agentctl.server.routes.common import Body, Limit, Offset, SortOrder, page, select_fields
+from agentctl.server.fields import Body, Config, Limit, Metadata, Offset, SortOrder, StreamModes
+from agentctl.server.routes.common import page, select_fields
 from agentctl.server.schemas import CRON_LIST, CronOut
 from agentctl.storage.base import Cron, Page, new_id, now
 

@@ -15,9 +15,8 @@ from agentctl.platform.deployments import Deployments
 from agentctl.server.access import AccessPolicy, caller_of
 from agentctl.server.context import server_of
 from agentctl.server.errors import ApiError
-from agentctl.server.fields import Limit, Offset, RevisionNumber
+from agentctl.server.fields import Body, Limit, Offset, RevisionNumber
 from agentctl.server.openapi import NOT_FOUND
-from agentctl.server.routes.common import Body
 from agentctl.server.schemas import RevisionOut
 from agentctl.server.views import json_response, page_headers
 from agentctl.storage.base import RevisionRecord

@@ -22,13 +22,15 @@ from agentctl.server.context import server_of
 from agentctl.server.errors import ApiError
 from agentctl.server.fields import (
     MAX_SECONDS,
+    Body,
+    Limit,
     Namespace,
     NamespacePrefix,
+    Offset,
     StoreFilter,
     check_label,
     check_namespace,
 )
-from agentctl.server.routes.common import Body, Limit, Offset
 from agentctl.server.schemas import ItemOut, ItemsOut, NamespacesOut
 
 router = APIRouter(tags=["store"])

@@ -18,18 +18,10 @@ from agentctl.server import extract, lookup, views
 from agentctl.server.access import Caller, caller_of, without_owner
 from agentctl.server.context import Server, server_of
 from agentctl.server.errors import ApiError, conflict, not_found
-from agentctl.server.fields import Metadata
+from agentctl.server.fields import Body, Limit, Metadata, Offset, OnConflict, SortOrder
 from agentctl.server.limits import check_messages
 from agentctl.server.openapi import CONFLICT
-from agentctl.server.routes.common import (
-    Body,
-    Limit,
-    Offset,
-    OnConflict,
-    SortOrder,
-    page,
-    select_fields,
-)
+from agentctl.server.routes.common import page, select_fields
 from agentctl.server.schemas import THREAD_LIST, PrunedOut, ThreadOut
 from agentctl.server.services.threads import delete_thread, keep_latest
 from agentctl.server.state_view import thread_config, thread_values
