@@ -5,29 +5,20 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from langgraph.errors import InvalidUpdateError
 from starlette.responses import Response
 
-from agentctl import serde
 from agentctl.server import lookup, views
 from agentctl.server.access import caller_of
 from agentctl.server.context import Server, server_of
-from agentctl.server.errors import ApiError, conflict
+from agentctl.server.errors import ApiError
 from agentctl.server.fields import Body, Limit, Metadata
 from agentctl.server.limits import check_messages
 from agentctl.server.openapi import CONFLICT
 from agentctl.server.schemas import StateUpdateOut, ThreadStateOut
-from agentctl.server.state_view import (
-    checkpoint_view,
-    select_state,
-    state_view,
-    thread_config,
-)
-from agentctl.storage.base import ThreadStatus
+from agentctl.server.services.state import update_thread_state
+from agentctl.server.state_view import select_state, state_view, thread_config
 
 router = APIRouter(tags=["threads"])
-
-STATE_UPDATE_EVENT = "state_update"
 
 
 class CheckpointRef(Body):
@@ -124,45 +115,9 @@ async def post_state_at(request: Request, thread_id: str, body: StateAtCheckpoin
 async def update_state(request: Request, thread_id: str, body: StateUpdate) -> Response:
     check_messages(server_of(request).limits, "values", body.values)
     server = await _checked(request, thread_id)
-    active = await server.storage.runs.active(thread_id)
-    if any(run.status == "running" for run in active):
-        raise conflict(
-            f"thread {thread_id} is running a task — wait for it or cancel it before "
-            "updating its state"
-        )
-    graph = server.deployment.runtime.graph
     config = _config(thread_id, body.checkpoint, body.checkpoint_id)
-    try:
-        new_config = await graph.aupdate_state(config, body.values, as_node=body.as_node)
-    except (InvalidUpdateError, ValueError, TypeError, KeyError, NotImplementedError) as exc:
-        # e.g. a message that is not a message (langchain raises NotImplementedError)
-        keys = ", ".join(body.values) if isinstance(body.values, dict) else ""
-        raise ApiError(
-            422,
-            f"body values{f' ({keys})' if keys else ''}: the state update could not be "
-            f"applied: {exc}",
-        ) from None
-    checkpoint = checkpoint_view(new_config)
-    await settle_thread(server, thread_id, busy=bool(active))
-    await server.storage.events.append(
-        thread_id,
-        "",
-        STATE_UPDATE_EVENT,
-        serde.dumps({"checkpoint": checkpoint, "values": body.values, "as_node": body.as_node}),
-    )
+    checkpoint = await update_thread_state(server, thread_id, config, body.values, body.as_node)
     return views.json_response({"checkpoint": checkpoint})
-
-
-async def settle_thread(server: Server, thread_id: str, *, busy: bool) -> None:
-    """The thread's status and pending interrupts after its state changed outside a run."""
-    snapshot = await server.deployment.runtime.graph.aget_state(thread_config(thread_id))
-    interrupts = {
-        task.id: serde.to_jsonable([{"value": i.value, "id": i.id} for i in task.interrupts])
-        for task in snapshot.tasks
-        if task.interrupts
-    }
-    status: ThreadStatus = "busy" if busy else ("interrupted" if interrupts else "idle")
-    await server.storage.threads.update(thread_id, status=status, interrupts=interrupts)
 
 
 @router.get("/threads/{thread_id}/history", response_model=list[ThreadStateOut])

@@ -17,16 +17,16 @@ from starlette.responses import Response
 from agentctl.server import extract, lookup, views
 from agentctl.server.access import Caller, caller_of, without_owner
 from agentctl.server.context import Server, server_of
-from agentctl.server.errors import ApiError, conflict, not_found
+from agentctl.server.errors import conflict, not_found
 from agentctl.server.fields import Body, Limit, Metadata, Offset, OnConflict, SortOrder
 from agentctl.server.limits import check_messages
 from agentctl.server.openapi import CONFLICT
 from agentctl.server.routes.common import page, select_fields
 from agentctl.server.schemas import THREAD_LIST, PrunedOut, ThreadOut
-from agentctl.server.services.threads import delete_thread, keep_latest
-from agentctl.server.state_view import thread_config, thread_values
+from agentctl.server.services import threads
+from agentctl.server.state_view import thread_values
 from agentctl.server.values_search import search_by_values
-from agentctl.storage.base import Page, Thread, ThreadStatus, now
+from agentctl.storage.base import Page, Thread, ThreadStatus
 
 router = APIRouter(tags=["threads"])
 
@@ -85,19 +85,6 @@ async def thread_json(server: Server, thread: Thread, *, values: bool = True) ->
     return views.thread_view(thread, state)
 
 
-async def apply_supersteps(server: Server, thread_id: str, supersteps: list[Superstep]) -> None:
-    graph = server.deployment.runtime.graph
-    steps = [
-        [StateUpdate(update.values, update.as_node) for update in step.updates]
-        for step in supersteps
-    ]
-    try:
-        await graph.abulk_update_state(thread_config(thread_id), steps)
-    except Exception as exc:
-        await server.storage.threads.delete(thread_id)
-        raise ApiError(422, f"supersteps could not be applied: {exc}") from None
-
-
 @router.post("/threads", response_model=ThreadOut, responses=CONFLICT)
 async def create_thread(request: Request, body: ThreadCreate | None = None) -> Response:
     server, caller = server_of(request), caller_of(request)
@@ -118,7 +105,11 @@ async def create_thread(request: Request, body: ThreadCreate | None = None) -> R
             f'thread {thread_id} already exists — use another id or pass if_exists="do_nothing"'
         )
     if body.supersteps:
-        await apply_supersteps(server, thread_id, body.supersteps)
+        steps = [
+            [StateUpdate(update.values, update.as_node) for update in step.updates]
+            for step in body.supersteps
+        ]
+        await threads.apply_supersteps(server, thread_id, steps)
         return views.json_response(await thread_json(server, thread))
     return views.json_response(views.thread_view(thread))
 
@@ -181,9 +172,9 @@ async def prune_threads(request: Request, body: ThreadPrune) -> Response:
         if thread is None or not caller.owns(thread.metadata):
             continue
         if body.strategy == "delete":
-            pruned += await delete_thread(server, thread_id)
+            pruned += await threads.delete_thread(server, thread_id)
         else:
-            pruned += await keep_latest(server, thread_id)
+            pruned += await threads.keep_latest(server, thread_id)
     return views.json_response({"pruned_count": pruned})
 
 
@@ -219,7 +210,7 @@ async def patch_thread(
 async def delete_thread_route(request: Request, thread_id: str) -> Response:
     server = server_of(request)
     await lookup.get_thread(server, thread_id, caller_of(request))
-    await delete_thread(server, thread_id)
+    await threads.delete_thread(server, thread_id)
     return Response(status_code=204)
 
 
@@ -227,13 +218,5 @@ async def delete_thread_route(request: Request, thread_id: str) -> Response:
 async def copy_thread(request: Request, thread_id: str) -> Response:
     server, caller = server_of(request), caller_of(request)
     source = await lookup.get_thread(server, thread_id, caller)
-    copy = Thread(
-        thread_id=str(uuid.uuid4()),
-        metadata={**source.metadata, **caller.stamp({})},
-        status="idle" if source.status == "busy" else source.status,
-        interrupts=source.interrupts,
-        created_at=now(),
-    )
-    await server.storage.threads.create(copy)
-    await server.storage.checkpointer.acopy_thread(source.thread_id, copy.thread_id)
+    copy = await threads.copy_thread(server, source, caller)
     return views.json_response(await thread_json(server, copy))

@@ -1,16 +1,48 @@
-"""Deleting threads (with everything that hangs on them) and pruning their checkpoints."""
+"""Threads: their state built by supersteps, copied, deleted (with everything that hangs
+on them) and their checkpoints pruned."""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
+from langgraph.types import StateUpdate
 
+from agentctl.server.access import Caller
 from agentctl.server.context import Server
+from agentctl.server.errors import ApiError
 from agentctl.server.services.crons import delete_crons_where
 from agentctl.server.state_view import thread_config
-from agentctl.storage.base import Page
+from agentctl.storage.base import Page, Thread, now
+
+
+async def apply_supersteps(
+    server: Server, thread_id: str, steps: Sequence[Sequence[StateUpdate]]
+) -> None:
+    """Build a new thread's state, step by step; a thread whose steps fail is deleted."""
+    graph = server.deployment.runtime.graph
+    try:
+        await graph.abulk_update_state(thread_config(thread_id), steps)
+    except Exception as exc:
+        await server.storage.threads.delete(thread_id)
+        raise ApiError(422, f"supersteps could not be applied: {exc}") from None
+
+
+async def copy_thread(server: Server, source: Thread, caller: Caller) -> Thread:
+    """A new thread of `caller`'s with `source`'s metadata and checkpoints (not its runs)."""
+    copy = Thread(
+        thread_id=str(uuid.uuid4()),
+        metadata={**source.metadata, **caller.stamp({})},
+        status="idle" if source.status == "busy" else source.status,
+        interrupts=source.interrupts,
+        created_at=now(),
+    )
+    await server.storage.threads.create(copy)
+    await server.storage.checkpointer.acopy_thread(source.thread_id, copy.thread_id)
+    return copy
 
 
 async def delete_thread(server: Server, thread_id: str) -> bool:
