@@ -138,6 +138,19 @@ def test_routes_import_no_other_routes() -> None:
     assert not offenders, "\n".join(offenders)
 
 
+def test_only_the_app_imports_the_routes() -> None:
+    """Services, protocols and the rest never call into a route: the app assembles them."""
+    routes = "agentctl.server.routes"
+    offenders = [
+        f"{module} imports {target}"
+        for module, targets in import_graph().items()
+        if not in_package(module, routes) and module != "agentctl.server.app"
+        for target in sorted(targets)
+        if in_package(target, routes)
+    ]
+    assert not offenders, "\n".join(offenders)
+
+
 def test_only_the_builders_import_the_app() -> None:
     """Modules get the `Server` from `server.context`; `server.app` builds the application
     and is imported only by what runs it."""
