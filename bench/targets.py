@@ -64,7 +64,7 @@ graph = asyncio.run(_build())
 def serve_ours(project: Path, data: Path, port: int) -> None:
     """`_ours`: agentctl's server on the embedded storage, as `agentctl dev` serves it
     without the file watcher and the blocking-call checks."""
-    from agentctl.server import create_app
+    from agentctl.server.app import create_app
     from agentctl.server.embedded import open_embedded_server
     from agentctl.server.heap import settle_heap
     from agentctl.server.http import NotifyingUvicorn, uvicorn_config

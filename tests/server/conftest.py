@@ -21,7 +21,8 @@ from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import APIStatusError
 
 from agentctl.project import load_project
-from agentctl.server import Server, create_app
+from agentctl.server.app import create_app
+from agentctl.server.context import Server
 from agentctl.server.embedded import open_embedded_server
 from agentctl.server.http import uvicorn_config
 from agentctl.testing import ScriptedModelServer

@@ -13,7 +13,7 @@ from agentctl.engine import Deployment, RunEngine
 from agentctl.errors import Unprocessable
 from agentctl.project import load_project
 from agentctl.runtime import load_agent
-from agentctl.server.app import Server
+from agentctl.server.context import Server
 from agentctl.server.limits import Limits
 from agentctl.server.state_view import thread_config
 from agentctl.server.values_search import search_by_values

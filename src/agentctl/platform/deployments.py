@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from agentctl.bundle.requirements import install_command, requirements_of
 from agentctl.bundle.revision import (
@@ -33,11 +33,26 @@ from agentctl.project import load_project
 from agentctl.project.model import Project
 from agentctl.runtime import load_agent
 from agentctl.runtime.agent import AgentRuntime
-from agentctl.server.access import AccessPolicy
-from agentctl.server.app import Server
+from agentctl.sandbox import Sandboxes
 from agentctl.storage.base import Message, RevisionRecord, Storage
 
 log = logging.getLogger("agentctl.platform")
+
+# The server's access policy: the deployments hand it over from `access_for` unlooked-at.
+Access = TypeVar("Access")
+AccessIn = TypeVar("AccessIn", contravariant=True)
+
+
+class AgentHost(Protocol[AccessIn]):
+    """What the deployments need of the server that serves the agent."""
+
+    storage: Storage
+    sandboxes: Sandboxes | None
+
+    async def switch(
+        self, runtime: AgentRuntime, access: AccessIn, number: int | None = None
+    ) -> None:
+        """Serve `runtime` (revision `number`) to new runs under `access`."""
 
 
 @dataclass(frozen=True)
@@ -46,18 +61,18 @@ class Loaded:
     runtime: AgentRuntime
 
 
-class Deployments:
+class Deployments(Generic[Access]):
     """Revisions of one deployment, as seen by one replica of `server`.
 
     `access_for(project)` gives the access policy a revision asks for."""
 
     def __init__(
         self,
-        server: Server,
+        server: AgentHost[Access],
         box: SecretBox,
         data_dir: Path,
         *,
-        access_for: Callable[[Project], AccessPolicy],
+        access_for: Callable[[Project], Access],
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self.server = server

@@ -1,128 +1,28 @@
-"""The ASGI application: one `Server` (storage, engine, deployment) behind the routes."""
+"""The ASGI application: the routes, behind the middleware, over one `Server` (its state is
+in `server.context`)."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI
 
 from agentctl._version import __version__
-from agentctl.engine import Deployment, RunEngine
-from agentctl.engine.crons import CronScheduler
 from agentctl.observability.metrics import HttpMetrics, Metrics
 from agentctl.observability.tracing import HttpTracing
-from agentctl.runtime.agent import AgentRuntime
-from agentctl.sandbox import Sandboxes
 from agentctl.server import errors, openapi
-from agentctl.server.access import AccessPolicy, Authentication
+from agentctl.server.access import Authentication
+from agentctl.server.context import Server
 from agentctl.server.fields import check_url
-from agentctl.server.heap import resettle_heap
-from agentctl.server.limits import BodyLimit, Limits
-from agentctl.server.origins import OriginGuard, OriginPolicy
-from agentctl.storage.base import Assistant, Storage
-
-
-@dataclass
-class Server:
-    """Everything the routes use. `create_app` starts and stops it with the application."""
-
-    storage: Storage
-    deployment: Deployment
-    engine: RunEngine
-    # Who may call, and as whom; the default lets no one in.
-    access: AccessPolicy = field(default_factory=AccessPolicy)
-    # Which web pages may call it; the default: none but its own.
-    origins: OriginPolicy = field(default_factory=OriginPolicy)
-    # What one request may cost (docs/server.md, Limits).
-    limits: Limits = field(default_factory=Limits)
-    # Facts shown by `/info`.
-    info: dict[str, Any] = field(default_factory=dict)
-    # Revisions pushed by `agentctl deploy` (a `platform.Deployments`; `serve` only).
-    platform: Any = None
-    # On stop, how long runs in flight may take to finish before they are handed over,
-    # counted from `stopping_since` (when the HTTP server began to stop) when set.
-    shutdown_grace: float = 0.0
-    stopping_since: float | None = None
-    # The platform sandbox service its agents' sandboxes run on (closed with the server).
-    sandboxes: Sandboxes | None = None
-    # Called once the server stopped (e.g. to close what the storage was built on).
-    on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    scheduler: CronScheduler = field(init=False)
-    # Set once the HTTP server begins to stop: streams that never end by themselves (a
-    # thread's) end then, so their clients reconnect (to another replica) at once.
-    stopping: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def __post_init__(self) -> None:
-        self.scheduler = CronScheduler(self.storage, self.engine)
-
-    def begin_stopping(self) -> None:
-        """The HTTP server stops taking requests: runs in flight get their grace from now."""
-        if self.stopping_since is None:
-            self.stopping_since = time.monotonic()
-        self.stopping.set()
-
-    async def start(self) -> None:
-        await self.ensure_default_assistant()
-        if self.platform is not None:
-            await self.platform.start()
-        await self.engine.start()
-        await self.scheduler.start()
-
-    async def stop(self) -> None:
-        await self.scheduler.stop()
-        grace = self.shutdown_grace
-        if self.stopping_since is not None:
-            grace = max(0.0, grace - (time.monotonic() - self.stopping_since))
-        await self.engine.stop(grace)
-        await self.storage.close()
-        if self.sandboxes is not None:
-            await self.sandboxes.aclose()
-        for close in self.on_close:
-            await close()
-        if self.access.authenticator is not None:
-            await self.access.authenticator.aclose()
-
-    async def switch(
-        self, runtime: AgentRuntime, access: AccessPolicy, number: int | None = None
-    ) -> None:
-        """Serve `runtime` to new runs (runs in flight finish on theirs) under `access`."""
-        self.deployment.swap(runtime, number)
-        if access is not self.access:
-            replaced, self.access = self.access, access
-            if replaced.authenticator is not None:
-                await replaced.authenticator.aclose()
-        self.info["revision"] = runtime.revision_id
-        await self.ensure_default_assistant()
-        resettle_heap()
-
-    async def ensure_default_assistant(self) -> None:
-        """The agent itself is an assistant whose id is a uuid5 of its name."""
-        deployment = self.deployment
-        if not deployment.ready:
-            return
-        existing = await self.storage.assistants.get(deployment.assistant_id)
-        if existing is None:
-            await self.storage.assistants.put(
-                Assistant(
-                    assistant_id=deployment.assistant_id,
-                    graph_id=deployment.graph_id,
-                    name=deployment.graph_id,
-                    metadata={"created_by": "system"},
-                )
-            )
-
-
-def server_of(request: Request) -> Server:
-    server: Server = request.app.state.server
-    return server
+from agentctl.server.limits import BodyLimit
+from agentctl.server.origins import OriginGuard
+from agentctl.server.routes import ROUTERS
 
 
 def create_app(server: Server) -> FastAPI:
+    """The application serving `server`, which it starts and stops with its lifespan."""
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await server.start()
@@ -155,8 +55,6 @@ def create_app(server: Server) -> FastAPI:
     app.add_middleware(HttpTracing)  # a pass-through unless tracing is configured
     errors.install(app)
     openapi.install(app)
-    from agentctl.server.routes import ROUTERS
-
     for router in ROUTERS:
         app.include_router(router)
     return app

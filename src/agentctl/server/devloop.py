@@ -28,8 +28,9 @@ from agentctl.engine.admission import DEFAULT_MAX_LAG
 from agentctl.errors import RuntimeFailure
 from agentctl.project.model import Project
 from agentctl.runtime import AgentRuntime, load_agent
-from agentctl.server.app import Server, create_app
+from agentctl.server.app import create_app
 from agentctl.server.blocking import BlockingDetector
+from agentctl.server.context import Server
 from agentctl.server.embedded import dev_access, open_embedded_server
 from agentctl.server.heap import settle_heap
 from agentctl.server.http import (

@@ -12,7 +12,7 @@ from agentctl.project.model import Project
 from agentctl.runtime import load_agent
 from agentctl.sandbox import open_sandboxes
 from agentctl.server.access import AccessPolicy
-from agentctl.server.app import Server
+from agentctl.server.context import Server
 from agentctl.server.limits import Limits
 from agentctl.server.origins import OriginPolicy
 from agentctl.settings import SandboxSettings

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
+from collections.abc import Collection, Iterable
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
@@ -110,13 +111,21 @@ def check_store_filter(value: dict[str, Any]) -> dict[str, Any]:
                 f"key {key!r} may hold only letters, digits, '_', '-' and '.' (a nested path)"
             )
         if isinstance(wanted, dict):
-            unknown = [op for op in wanted if op not in STORE_OPERATORS]
-            if unknown:
-                raise ValueError(
-                    f"{key}: unknown operator {', '.join(map(repr, unknown))} — "
-                    f"use one of {', '.join(STORE_OPERATORS)}"
-                )
+            problem = unknown_names("operator", wanted, STORE_OPERATORS)
+            if problem:
+                raise ValueError(f"{key}: {problem}")
     return value
+
+
+def unknown_names(
+    what: str, given: Iterable[str], known: Collection[str], *, use: str = "one of"
+) -> str | None:
+    """What is wrong when `given` names a `what` not in `known` ("unknown operator '$in' —
+    use one of $eq, …"), or None when it names only known ones."""
+    unknown = [name for name in given if name not in known]
+    if not unknown:
+        return None
+    return f"unknown {what} {', '.join(map(repr, unknown))} — use {use} {', '.join(known)}"
 
 
 def check_label(value: str) -> str:

@@ -8,7 +8,7 @@ import uuid
 from agentctl.engine.deployment import assistant_uuid
 from agentctl.errors import Forbidden, NotFound, Unprocessable
 from agentctl.server.access import Caller
-from agentctl.server.app import Server
+from agentctl.server.context import Server
 from agentctl.server.errors import not_found
 from agentctl.storage.base import Assistant, Run, Thread
 

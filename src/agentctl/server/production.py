@@ -15,7 +15,7 @@ from agentctl.platform.secrets import SecretBox
 from agentctl.project.model import Project
 from agentctl.sandbox import open_sandboxes
 from agentctl.server.access import AccessPolicy
-from agentctl.server.app import Server
+from agentctl.server.context import Server
 from agentctl.server.limits import Limits
 from agentctl.server.origins import OriginPolicy, parse_origins
 from agentctl.settings import SandboxSettings, Settings

@@ -8,7 +8,7 @@ from pydantic import Field, field_validator
 
 from agentctl.engine.wire import STREAM_MODES
 from agentctl.server.access import without_owner
-from agentctl.server.fields import Body, Config, Metadata, Seconds, StreamModes
+from agentctl.server.fields import Body, Config, Metadata, Seconds, StreamModes, unknown_names
 from agentctl.storage.base import Run, new_id
 
 # A run's own options, stored with it for the worker (everything else is the server's).
@@ -71,12 +71,9 @@ class RunCreate(Body):
     @classmethod
     def _known_modes(cls, value: str | list[str]) -> str | list[str]:
         modes = [value] if isinstance(value, str) else value
-        unknown = [m for m in modes if m not in STREAM_MODES]
-        if unknown:
-            raise ValueError(
-                f"unknown stream mode {', '.join(map(repr, unknown))} — "
-                f"use one or more of {', '.join(STREAM_MODES)}"
-            )
+        problem = unknown_names("stream mode", modes, STREAM_MODES, use="one or more of")
+        if problem:
+            raise ValueError(problem)
         return value
 
     @property

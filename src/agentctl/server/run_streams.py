@@ -17,7 +17,8 @@ from agentctl.engine.streams import follow, run_done, wanted
 from agentctl.engine.wire import END_EVENT
 from agentctl.server import lookup
 from agentctl.server.access import Caller
-from agentctl.server.app import Server
+from agentctl.server.context import Server
+from agentctl.server.services.state import STATE_UPDATE_EVENT
 from agentctl.server.sse import HEARTBEAT, frame, stream_headers
 from agentctl.storage.base import FINAL_RUN_STATUSES, Event, Run
 
@@ -150,7 +151,7 @@ async def _thread_frames(
         elif event.event == END_EVENT:
             if "run_modes" in modes or "lifecycle" in modes:
                 yield frame("metadata", run_done(event), event.id)
-        elif event.event == "state_update":
+        elif event.event == STATE_UPDATE_EVENT:
             if "state_update" in modes:
                 yield frame(event.event, event.data, event.id)
         elif "run_modes" in modes or ("lifecycle" in modes and event.event == "metadata"):

@@ -19,7 +19,7 @@ from langgraph.pregel._checkpoint import achannels_from_checkpoint
 
 from agentctl import serde
 from agentctl.errors import Unprocessable
-from agentctl.server.app import Server
+from agentctl.server.context import Server
 from agentctl.server.limits import beyond
 from agentctl.server.state_view import thread_config, thread_values
 from agentctl.storage.base import Page, Thread, ThreadStatus

@@ -23,19 +23,23 @@ def page_headers(offset: int, limit: int, count: int, total: int) -> dict[str, s
     return headers
 
 
+# The fields of each record, in the order the API shows them.
+ASSISTANT_FIELDS = (
+    "assistant_id", "graph_id", "name", "description", "config", "context", "metadata",
+    "version", "created_at", "updated_at",
+)  # fmt: skip
+CRON_FIELDS = (
+    "cron_id", "assistant_id", "thread_id", "schedule", "timezone", "payload", "next_run_date",
+    "end_time", "on_run_completed", "metadata", "enabled", "user_id", "created_at", "updated_at",
+)  # fmt: skip
+
+
+def _fields(record: object, names: tuple[str, ...]) -> dict[str, Any]:
+    return {name: getattr(record, name) for name in names}
+
+
 def assistant_view(assistant: Assistant) -> dict[str, Any]:
-    return {
-        "assistant_id": assistant.assistant_id,
-        "graph_id": assistant.graph_id,
-        "name": assistant.name,
-        "description": assistant.description,
-        "config": assistant.config,
-        "context": assistant.context,
-        "metadata": assistant.metadata,
-        "version": assistant.version,
-        "created_at": assistant.created_at,
-        "updated_at": assistant.updated_at,
-    }
+    return _fields(assistant, ASSISTANT_FIELDS)
 
 
 def thread_view(thread: Thread, values: Any = None) -> dict[str, Any]:
@@ -68,19 +72,4 @@ def run_view(run: Run) -> dict[str, Any]:
 
 
 def cron_view(cron: Cron) -> dict[str, Any]:
-    return {
-        "cron_id": cron.cron_id,
-        "assistant_id": cron.assistant_id,
-        "thread_id": cron.thread_id,
-        "schedule": cron.schedule,
-        "timezone": cron.timezone,
-        "payload": cron.payload,
-        "next_run_date": cron.next_run_date,
-        "end_time": cron.end_time,
-        "on_run_completed": cron.on_run_completed,
-        "metadata": cron.metadata,
-        "enabled": cron.enabled,
-        "user_id": cron.user_id,
-        "created_at": cron.created_at,
-        "updated_at": cron.updated_at,
-    }
+    return _fields(cron, CRON_FIELDS)

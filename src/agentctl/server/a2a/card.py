@@ -23,7 +23,7 @@ from a2a.types import (
     StringList,
 )
 
-from agentctl.server.app import Server
+from agentctl.server.context import Server
 from agentctl.storage.base import Assistant
 
 # The protocol versions the endpoint speaks: 1.0 methods (`SendMessage`, ...) and the
@@ -83,26 +83,34 @@ def _add_security(server: Server, card: AgentCard) -> None:
     """The credentials the endpoint accepts, each enough on its own."""
     access = server.access
     if access.authenticator is not None:
-        card.security_schemes["bearer"].CopyFrom(
+        _accept(
+            card,
+            "bearer",
             SecurityScheme(
                 http_auth_security_scheme=HTTPAuthSecurityScheme(
                     scheme="bearer",
                     description="the session token of the deployment's identity provider",
                 )
-            )
+            ),
         )
-        card.security_requirements.append(SecurityRequirement(schemes={"bearer": StringList()}))
     if access.api_key is not None:
-        card.security_schemes["apiKey"].CopyFrom(
+        _accept(
+            card,
+            "apiKey",
             SecurityScheme(
                 api_key_security_scheme=APIKeySecurityScheme(
                     location="header",
                     name="x-api-key",
                     description="the deployment's API key (operators)",
                 )
-            )
+            ),
         )
-        card.security_requirements.append(SecurityRequirement(schemes={"apiKey": StringList()}))
+
+
+def _accept(card: AgentCard, name: str, scheme: SecurityScheme) -> None:
+    """`scheme` (under `name`) is enough on its own to call the endpoint."""
+    card.security_schemes[name].CopyFrom(scheme)
+    card.security_requirements.append(SecurityRequirement(schemes={name: StringList()}))
 
 
 def card_json(server: Server, assistant: Assistant, base_url: str) -> dict[str, Any]:

@@ -30,8 +30,9 @@ from agentctl.engine.wire import END_EVENT
 from agentctl.errors import RequestError
 from agentctl.server.a2a.context import RUN_ID_KEY
 from agentctl.server.a2a.turns import Turn, is_approval, pending_interrupts, turn_of
-from agentctl.server.app import Server
 from agentctl.server.content import text_of
+from agentctl.server.context import Server
+from agentctl.server.services.runs import start_run
 from agentctl.storage.base import FINAL_RUN_STATUSES, Run
 
 HEARTBEAT_SECONDS = 30.0
@@ -54,8 +55,6 @@ class RunExecutor(AgentExecutor):
                     turn.task_id, turn.thread_id, TaskState.TASK_STATE_SUBMITTED, history=history
                 )
             )
-        from agentctl.server.routes.runs import start_run  # the routes import this module
-
         try:
             run = await start_run(
                 self.server, turn.caller, turn.body, turn.thread_id, run_id=turn.run_id

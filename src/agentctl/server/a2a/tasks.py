@@ -32,7 +32,7 @@ from agentctl.server.a2a.context import (
     caller_in,
     owner_context,
 )
-from agentctl.server.app import Server
+from agentctl.server.context import Server
 from agentctl.storage.base import FINAL_RUN_STATUSES, Run
 
 KEEP = 10_000

@@ -25,7 +25,7 @@ from agentctl.server.a2a.card import JSON, TEXT
 from agentctl.server.a2a.context import TASK_METADATA_KEY, assistant_in, caller_in
 from agentctl.server.a2a.tasks import RunTaskStore
 from agentctl.server.access import Caller
-from agentctl.server.app import Server
+from agentctl.server.context import Server
 from agentctl.server.run_requests import CommandBody, RunCreate
 from agentctl.storage.base import Assistant, Thread, new_id
 

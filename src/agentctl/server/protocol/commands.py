@@ -19,10 +19,11 @@ from agentctl.engine.wire import PROTOCOL_MODES
 from agentctl.errors import AgentctlError, CommandError, RequestError
 from agentctl.server import lookup
 from agentctl.server.access import Caller
-from agentctl.server.app import Server
+from agentctl.server.context import Server
 from agentctl.server.errors import describe_validation, not_found
 from agentctl.server.protocol.projection import RunView, ThreadProjection
 from agentctl.server.run_requests import RunCreate
+from agentctl.server.services.runs import start_run
 from agentctl.server.state_view import state_view, thread_config
 from agentctl.storage.base import Thread
 
@@ -177,8 +178,6 @@ class Commands:
         return runs[0].assistant_id if runs else self.server.deployment.assistant_id
 
     async def _start(self, request: Data, *, answers_interrupt: bool = False) -> str:
-        from agentctl.server.routes.runs import start_run  # the routes import this module
-
         request = {key: value for key, value in request.items() if value is not None}
         try:
             body = RunCreate.model_validate(

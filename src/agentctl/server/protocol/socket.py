@@ -28,10 +28,9 @@ from typing import Any
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketState
 
 from agentctl import serde
-from agentctl.aio import stop_task
 from agentctl.errors import RequestError
 from agentctl.server.access import Caller
-from agentctl.server.app import Server
+from agentctl.server.context import Server
 from agentctl.server.protocol.commands import Commands, error, malformed, success
 from agentctl.server.protocol.filters import EventFilter, parse_filter, parse_since
 from agentctl.server.protocol.stream import thread_events
@@ -148,8 +147,11 @@ class SocketSession:
         return wanted
 
     async def _stop_pump(self) -> None:
-        await stop_task(self.pump)
-        self.pump = None
+        if self.pump is not None:
+            self.pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.pump
+            self.pump = None
 
     async def _forward(self) -> None:
         try:

@@ -30,7 +30,7 @@ from agentctl.server.a2a.executor import RunExecutor
 from agentctl.server.a2a.params import refusal
 from agentctl.server.a2a.tasks import RunTaskStore
 from agentctl.server.a2a.turns import TurnBuilder
-from agentctl.server.app import Server, server_of
+from agentctl.server.context import Server, server_of
 from agentctl.storage.base import Assistant
 
 # A task waiting for input holds a little memory; after this long unused it is let go (its

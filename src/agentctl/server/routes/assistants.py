@@ -13,26 +13,17 @@ from fastapi import APIRouter, Request
 from pydantic import Field
 from starlette.responses import Response
 
-from agentctl.errors import Conflict, NotFound, Unprocessable
+from agentctl.errors import NotFound
 from agentctl.server import graph_schemas, lookup, views
 from agentctl.server.access import caller_of
-from agentctl.server.app import Server, server_of
-from agentctl.server.fields import Config, Metadata
+from agentctl.server.assistant_requests import AssistantCreate, AssistantPatch
+from agentctl.server.context import server_of
+from agentctl.server.fields import Body, Limit, Metadata, Offset, SortOrder
 from agentctl.server.openapi import CONFLICT
-from agentctl.server.routes.common import (
-    Body,
-    Limit,
-    Offset,
-    OnConflict,
-    SortOrder,
-    page,
-    query_xray,
-    select_fields,
-)
-from agentctl.server.routes.crons import delete_crons_where
-from agentctl.server.routes.threads import delete_threads_where
+from agentctl.server.routes.common import page, query_xray, select_fields
 from agentctl.server.schemas import ASSISTANT_LIST, AssistantOut
-from agentctl.storage.base import Assistant, Page, new_id, now
+from agentctl.server.services import assistants
+from agentctl.storage.base import Page
 
 router = APIRouter(tags=["assistants"])
 
@@ -42,41 +33,18 @@ AssistantField = Literal[
 ]  # fmt: skip
 
 
-class AssistantCreate(Body):
-    graph_id: str
-    assistant_id: str | None = None
-    config: Config | None = None
-    context: dict[str, Any] | None = None
-    metadata: Metadata | None = None
-    if_exists: OnConflict = "raise"
-    name: str | None = None
-    description: str | None = None
-
-
-class AssistantPatch(Body):
-    graph_id: str | None = None
-    config: Config | None = None
-    context: dict[str, Any] | None = None
-    metadata: Metadata | None = None
-    name: str | None = None
-    description: str | None = None
-
-
-class AssistantSearch(Body):
+class AssistantCount(Body):
     metadata: Metadata | None = None
     graph_id: str | None = None
     name: str | None = None
+
+
+class AssistantSearch(AssistantCount):
     limit: Limit = 10
     offset: Offset = 0
     sort_by: Literal["assistant_id", "graph_id", "name", "created_at", "updated_at"] | None = None
     sort_order: SortOrder | None = None
     select: list[AssistantField] | None = None
-
-
-class AssistantCount(Body):
-    metadata: Metadata | None = None
-    graph_id: str | None = None
-    name: str | None = None
 
 
 class VersionSearch(Body):
@@ -89,40 +57,11 @@ class SetLatest(Body):
     version: Annotated[int, Field(ge=1)]
 
 
-def check_graph(server: Server, graph_id: str) -> str:
-    served = server.deployment.graph_id
-    if graph_id != served:
-        raise Unprocessable(
-            f"graph {graph_id!r} is not served here — this server serves graph {served!r}"
-        )
-    return graph_id
-
-
 @router.post("/assistants", response_model=AssistantOut, responses=CONFLICT)
 async def create_assistant(request: Request, body: AssistantCreate) -> Response:
     server = server_of(request)
     lookup.require_operator(caller_of(request), "create assistants")
-    check_graph(server, body.graph_id)
-    assistant_id = body.assistant_id or new_id()
-    lookup.check_uuid("assistant_id", assistant_id)
-    existing = await server.storage.assistants.get(assistant_id)
-    if existing is not None:
-        if body.if_exists == "do_nothing":
-            return views.json_response(views.assistant_view(existing))
-        raise Conflict(
-            f"assistant {assistant_id} already exists — use another id, PATCH it, or pass "
-            'if_exists="do_nothing"'
-        )
-    assistant = Assistant(
-        assistant_id=assistant_id,
-        graph_id=body.graph_id,
-        name=body.name or "Untitled",
-        description=body.description,
-        config=body.config or {},
-        context=body.context or {},
-        metadata=body.metadata or {},
-    )
-    await server.storage.assistants.put(assistant)
+    assistant = await assistants.create_assistant(server, body)
     return views.json_response(views.assistant_view(assistant))
 
 
@@ -163,22 +102,7 @@ async def patch_assistant(request: Request, assistant_id: str, body: AssistantPa
     server = server_of(request)
     lookup.require_operator(caller_of(request), "change assistants")
     current = await lookup.get_assistant(server, assistant_id)
-    if body.graph_id is not None:
-        check_graph(server, body.graph_id)
-    version = await server.storage.assistants.latest_version(current.assistant_id) + 1
-    updated = Assistant(
-        assistant_id=current.assistant_id,
-        graph_id=body.graph_id or current.graph_id,
-        name=body.name or current.name,
-        description=body.description if body.description is not None else current.description,
-        config=body.config if body.config is not None else current.config,
-        context=body.context if body.context is not None else current.context,
-        metadata={**current.metadata, **(body.metadata or {})},
-        version=version,
-        created_at=current.created_at,
-        updated_at=now(),
-    )
-    await server.storage.assistants.put(updated)
+    updated = await assistants.update_assistant(server, current, body)
     return views.json_response(views.assistant_view(updated))
 
 
@@ -189,20 +113,7 @@ async def delete_assistant(
     server = server_of(request)
     lookup.require_operator(caller_of(request), "delete assistants")
     assistant = await lookup.get_assistant(server, assistant_id)
-    if assistant.assistant_id == server.deployment.assistant_id:
-        raise Conflict(
-            f"assistant {assistant.assistant_id} is the deployment's own assistant for graph "
-            f"{server.deployment.graph_id!r} and cannot be deleted — PATCH it instead"
-        )
-    # Its runs in flight stop first (as the reference does), then what it scheduled.
-    active = await server.storage.runs.all_active()
-    await server.engine.cancel_and_wait(
-        [run for run in active if run.assistant_id == assistant.assistant_id]
-    )
-    await delete_crons_where(server, assistant_id=assistant.assistant_id)
-    if delete_threads:  # the threads its runs named (metadata.assistant_id)
-        await delete_threads_where(server, {"assistant_id": assistant.assistant_id})
-    await server.storage.assistants.delete(assistant.assistant_id)
+    await assistants.delete_assistant(server, assistant.assistant_id, with_threads=delete_threads)
     return Response(status_code=204)
 
 

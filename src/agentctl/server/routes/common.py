@@ -1,16 +1,17 @@
-"""Pieces every resource's routes share: the request-body base, paging, `select`."""
+"""Pieces every resource's routes share: the request-body base, paging, `select`, and the
+query parameters and headers several routes parse alike."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from agentctl.engine.streams import REPLAY_ALL
 from agentctl.errors import Unprocessable
-from agentctl.server.fields import Body, Limit, Offset, OnConflict, SortOrder
+from agentctl.server.fields import SortOrder, unknown_names
 from agentctl.storage.base import Page
-
-__all__ = ["Body", "Limit", "Offset", "OnConflict", "SortOrder"]
 
 
 def page(limit: int, offset: int, sort_by: str | None, sort_order: SortOrder | None) -> Page:
@@ -64,10 +65,28 @@ def query_modes(values: Sequence[str] | None, known: Collection[str]) -> list[st
         else:
             modes.append(value)
     modes = [mode for mode in dict.fromkeys(modes) if mode]
-    unknown = [mode for mode in modes if mode not in known]
-    if unknown:
-        raise Unprocessable(
-            f"query parameter stream_mode: unknown stream mode {', '.join(map(repr, unknown))}"
-            f" — use one or more of {', '.join(known)}",
-        )
+    problem = unknown_names("stream mode", modes, known, use="one or more of")
+    if problem:
+        raise Unprocessable(f"query parameter stream_mode: {problem}")
     return modes
+
+
+# `<ms>-<seq>` (or `<ms>`) within what both backends store (64-bit signed).
+_EVENT_ID = re.compile(r"\d{1,18}(?:-\d{1,18})?")
+# Ids that mean "from the start": `-`, and `-1`, the JS SDK's `useStream` default.
+_FROM_START = frozenset({REPLAY_ALL, "-1"})
+
+
+def checked_event_id(value: str | None) -> str | None:
+    """A `Last-Event-ID` as `follow` takes it. A well-formed id that names no event is
+    fine (the stream goes on after that position, or live past the end of the log); only
+    what cannot be an id at all is a 422."""
+    if not value:
+        return None
+    if value in _FROM_START:
+        return REPLAY_ALL
+    if not _EVENT_ID.fullmatch(value):
+        raise Unprocessable(
+            f"Last-Event-ID {value!r} is not an event id — send an id from the stream or '-'"
+        )
+    return value

@@ -36,11 +36,11 @@ from agentctl._version import __version__
 from agentctl.errors import AuthError, NotDeployed, RequestError
 from agentctl.server import jsonrpc
 from agentctl.server.access import Caller, caller_of
-from agentctl.server.app import Server
 from agentctl.server.content import text_of
-from agentctl.server.routes.runs import start_run
+from agentctl.server.context import Server
 from agentctl.server.run_requests import RunCreate
 from agentctl.server.run_streams import wait_for_result
+from agentctl.server.services.runs import start_run
 from agentctl.storage.base import Run
 
 # The methods answered, and the request each one is (its params checked by `_refusal`).

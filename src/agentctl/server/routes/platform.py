@@ -13,11 +13,10 @@ from starlette.responses import Response
 
 from agentctl.errors import Forbidden, NotFound, Unprocessable
 from agentctl.platform.deployments import Deployments
-from agentctl.server.access import caller_of
-from agentctl.server.app import server_of
-from agentctl.server.fields import Limit, Offset, RevisionNumber
+from agentctl.server.access import AccessPolicy, caller_of
+from agentctl.server.context import server_of
+from agentctl.server.fields import Body, Limit, Offset, RevisionNumber
 from agentctl.server.openapi import NOT_FOUND
-from agentctl.server.routes.common import Body
 from agentctl.server.schemas import RevisionOut
 from agentctl.server.views import json_response, page_headers
 from agentctl.storage.base import RevisionRecord
@@ -33,12 +32,12 @@ class RevisionUpload(Body):
     )
 
 
-def deployments_of(request: Request) -> Deployments:
+def deployments_of(request: Request) -> Deployments[AccessPolicy]:
     """The server's deployments, for the operator only."""
     if not caller_of(request).operator:
         raise Forbidden("deploying needs the deployment key: send PLATFORM_API_KEY as x-api-key")
     platform = server_of(request).platform
-    if not isinstance(platform, Deployments):
+    if platform is None:
         raise NotFound("this server takes no deploys (agentctl dev) — use agentctl serve")
     return platform
 

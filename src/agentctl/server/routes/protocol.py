@@ -13,7 +13,7 @@ from agentctl import serde
 from agentctl.errors import BadRequest
 from agentctl.server import lookup
 from agentctl.server.access import Caller, caller_of
-from agentctl.server.app import Server, server_of
+from agentctl.server.context import Server, server_of
 from agentctl.server.protocol.commands import Commands, error, malformed
 from agentctl.server.protocol.filters import parse_filter, parse_since
 from agentctl.server.protocol.socket import SocketSession

@@ -3,24 +3,20 @@ stateless (`thread_id: null`: a temporary thread, deleted when the run ends)."""
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Header, Query, Request
 from starlette.responses import Response
 
-from agentctl.engine.engine import thread_labels
-from agentctl.engine.streams import REPLAY_ALL
-from agentctl.engine.wire import ANSWERS_INTERRUPT, STREAM_MODES, normalize_modes
-from agentctl.errors import BadRequest, Conflict, NotFound, Unprocessable
+from agentctl.engine.wire import STREAM_MODES
+from agentctl.errors import Conflict, NotFound, Unprocessable
 from agentctl.server import lookup
-from agentctl.server.access import Caller, caller_of
-from agentctl.server.app import Server, server_of
+from agentctl.server.access import caller_of
+from agentctl.server.context import server_of
 from agentctl.server.errors import not_found
 from agentctl.server.fields import Limit, Offset
-from agentctl.server.limits import check_messages
 from agentctl.server.openapi import CONFLICT
-from agentctl.server.routes.common import query_modes
+from agentctl.server.routes.common import checked_event_id, query_modes
 from agentctl.server.run_requests import CancelMany, RunCreate
 from agentctl.server.run_streams import (
     run_paths,
@@ -29,76 +25,12 @@ from agentctl.server.run_streams import (
     waiting_response,
 )
 from agentctl.server.schemas import RunOut
+from agentctl.server.services.runs import start_run
 from agentctl.server.sse import EventStream
 from agentctl.server.views import json_response, run_view
-from agentctl.storage.base import (
-    ACTIVE_RUN_STATUSES,
-    FINAL_RUN_STATUSES,
-    Run,
-    Thread,
-    new_id,
-)
+from agentctl.storage.base import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES, Run
 
 router = APIRouter(tags=["runs"])
-
-
-async def start_run(
-    server: Server,
-    caller: Caller,
-    body: RunCreate,
-    thread_id: str | None,
-    *,
-    wait: bool = False,
-    run_id: str | None = None,
-    answers_interrupt: bool = False,
-) -> Run:
-    """Check the request against the thread, then hand the run to the engine. The run
-    executes as `caller`'s user (their memory), whatever the request's config says.
-    `run_id`: the new run's id, when the caller chose it (A2A task ids name their run).
-    `answers_interrupt`: the input answers the thread's interrupt if one waits when the run
-    starts (decided then, once the runs before it have ended)."""
-    check_messages(server.limits, "input", body.input)
-    if body.command is not None:
-        check_messages(server.limits, "command.update", body.command.update)
-    assistant = await lookup.get_assistant(server, body.assistant_id)
-    # A thread the run creates has the run's metadata and names its graph and assistant;
-    # an existing one gets the names when the run starts (engine).
-    labels = {**(body.metadata or {}), **thread_labels(assistant.graph_id, assistant.assistant_id)}
-    stream_mode = None
-    if wait:  # a waiting client gets the final values
-        stream_mode = list(dict.fromkeys([*normalize_modes(body.stream_mode), "values"]))
-    if thread_id is None:
-        if body.is_resume:
-            raise BadRequest(
-                "a resume (command.resume) needs the thread of the interrupted run — "
-                "send it to /threads/{thread_id}/runs",
-            )
-        temporary = body.on_completion != "keep"
-        thread_id = new_id()
-        await server.storage.threads.create(Thread(thread_id, metadata=caller.stamp(labels)))
-        run = body.to_run(thread_id, assistant.assistant_id, user=caller.user,
-                          temporary=temporary, stream_mode=stream_mode, run_id=run_id)  # fmt: skip
-    else:
-        lookup.check_uuid("thread_id", thread_id)
-        thread = await server.storage.threads.get(thread_id)
-        if thread is not None and not caller.owns(thread.metadata):
-            raise not_found("thread", thread_id)
-        if thread is None:
-            if body.if_not_exists != "create":
-                raise NotFound(
-                    f"thread {thread_id!r} not found — create it first (POST /threads) or "
-                    'send "if_not_exists": "create"',
-                )
-            thread = Thread(thread_id=thread_id, metadata=caller.stamp(labels))
-            if not await server.storage.threads.create(thread):
-                raise Conflict(f"thread {thread_id!r} was created meanwhile — send the run again")
-        run = body.to_run(
-            thread_id, assistant.assistant_id, user=caller.user, stream_mode=stream_mode,
-            run_id=run_id,
-        )  # fmt: skip
-        if answers_interrupt:
-            run.kwargs[ANSWERS_INTERRUPT] = True
-    return await server.engine.submit(run)  # ThreadBusyError: 409
 
 
 def _created(run: Run) -> Response:
@@ -273,24 +205,3 @@ async def cancel_many(
         [run for run in candidates if run.status in statuses], action
     )
     return Response(status_code=204)
-
-
-# `<ms>-<seq>` (or `<ms>`) within what both backends store (64-bit signed).
-_EVENT_ID = re.compile(r"\d{1,18}(?:-\d{1,18})?")
-# Ids that mean "from the start": `-`, and `-1`, the JS SDK's `useStream` default.
-_FROM_START = frozenset({REPLAY_ALL, "-1"})
-
-
-def checked_event_id(value: str | None) -> str | None:
-    """A `Last-Event-ID` as `follow` takes it. A well-formed id that names no event is
-    fine (the stream goes on after that position, or live past the end of the log); only
-    what cannot be an id at all is a 422."""
-    if not value:
-        return None
-    if value in _FROM_START:
-        return REPLAY_ALL
-    if not _EVENT_ID.fullmatch(value):
-        raise Unprocessable(
-            f"Last-Event-ID {value!r} is not an event id — send an id from the stream or '-'"
-        )
-    return value

@@ -5,30 +5,20 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from langgraph.errors import InvalidUpdateError
 from starlette.responses import Response
 
-from agentctl import serde
-from agentctl.errors import Conflict, NotFound, Unprocessable
+from agentctl.errors import NotFound
 from agentctl.server import lookup, views
 from agentctl.server.access import caller_of
-from agentctl.server.app import Server, server_of
-from agentctl.server.fields import Metadata
+from agentctl.server.context import Server, server_of
+from agentctl.server.fields import Body, Limit, Metadata
 from agentctl.server.limits import check_messages
 from agentctl.server.openapi import CONFLICT
-from agentctl.server.routes.common import Body, Limit
 from agentctl.server.schemas import StateUpdateOut, ThreadStateOut
-from agentctl.server.state_view import (
-    checkpoint_view,
-    select_state,
-    state_view,
-    thread_config,
-)
-from agentctl.storage.base import ThreadStatus
+from agentctl.server.services.state import update_thread_state
+from agentctl.server.state_view import select_state, state_view, thread_config
 
 router = APIRouter(tags=["threads"])
-
-STATE_UPDATE_EVENT = "state_update"
 
 
 class CheckpointRef(Body):
@@ -70,18 +60,27 @@ def _config(thread_id: str, checkpoint: CheckpointRef | None, checkpoint_id: str
     )
 
 
-async def _thread(server: Server, thread_id: str, request: Request) -> None:
+async def _checked(request: Request, thread_id: str) -> Server:
+    """The server, once the thread is known to be there and the caller's."""
+    server = server_of(request)
     await lookup.get_thread(server, thread_id, caller_of(request))
+    return server
 
 
 async def _state(
-    server: Server, thread_id: str, config: dict[str, Any], subgraphs: bool
-) -> dict[str, Any]:
+    request: Request,
+    thread_id: str,
+    config: dict[str, Any],
+    subgraphs: bool,
+    select: list[str] | None,
+) -> Response:
+    """The thread's state at `config` (its latest when that names no checkpoint)."""
+    server = await _checked(request, thread_id)
     snapshot = await server.deployment.runtime.graph.aget_state(config, subgraphs=subgraphs)
     checkpoint_id = config["configurable"].get("checkpoint_id")
     if checkpoint_id and snapshot.created_at is None:
         raise NotFound(f"checkpoint {checkpoint_id!r} not found on thread {thread_id}")
-    return state_view(snapshot)
+    return views.json_response(select_state(state_view(snapshot), select))
 
 
 @router.get("/threads/{thread_id}/state", response_model=ThreadStateOut)
@@ -91,10 +90,7 @@ async def get_state(
     subgraphs: bool = False,
     select: Annotated[list[str] | None, Query()] = None,
 ) -> Response:
-    server = server_of(request)
-    await _thread(server, thread_id, request)
-    view = await _state(server, thread_id, thread_config(thread_id), subgraphs)
-    return views.json_response(select_state(view, select))
+    return await _state(request, thread_id, thread_config(thread_id), subgraphs, select)
 
 
 @router.get("/threads/{thread_id}/state/{checkpoint_id}", response_model=ThreadStateOut)
@@ -105,88 +101,23 @@ async def get_state_at(
     subgraphs: bool = False,
     select: Annotated[list[str] | None, Query()] = None,
 ) -> Response:
-    server = server_of(request)
-    await _thread(server, thread_id, request)
     config = thread_config(thread_id, checkpoint_id=checkpoint_id)
-    view = await _state(server, thread_id, config, subgraphs)
-    return views.json_response(select_state(view, select))
+    return await _state(request, thread_id, config, subgraphs, select)
 
 
 @router.post("/threads/{thread_id}/state/checkpoint", response_model=ThreadStateOut)
 async def post_state_at(request: Request, thread_id: str, body: StateAtCheckpoint) -> Response:
-    server = server_of(request)
-    await _thread(server, thread_id, request)
-    view = await _state(server, thread_id, _config(thread_id, body.checkpoint), body.subgraphs)
-    return views.json_response(select_state(view, body.select))
+    config = _config(thread_id, body.checkpoint)
+    return await _state(request, thread_id, config, body.subgraphs, body.select)
 
 
 @router.post("/threads/{thread_id}/state", response_model=StateUpdateOut, responses=CONFLICT)
 async def update_state(request: Request, thread_id: str, body: StateUpdate) -> Response:
-    server = server_of(request)
-    check_messages(server.limits, "values", body.values)
-    await _thread(server, thread_id, request)
-    active = await server.storage.runs.active(thread_id)
-    if any(run.status == "running" for run in active):
-        raise Conflict(
-            f"thread {thread_id} is running a task — wait for it or cancel it before "
-            "updating its state"
-        )
-    graph = server.deployment.runtime.graph
+    check_messages(server_of(request).limits, "values", body.values)
+    server = await _checked(request, thread_id)
     config = _config(thread_id, body.checkpoint, body.checkpoint_id)
-    try:
-        new_config = await graph.aupdate_state(config, body.values, as_node=body.as_node)
-    except (InvalidUpdateError, ValueError, TypeError, KeyError, NotImplementedError) as exc:
-        # e.g. a message that is not a message (langchain raises NotImplementedError)
-        keys = ", ".join(body.values) if isinstance(body.values, dict) else ""
-        raise Unprocessable(
-            f"body values{f' ({keys})' if keys else ''}: the state update could not be "
-            f"applied: {exc}",
-        ) from None
-    checkpoint = checkpoint_view(new_config)
-    await settle_thread(server, thread_id, busy=bool(active))
-    await server.storage.events.append(
-        thread_id,
-        "",
-        STATE_UPDATE_EVENT,
-        serde.dumps({"checkpoint": checkpoint, "values": body.values, "as_node": body.as_node}),
-    )
+    checkpoint = await update_thread_state(server, thread_id, config, body.values, body.as_node)
     return views.json_response({"checkpoint": checkpoint})
-
-
-async def settle_thread(server: Server, thread_id: str, *, busy: bool) -> None:
-    """The thread's status and pending interrupts after its state changed outside a run."""
-    snapshot = await server.deployment.runtime.graph.aget_state(thread_config(thread_id))
-    interrupts = {
-        task.id: serde.to_jsonable([{"value": i.value, "id": i.id} for i in task.interrupts])
-        for task in snapshot.tasks
-        if task.interrupts
-    }
-    status: ThreadStatus = "busy" if busy else ("interrupted" if interrupts else "idle")
-    await server.storage.threads.update(thread_id, status=status, interrupts=interrupts)
-
-
-async def _history(
-    server: Server,
-    thread_id: str,
-    *,
-    limit: int,
-    before: str | CheckpointRef | None,
-    metadata: dict[str, Any] | None,
-    checkpoint: CheckpointRef | None,
-) -> list[dict[str, Any]]:
-    if isinstance(before, CheckpointRef):
-        before = before.checkpoint_id
-    before_config = {"configurable": {"checkpoint_id": before}} if before else None
-    graph = server.deployment.runtime.graph
-    return [
-        state_view(snapshot)
-        async for snapshot in graph.aget_state_history(
-            _config(thread_id, checkpoint),
-            filter=metadata or None,
-            before=before_config,
-            limit=limit,
-        )
-    ]
 
 
 @router.get("/threads/{thread_id}/history", response_model=list[ThreadStateOut])
@@ -196,27 +127,26 @@ async def get_history(
     limit: Annotated[Limit, Query()] = 10,
     before: str | None = None,
 ) -> Response:
-    server = server_of(request)
-    await _thread(server, thread_id, request)
-    states = await _history(
-        server, thread_id, limit=limit, before=before, metadata=None, checkpoint=None
-    )
-    return views.json_response(states)
+    # Built unchecked: the query parameters were checked as such.
+    query = HistoryQuery.model_construct(limit=limit, before=before)
+    return await post_history(request, thread_id, query)
 
 
 @router.post("/threads/{thread_id}/history", response_model=list[ThreadStateOut])
 async def post_history(
     request: Request, thread_id: str, body: HistoryQuery | None = None
 ) -> Response:
-    server = server_of(request)
-    await _thread(server, thread_id, request)
+    server = await _checked(request, thread_id)
     body = body or HistoryQuery()
-    states = await _history(
-        server,
-        thread_id,
-        limit=body.limit,
-        before=body.before,
-        metadata=body.metadata,
-        checkpoint=body.checkpoint,
-    )
+    before = body.before.checkpoint_id if isinstance(body.before, CheckpointRef) else body.before
+    graph = server.deployment.runtime.graph
+    states = [
+        state_view(snapshot)
+        async for snapshot in graph.aget_state_history(
+            _config(thread_id, body.checkpoint),
+            filter=body.metadata or None,
+            before={"configurable": {"checkpoint_id": before}} if before else None,
+            limit=body.limit,
+        )
+    ]
     return views.json_response([select_state(view, body.select) for view in states])

@@ -19,16 +19,18 @@ from starlette.responses import Response
 from agentctl.errors import Unprocessable
 from agentctl.server import views
 from agentctl.server.access import caller_of
-from agentctl.server.app import server_of
+from agentctl.server.context import server_of
 from agentctl.server.fields import (
     MAX_SECONDS,
+    Body,
+    Limit,
     Namespace,
     NamespacePrefix,
+    Offset,
     StoreFilter,
     check_label,
     check_namespace,
 )
-from agentctl.server.routes.common import Body, Limit, Offset
 from agentctl.server.schemas import ItemOut, ItemsOut, NamespacesOut
 
 router = APIRouter(tags=["store"])

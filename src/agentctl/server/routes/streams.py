@@ -9,9 +9,8 @@ from starlette.responses import Response
 
 from agentctl.server import lookup
 from agentctl.server.access import caller_of
-from agentctl.server.app import server_of
-from agentctl.server.routes.common import query_modes
-from agentctl.server.routes.runs import checked_event_id
+from agentctl.server.context import server_of
+from agentctl.server.routes.common import checked_event_id, query_modes
 from agentctl.server.run_streams import thread_stream_response
 from agentctl.server.sse import EventStream
 

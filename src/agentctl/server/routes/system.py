@@ -24,7 +24,7 @@ from agentctl.engine.executor import STRICT_RESUME_KEY
 from agentctl.observability.metrics import Metrics
 from agentctl.server import lookup, views
 from agentctl.server.access import caller_of
-from agentctl.server.app import Server, server_of
+from agentctl.server.context import Server, server_of
 from agentctl.server.openapi import UNAVAILABLE
 from agentctl.server.schemas import OkOut
 from agentctl.storage.base import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES, Page, ThreadStatus

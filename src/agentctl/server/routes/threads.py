@@ -11,33 +11,23 @@ from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
 from fastapi import APIRouter, Header, Request
-from langgraph.channels.delta import DeltaChannel
-from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.types import StateUpdate
 from starlette.responses import Response
 
-from agentctl.errors import Conflict, Unprocessable
+from agentctl.errors import Conflict
 from agentctl.server import extract, lookup, views
 from agentctl.server.access import Caller, caller_of, without_owner
-from agentctl.server.app import Server, server_of
+from agentctl.server.context import Server, server_of
 from agentctl.server.errors import not_found
-from agentctl.server.fields import Metadata
+from agentctl.server.fields import Body, Limit, Metadata, Offset, OnConflict, SortOrder
 from agentctl.server.limits import check_messages
 from agentctl.server.openapi import CONFLICT
-from agentctl.server.routes.common import (
-    Body,
-    Limit,
-    Offset,
-    OnConflict,
-    SortOrder,
-    page,
-    select_fields,
-)
-from agentctl.server.routes.crons import delete_crons_where
+from agentctl.server.routes.common import page, select_fields
 from agentctl.server.schemas import THREAD_LIST, PrunedOut, ThreadOut
-from agentctl.server.state_view import thread_config, thread_values
+from agentctl.server.services import threads
+from agentctl.server.state_view import thread_values
 from agentctl.server.values_search import search_by_values
-from agentctl.storage.base import Page, Thread, ThreadStatus, now
+from agentctl.storage.base import Page, Thread, ThreadStatus
 
 router = APIRouter(tags=["threads"])
 
@@ -96,38 +86,6 @@ async def thread_json(server: Server, thread: Thread, *, values: bool = True) ->
     return views.thread_view(thread, state)
 
 
-async def delete_thread(server: Server, thread_id: str) -> bool:
-    """Delete a thread with its runs (cancelled first), events, checkpoints and crons."""
-    await server.engine.cancel_and_wait(await server.storage.runs.active(thread_id))
-    await delete_crons_where(server, thread_id=thread_id)
-    return await server.storage.threads.delete(thread_id)
-
-
-async def delete_threads_where(server: Server, metadata: dict[str, Any]) -> int:
-    deleted = 0
-    while True:
-        found, _ = await server.storage.threads.search(
-            metadata=metadata, status=None, ids=None, page=Page(limit=100)
-        )
-        if not found:
-            return deleted
-        for thread in found:
-            deleted += await delete_thread(server, thread.thread_id)
-
-
-async def apply_supersteps(server: Server, thread_id: str, supersteps: list[Superstep]) -> None:
-    graph = server.deployment.runtime.graph
-    steps = [
-        [StateUpdate(update.values, update.as_node) for update in step.updates]
-        for step in supersteps
-    ]
-    try:
-        await graph.abulk_update_state(thread_config(thread_id), steps)
-    except Exception as exc:
-        await server.storage.threads.delete(thread_id)
-        raise Unprocessable(f"supersteps could not be applied: {exc}") from None
-
-
 @router.post("/threads", response_model=ThreadOut, responses=CONFLICT)
 async def create_thread(request: Request, body: ThreadCreate | None = None) -> Response:
     server, caller = server_of(request), caller_of(request)
@@ -148,7 +106,11 @@ async def create_thread(request: Request, body: ThreadCreate | None = None) -> R
             f'thread {thread_id} already exists — use another id or pass if_exists="do_nothing"'
         )
     if body.supersteps:
-        await apply_supersteps(server, thread_id, body.supersteps)
+        steps = [
+            [StateUpdate(update.values, update.as_node) for update in step.updates]
+            for step in body.supersteps
+        ]
+        await threads.apply_supersteps(server, thread_id, steps)
         return views.json_response(await thread_json(server, thread))
     return views.json_response(views.thread_view(thread))
 
@@ -211,42 +173,10 @@ async def prune_threads(request: Request, body: ThreadPrune) -> Response:
         if thread is None or not caller.owns(thread.metadata):
             continue
         if body.strategy == "delete":
-            pruned += await delete_thread(server, thread_id)
+            pruned += await threads.delete_thread(server, thread_id)
         else:
-            pruned += await keep_latest(server, thread_id)
+            pruned += await threads.keep_latest(server, thread_id)
     return views.json_response({"pruned_count": pruned})
-
-
-async def keep_latest(server: Server, thread_id: str) -> bool:
-    """Drop every checkpoint of the thread but the latest, keeping its state.
-
-    A `DeltaChannel` (the agent's messages and files) stores only writes, and its value is
-    rebuilt from the checkpoints before; so the latest checkpoint first gets a full snapshot
-    of each such channel. A thread whose delta channel cannot be read back is left alone."""
-    graph = server.deployment.runtime.graph
-    checkpointer = server.storage.checkpointer
-    latest = await checkpointer.aget_tuple(thread_config(thread_id))
-    if latest is None:
-        return True
-    delta = [k for k, ch in graph.channels.items() if isinstance(ch, DeltaChannel)]
-    if any(k not in graph.stream_channels_list for k in delta):
-        return False
-    if delta:
-        values = (await graph.aget_state(latest.config)).values
-        checkpoint = dict(latest.checkpoint)
-        checkpoint["channel_values"] = {
-            **checkpoint["channel_values"],
-            **{k: _DeltaSnapshot(values[k]) for k in delta if k in values},
-        }
-        metadata = dict(latest.metadata)
-        counters = dict(metadata.get("counters_since_delta_snapshot") or {})
-        metadata["counters_since_delta_snapshot"] = {
-            k: v for k, v in counters.items() if k not in delta
-        }
-        root = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-        await checkpointer.aput(root, checkpoint, metadata, {})
-    await checkpointer.aprune_to_latest(thread_id)
-    return True
 
 
 def _unique(ids: Sequence[str]) -> list[str]:
@@ -281,7 +211,7 @@ async def patch_thread(
 async def delete_thread_route(request: Request, thread_id: str) -> Response:
     server = server_of(request)
     await lookup.get_thread(server, thread_id, caller_of(request))
-    await delete_thread(server, thread_id)
+    await threads.delete_thread(server, thread_id)
     return Response(status_code=204)
 
 
@@ -289,13 +219,5 @@ async def delete_thread_route(request: Request, thread_id: str) -> Response:
 async def copy_thread(request: Request, thread_id: str) -> Response:
     server, caller = server_of(request), caller_of(request)
     source = await lookup.get_thread(server, thread_id, caller)
-    copy = Thread(
-        thread_id=str(uuid.uuid4()),
-        metadata={**source.metadata, **caller.stamp({})},
-        status="idle" if source.status == "busy" else source.status,
-        interrupts=source.interrupts,
-        created_at=now(),
-    )
-    await server.storage.threads.create(copy)
-    await server.storage.checkpointer.acopy_thread(source.thread_id, copy.thread_id)
+    copy = await threads.copy_thread(server, source, caller)
     return views.json_response(await thread_json(server, copy))

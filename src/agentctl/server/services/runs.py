@@ -1,0 +1,74 @@
+"""Starting a run: the request checked against its assistant and thread (created when the
+run asks for it), then handed to the engine."""
+
+from __future__ import annotations
+
+from agentctl.engine.engine import thread_labels
+from agentctl.engine.wire import ANSWERS_INTERRUPT, normalize_modes
+from agentctl.errors import BadRequest, Conflict, NotFound
+from agentctl.server import lookup
+from agentctl.server.access import Caller
+from agentctl.server.context import Server
+from agentctl.server.errors import not_found
+from agentctl.server.limits import check_messages
+from agentctl.server.run_requests import RunCreate
+from agentctl.storage.base import Run, Thread, new_id
+
+
+async def start_run(
+    server: Server,
+    caller: Caller,
+    body: RunCreate,
+    thread_id: str | None,
+    *,
+    wait: bool = False,
+    run_id: str | None = None,
+    answers_interrupt: bool = False,
+) -> Run:
+    """Check the request against the thread, then hand the run to the engine. The run
+    executes as `caller`'s user (their memory), whatever the request's config says.
+    `run_id`: the new run's id, when the caller chose it (A2A task ids name their run).
+    `answers_interrupt`: the input answers the thread's interrupt if one waits when the run
+    starts (decided then, once the runs before it have ended)."""
+    check_messages(server.limits, "input", body.input)
+    if body.command is not None:
+        check_messages(server.limits, "command.update", body.command.update)
+    assistant = await lookup.get_assistant(server, body.assistant_id)
+    # A thread the run creates has the run's metadata and names its graph and assistant;
+    # an existing one gets the names when the run starts (engine).
+    labels = {**(body.metadata or {}), **thread_labels(assistant.graph_id, assistant.assistant_id)}
+    stream_mode = None
+    if wait:  # a waiting client gets the final values
+        stream_mode = list(dict.fromkeys([*normalize_modes(body.stream_mode), "values"]))
+    if thread_id is None:
+        if body.is_resume:
+            raise BadRequest(
+                "a resume (command.resume) needs the thread of the interrupted run — "
+                "send it to /threads/{thread_id}/runs",
+            )
+        temporary = body.on_completion != "keep"
+        thread_id = new_id()
+        await server.storage.threads.create(Thread(thread_id, metadata=caller.stamp(labels)))
+        run = body.to_run(thread_id, assistant.assistant_id, user=caller.user,
+                          temporary=temporary, stream_mode=stream_mode, run_id=run_id)  # fmt: skip
+    else:
+        lookup.check_uuid("thread_id", thread_id)
+        thread = await server.storage.threads.get(thread_id)
+        if thread is not None and not caller.owns(thread.metadata):
+            raise not_found("thread", thread_id)
+        if thread is None:
+            if body.if_not_exists != "create":
+                raise NotFound(
+                    f"thread {thread_id!r} not found — create it first (POST /threads) or "
+                    'send "if_not_exists": "create"',
+                )
+            thread = Thread(thread_id=thread_id, metadata=caller.stamp(labels))
+            if not await server.storage.threads.create(thread):
+                raise Conflict(f"thread {thread_id!r} was created meanwhile — send the run again")
+        run = body.to_run(
+            thread_id, assistant.assistant_id, user=caller.user, stream_mode=stream_mode,
+            run_id=run_id,
+        )  # fmt: skip
+        if answers_interrupt:
+            run.kwargs[ANSWERS_INTERRUPT] = True
+    return await server.engine.submit(run)  # ThreadBusyError: 409
