@@ -143,8 +143,10 @@ StartDev = Callable[..., DevProcess]
 
 @pytest.fixture
 def dev_env(model_server: ScriptedModelServer) -> dict[str, str]:
-    """The environment of the process: the scripted model; no platform key."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PLATFORM_API_KEY", "AGENTCTL_DEBUG")}
+    """The environment of the process: the scripted model; no platform key; output to a
+    pipe buffered, as in a user's shell (`agentctl dev | tee log`)."""
+    unset = ("PLATFORM_API_KEY", "AGENTCTL_DEBUG", "PYTHONUNBUFFERED")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     return {**env, **model_server.env}
 
 

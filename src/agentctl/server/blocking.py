@@ -65,9 +65,12 @@ _CAN_BLOCK: dict[str, list[FunctionSpec]] = {
         ]
         for name in _READS
     },
-    # logging (to the terminal, or to a file a user configured)
-    "io.TextIOWrapper.write": [("logging/__init__.py", {"emit", "flush"})],
-    "io.BufferedWriter.write": [("logging/__init__.py", {"emit", "flush"})],
+    # logging (to the terminal, or to a file a user configured), and what `dev` prints: a
+    # pipe's buffer (`agentctl dev | tee log`) flushes on the loop, as a terminal does
+    **{
+        name: [("logging/__init__.py", {"emit", "flush"}), ("click/utils.py", {"echo"})]
+        for name in ("io.TextIOWrapper.write", "io.BufferedWriter.write")
+    },
 }
 
 
