@@ -33,6 +33,7 @@ from agentctl.server.routes.crons import delete_crons_where
 from agentctl.server.routes.threads import delete_threads_where
 from agentctl.server.schemas import ASSISTANT_LIST, AssistantOut
 from agentctl.storage.base import Assistant, Page, new_id, now
+from agentctl.storage.sorts import AssistantSort
 
 router = APIRouter(tags=["assistants"])
 
@@ -68,7 +69,7 @@ class AssistantSearch(Body):
     name: str | None = None
     limit: Limit = 10
     offset: Offset = 0
-    sort_by: Literal["assistant_id", "graph_id", "name", "created_at", "updated_at"] | None = None
+    sort_by: AssistantSort | None = None
     sort_order: SortOrder | None = None
     select: list[AssistantField] | None = None
 

@@ -18,12 +18,10 @@ from agentctl.server.fields import Config, Metadata, StreamModes
 from agentctl.server.routes.common import Body, Limit, Offset, SortOrder, page, select_fields
 from agentctl.server.schemas import CRON_LIST, CronOut
 from agentctl.storage.base import Cron, Page, new_id, now
+from agentctl.storage.sorts import CronSort
 
 router = APIRouter(tags=["crons"])
 
-CronSort = Literal[
-    "cron_id", "assistant_id", "thread_id", "created_at", "updated_at", "next_run_date", "end_time"
-]
 Interrupts = Literal["*"] | list[str]
 # Request fields kept in the cron's payload and given to each run.
 PAYLOAD_FIELDS = ("input", "metadata", "multitask_strategy", *schedule.RUN_FIELDS)
