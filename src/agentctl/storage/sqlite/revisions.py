@@ -4,30 +4,21 @@ revision is active."""
 from __future__ import annotations
 
 import builtins
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from agentctl.storage.base import RevisionRecord, now
-from agentctl.storage.sqlite.database import dumps, loads, parse_time, timestamp, transaction
+from agentctl.storage.base import RevisionRecord
+from agentctl.storage.sql.revisions import RevisionSql
+from agentctl.storage.sqlite.database import Database
+from agentctl.storage.sqlite.dialect import SQLITE
 
-_COLUMNS = "number, revision_id, manifest, secret_names, created_at"
-
-
-def _record(row: tuple[Any, ...]) -> RevisionRecord:
-    number, revision_id, manifest, secret_names, created = row
-    return RevisionRecord(
-        number=number,
-        revision_id=revision_id,
-        manifest=loads(manifest),
-        secret_names=loads(secret_names),
-        created_at=parse_time(created) or now(),
-    )
+SQL = RevisionSql(SQLITE)
 
 
 class SqliteRevisions:
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.conn = db.conn
 
     async def add(
         self,
@@ -37,46 +28,27 @@ class SqliteRevisions:
         sealed_secrets: bytes,
         secret_names: Sequence[str],
     ) -> RevisionRecord:
-        record = RevisionRecord(0, revision_id, manifest, list(secret_names))
-        # AUTOINCREMENT: a number is never handed out twice, even after a delete.
-        with transaction(self.conn, durable=True):
-            (record.number,) = self.conn.execute(
-                "INSERT INTO revisions (revision_id, manifest, archive, sealed_secrets, "
-                "secret_names, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING number",
-                (
-                    revision_id,
-                    dumps(manifest),
-                    archive,
-                    sealed_secrets,
-                    dumps(record.secret_names),
-                    timestamp(record.created_at),
-                ),
-            ).fetchone()
-        return record
+        values = SQL.add_values(revision_id, manifest, (archive, sealed_secrets), secret_names)
+        with self.db.transaction(durable=True):
+            row = self.conn.execute(SQL.add, values).fetchone()
+        return SQL.record(row)
 
     async def get(self, number: int) -> RevisionRecord | None:
-        row = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM revisions WHERE number = ?", (number,)
-        ).fetchone()
-        return None if row is None else _record(row)
+        row = self.conn.execute(SQL.get, (number,)).fetchone()
+        return None if row is None else SQL.record(row)
 
     async def list(self, *, limit: int, offset: int) -> tuple[builtins.list[RevisionRecord], int]:
-        rows = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM revisions ORDER BY number DESC LIMIT ? OFFSET ?",
-            (limit, offset),
-        ).fetchall()
-        (total,) = self.conn.execute("SELECT COUNT(*) FROM revisions").fetchone()
-        return [_record(row) for row in rows], total
+        rows = self.conn.execute(SQL.list, (limit, offset)).fetchall()
+        (total,) = self.conn.execute(SQL.count).fetchone()
+        return [SQL.record(row) for row in rows], total
 
     async def payload(self, number: int) -> tuple[bytes, bytes] | None:
-        row = self.conn.execute(
-            "SELECT archive, sealed_secrets FROM revisions WHERE number = ?", (number,)
-        ).fetchone()
+        row = self.conn.execute(SQL.payload, (number,)).fetchone()
         return None if row is None else (bytes(row[0]), bytes(row[1]))
 
     async def activate(self, number: int) -> None:
-        with transaction(self.conn, durable=True):
-            exists = self.conn.execute("SELECT 1 FROM revisions WHERE number = ?", (number,))
+        with self.db.transaction(durable=True):
+            exists = self.conn.execute(SQL.get, (number,))
             if exists.fetchone() is None:
                 raise LookupError(f"revision {number} does not exist: deploy it first")
             self.conn.execute(

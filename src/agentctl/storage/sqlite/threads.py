@@ -2,67 +2,33 @@
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
 from agentctl.storage.base import EventLog, Page, Thread, ThreadStatus, now
+from agentctl.storage.sql.threads import ThreadSql
 from agentctl.storage.sqlite.checkpointer import LoopSqliteSaver
-from agentctl.storage.sqlite.database import (
-    dumps,
-    loads,
-    metadata_filter,
-    parse_time,
-    timestamp,
-    transaction,
-)
+from agentctl.storage.sqlite.database import Database
+from agentctl.storage.sqlite.dialect import SQLITE
 
-THREAD_SORT = {"thread_id", "status", "created_at", "updated_at", "state_updated_at"}
-
-
-def _thread(row: sqlite3.Row | tuple[Any, ...]) -> Thread:
-    thread_id, metadata, status, interrupts, created, updated = row
-    return Thread(
-        thread_id=thread_id,
-        metadata=loads(metadata),
-        status=status,
-        interrupts=loads(interrupts),
-        created_at=parse_time(created) or now(),
-        updated_at=parse_time(updated) or now(),
-    )
-
-
-_COLUMNS = "thread_id, metadata, status, interrupts, created_at, updated_at"
+SQL = ThreadSql(SQLITE)
 
 
 class SqliteThreads:
-    def __init__(
-        self, conn: sqlite3.Connection, checkpointer: LoopSqliteSaver, events: EventLog
-    ) -> None:
-        self.conn = conn
+    def __init__(self, db: Database, checkpointer: LoopSqliteSaver, events: EventLog) -> None:
+        self.db = db
+        self.conn = db.conn
         self.checkpointer = checkpointer
         self.events = events
 
     async def create(self, thread: Thread) -> bool:
-        with transaction(self.conn, durable=True):
-            cursor = self.conn.execute(
-                f"INSERT OR IGNORE INTO threads ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    thread.thread_id,
-                    dumps(thread.metadata),
-                    thread.status,
-                    dumps(thread.interrupts),
-                    timestamp(thread.created_at),
-                    timestamp(thread.updated_at),
-                ),
-            )
+        with self.db.transaction(durable=True):
+            cursor = self.conn.execute(SQL.insert, SQL.values(thread))
         return cursor.rowcount == 1
 
     async def get(self, thread_id: str) -> Thread | None:
-        row = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM threads WHERE thread_id = ?", (thread_id,)
-        ).fetchone()
-        return None if row is None else _thread(row)
+        row = self.conn.execute(SQL.get, (thread_id,)).fetchone()
+        return None if row is None else SQL.record(row)
 
     async def update(
         self,
@@ -72,7 +38,8 @@ class SqliteThreads:
         status: ThreadStatus | None = None,
         interrupts: dict[str, list[dict[str, Any]]] | None = None,
     ) -> Thread | None:
-        with transaction(self.conn, sees_appends=False):
+        # Read, merge, write: nothing else writes the file meanwhile (no await in between).
+        with self.db.transaction(sees_appends=False):
             thread = await self.get(thread_id)
             if thread is None:
                 return None
@@ -86,20 +53,14 @@ class SqliteThreads:
             self.conn.execute(
                 "UPDATE threads SET metadata = ?, status = ?, interrupts = ?, updated_at = ? "
                 "WHERE thread_id = ?",
-                (
-                    dumps(thread.metadata),
-                    thread.status,
-                    dumps(thread.interrupts),
-                    timestamp(thread.updated_at),
-                    thread_id,
-                ),
+                (*SQL.values(thread)[1:4], SQLITE.time(thread.updated_at), thread_id),
             )
         return thread
 
     async def delete(self, thread_id: str) -> bool:
-        with transaction(self.conn):
-            cursor = self.conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
-            self.conn.execute("DELETE FROM runs WHERE thread_id = ?", (thread_id,))
+        with self.db.transaction():
+            cursor = self.conn.execute(SQL.delete, (thread_id,))
+            self.conn.execute(SQL.delete_runs, (thread_id,))
         await self.events.delete(thread_id)
         await self.checkpointer.adelete_thread(thread_id)
         return cursor.rowcount == 1
@@ -112,22 +73,7 @@ class SqliteThreads:
         ids: Sequence[str] | None,
         page: Page,
     ) -> tuple[list[Thread], int]:
-        where, params = metadata_filter("metadata", metadata)
-        if status is not None:
-            where += " AND status = ?"
-            params.append(status)
-        if ids is not None:
-            where += f" AND thread_id IN ({', '.join('?' for _ in ids)})"
-            params.extend(ids)
-        sort = page.sort_by if page.sort_by in THREAD_SORT else "created_at"
-        sort = "updated_at" if sort == "state_updated_at" else sort
-        order = "ASC" if page.sort_order == "asc" else "DESC"
-        rows = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM threads WHERE {where} ORDER BY {sort} {order}, thread_id "
-            "LIMIT ? OFFSET ?",
-            (*params, page.limit, page.offset),
-        ).fetchall()
-        (total,) = self.conn.execute(
-            f"SELECT COUNT(*) FROM threads WHERE {where}", params
-        ).fetchone()
-        return [_thread(row) for row in rows], total
+        rows, count = SQL.search(metadata, status, ids, page)
+        found = self.conn.execute(rows.sql, rows.params).fetchall()
+        (total,) = self.conn.execute(count.sql, count.params).fetchone()
+        return [SQL.record(row) for row in found], total

@@ -1,0 +1,46 @@
+"""The revisions table's statements and rows, for either database. Which revision is
+active is each backend's own (a one-row table keyed differently)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from agentctl.storage.base import RevisionRecord, now
+from agentctl.storage.sql.dialect import Dialect, Row
+
+COLUMNS = "number, revision_id, manifest, secret_names, created_at"
+
+
+class RevisionSql:
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = d = dialect
+        p = d.param
+        # The number is the database's (never handed out twice, even after a delete).
+        self.add = (
+            "INSERT INTO revisions (revision_id, manifest, archive, sealed_secrets, "
+            f"secret_names, created_at) VALUES ({d.params(6)}) RETURNING {COLUMNS}"
+        )
+        self.get = f"SELECT {COLUMNS} FROM revisions WHERE number = {p}"
+        self.list = f"SELECT {COLUMNS} FROM revisions ORDER BY number DESC LIMIT {p} OFFSET {p}"
+        self.count = "SELECT COUNT(*) FROM revisions"
+        self.payload = f"SELECT archive, sealed_secrets FROM revisions WHERE number = {p}"
+
+    def add_values(
+        self, revision_id: str, manifest: dict[str, Any], payload: tuple[bytes, bytes],
+        secret_names: Sequence[str],
+    ) -> Row:  # fmt: skip
+        """The row `add` stores; `payload`: the archive and the sealed secrets."""
+        d = self.dialect
+        return (revision_id, d.json(manifest), *payload, d.json(list(secret_names)), d.time(now()))
+
+    def record(self, row: Row) -> RevisionRecord:
+        number, revision_id, manifest, secret_names, created = row
+        d = self.dialect
+        return RevisionRecord(
+            number=number,
+            revision_id=revision_id,
+            manifest=d.from_json(manifest),
+            secret_names=d.from_json(secret_names),
+            created_at=d.from_time(created) or now(),
+        )

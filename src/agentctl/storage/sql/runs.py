@@ -1,0 +1,117 @@
+"""The runs table's statements and rows, for either database. How a run is claimed is each
+backend's own (a lock on PostgreSQL, the one process on SQLite)."""
+
+from __future__ import annotations
+
+from agentctl.storage.base import ACTIVE_RUN_STATUSES, Run, RunStatus, now
+from agentctl.storage.sql.dialect import Dialect, Query, Row
+
+COLUMNS = (
+    "run_id, thread_id, assistant_id, status, metadata, multitask_strategy, kwargs, attempt, "
+    "temporary, not_before, error, cancel_reason, created_at, updated_at"
+)
+# `status IN (...)` of the runs still to finish, as SQL.
+ACTIVE = ", ".join(f"'{status}'" for status in ACTIVE_RUN_STATUSES)
+
+
+class RunSql:
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = d = dialect
+        p = d.param
+        oldest_first = f"ORDER BY created_at, {d.text('run_id')}"
+        self.insert = f"INSERT INTO runs ({COLUMNS}, owner) VALUES ({d.params(15)})"
+        self.get = f"SELECT {COLUMNS} FROM runs WHERE run_id = {p}"
+        self.active = (
+            f"SELECT {COLUMNS} FROM runs WHERE thread_id = {p} AND status IN ({ACTIVE}) "
+            f"{oldest_first}"
+        )
+        self.all_active = f"SELECT {COLUMNS} FROM runs WHERE status IN ({ACTIVE}) {oldest_first}"
+        self.count_by_status = "SELECT status, COUNT(*) FROM runs GROUP BY status"
+        self.renew = (
+            f"UPDATE runs SET lease_expires_at = {p} WHERE status = 'running' AND worker = {p} "
+            "RETURNING run_id"
+        )
+        self.cancel = (
+            "UPDATE runs SET status = 'interrupted', cancel_reason = 'cancelled', "
+            f"updated_at = {p} WHERE run_id = {p} AND status = 'pending'"
+        )
+        self.delete_pending = f"DELETE FROM runs WHERE run_id = {p} AND status = 'pending'"
+        self.finish = (
+            f"UPDATE runs SET status = {p}, error = {p}, updated_at = {p} WHERE run_id = {p}"
+        )
+        self.set_status = (
+            f"UPDATE runs SET status = {p}, cancel_reason = COALESCE({p}, cancel_reason), "
+            f"updated_at = {p} WHERE run_id = {p}"
+        )
+        self.delete = f"DELETE FROM runs WHERE run_id = {p}"
+        self.next_wakeup = (
+            "SELECT MIN(not_before) FROM runs WHERE status = 'pending' AND not_before IS NOT NULL"
+        )
+
+    def values(self, run: Run) -> Row:
+        """The row `insert` stores."""
+        d = self.dialect
+        return (
+            run.run_id,
+            run.thread_id,
+            run.assistant_id,
+            run.status,
+            d.json(run.metadata),
+            run.multitask_strategy,
+            d.json(run.kwargs),
+            run.attempt,
+            run.temporary,
+            d.time(run.not_before),
+            None if run.error is None else d.json(run.error),
+            run.cancel_reason,
+            d.time(run.created_at),
+            d.time(run.updated_at),
+            run.owner,
+        )
+
+    def record(self, row: Row) -> Run:
+        (run_id, thread_id, assistant_id, status, metadata, strategy, kwargs, attempt, temporary,
+         not_before, error, reason, created, updated) = row  # fmt: skip
+        d = self.dialect
+        return Run(
+            run_id=run_id,
+            thread_id=thread_id,
+            assistant_id=assistant_id,
+            status=status,
+            metadata=d.from_json(metadata),
+            multitask_strategy=strategy,
+            kwargs=d.from_json(kwargs),
+            attempt=attempt,
+            temporary=bool(temporary),
+            not_before=d.from_time(not_before),
+            error=d.from_json(error),
+            cancel_reason=reason,
+            created_at=d.from_time(created) or now(),
+            updated_at=d.from_time(updated) or now(),
+        )
+
+    def requeued(self, rows: list[Row]) -> list[Run]:
+        """The runs `requeue` returned, oldest first."""
+        return sorted(map(self.record, rows), key=lambda run: (run.created_at, run.run_id))
+
+    def of_thread(self, thread_id: str, status: RunStatus | None, limit: int, offset: int) -> Query:
+        """The thread's runs (only those in `status`, when given), newest first."""
+        p = self.dialect.param
+        where, params = f"thread_id = {p}", [thread_id]
+        if status is not None:
+            where += f" AND status = {p}"
+            params.append(status)
+        return Query(
+            f"SELECT {COLUMNS} FROM runs WHERE {where} "
+            f"ORDER BY created_at DESC, {self.dialect.text('run_id')} DESC LIMIT {p} OFFSET {p}",
+            (*params, limit, offset),
+        )
+
+    def requeue(self, where: str, *params: object) -> Query:
+        """Running runs matching `where` become pending, with no worker and no lease."""
+        return Query(
+            "UPDATE runs SET status = 'pending', worker = NULL, lease_expires_at = NULL, "
+            f"updated_at = {self.dialect.param} WHERE status = 'running' AND {where} "
+            f"RETURNING {COLUMNS}",
+            (self.dialect.time(now()), *params),
+        )
