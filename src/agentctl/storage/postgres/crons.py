@@ -3,47 +3,27 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
-from agentctl.storage.base import Cron, Page
-from agentctl.storage.postgres.database import Table
+from agentctl.storage.base import Cron
+from agentctl.storage.postgres.database import PostgresTable
 from agentctl.storage.postgres.dialect import POSTGRES
-from agentctl.storage.sql.crons import CronSql
-
-SQL = CronSql(POSTGRES)
+from agentctl.storage.sql.crons import CronSql, SqlCronStore
 
 
-class PostgresCrons(Table):
+class PostgresCrons(PostgresTable, SqlCronStore):
+    sql = CronSql(POSTGRES)
+
     async def create(self, cron: Cron) -> None:
-        await self.execute(SQL.insert, SQL.values(cron))
+        await self.execute(self.sql.insert, self.sql.values(cron))
 
     async def update(self, cron: Cron) -> None:
-        await self.execute(SQL.upsert, SQL.values(cron))
-
-    async def get(self, cron_id: str) -> Cron | None:
-        row = await self.row(SQL.get, (cron_id,))
-        return None if row is None else SQL.record(row)
+        await self.execute(self.sql.upsert, self.sql.values(cron))
 
     async def delete(self, cron_id: str) -> bool:
-        return await self.execute(SQL.delete, (cron_id,)) == 1
-
-    async def search(
-        self,
-        *,
-        assistant_id: str | None,
-        thread_id: str | None,
-        enabled: bool | None,
-        metadata: dict[str, Any],
-        page: Page,
-    ) -> tuple[list[Cron], int]:
-        query = SQL.search(assistant_id, thread_id, enabled, metadata, page)
-        found, total = await self.page(*query)
-        return [SQL.record(row) for row in found], total
-
-    async def due(self, at: datetime) -> list[Cron]:
-        return [SQL.record(row) for row in await self.rows(SQL.due, (at,))]
+        return await self.execute(self.sql.delete, (cron_id,)) == 1
 
     async def reschedule(self, cron: Cron, *, expected: datetime | None) -> bool:
         # The row is locked by the UPDATE, and its date re-checked once a concurrent
         # reschedule commits: of two processes firing one date, one stores the next.
-        return await self.execute(SQL.reschedule, SQL.reschedule_values(cron, expected)) == 1
+        values = self.sql.reschedule_values(cron, expected)
+        return await self.execute(self.sql.reschedule, values) == 1

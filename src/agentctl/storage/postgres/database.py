@@ -1,5 +1,5 @@
 """The PostgreSQL database: a connection pool, the server's versioned migrations, and the
-access every table module shares (`Table`).
+access every table module shares (`PostgresTable`).
 
 Every replica applies pending migrations when it starts. They run under a session advisory
 lock, so replicas starting together apply each one exactly once; a replica that finds the
@@ -26,6 +26,7 @@ from psycopg_pool.base import AttemptWithBackoff
 from agentctl.errors import RuntimeFailure
 from agentctl.storage.outages import POSTGRES, outages
 from agentctl.storage.sql.dialect import Query, Row
+from agentctl.storage.sql.table import Table
 
 Pool = AsyncConnectionPool[AsyncConnection[DictRow]]
 
@@ -235,9 +236,8 @@ async def fetch_value(conn: AsyncConnection[DictRow], query: str, *params: Any) 
     return None if row is None else next(iter(row.values()))
 
 
-class Table:
-    """One table's statements run through the pool; rows come back as tuples, the shape
-    the shared row mapping (`agentctl.storage.sql`) reads on both databases."""
+class PostgresTable(Table):
+    """One table's statements run through the pool."""
 
     def __init__(self, pool: Pool) -> None:
         self.pool = pool
@@ -250,18 +250,17 @@ class Table:
         found = await self.rows(query, params)
         return found[0] if found else None
 
+    async def page(self, rows_query: Query, count_query: Query) -> tuple[list[Row], int]:
+        async with self.pool.connection() as conn:
+            found = await rows(conn, rows_query.sql, rows_query.params)
+            ((total,),) = await rows(conn, count_query.sql, count_query.params)
+        return found, total
+
     async def execute(self, query: str, params: Sequence[Any] = ()) -> int:
         """Run `query`; how many rows it changed."""
         async with self.pool.connection() as conn:
             cursor = await conn.execute(query, params)
         return cursor.rowcount
-
-    async def page(self, rows_query: Query, count_query: Query) -> tuple[list[Row], int]:
-        """One page of rows and the count of every match, on one connection."""
-        async with self.pool.connection() as conn:
-            found = await rows(conn, rows_query.sql, rows_query.params)
-            ((total,),) = await rows(conn, count_query.sql, count_query.params)
-        return found, total
 
 
 async def rows(conn: AsyncConnection[DictRow], query: str, params: Sequence[Any]) -> list[Row]:

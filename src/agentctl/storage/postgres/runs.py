@@ -13,10 +13,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from agentctl.storage.base import Run, RunStatus, now
-from agentctl.storage.postgres.database import CLAIM_LOCK, Table, rows
+from agentctl.storage.postgres.database import CLAIM_LOCK, PostgresTable, rows
 from agentctl.storage.postgres.dialect import POSTGRES
 from agentctl.storage.sql.dialect import Query
-from agentctl.storage.sql.runs import COLUMNS, RunSql
+from agentctl.storage.sql.runs import COLUMNS, RunSql, SqlRunStore
 
 SQL = RunSql(POSTGRES)
 
@@ -46,28 +46,11 @@ _CLAIM = (
 )
 
 
-class PostgresRuns(Table):
+class PostgresRuns(PostgresTable, SqlRunStore):
+    sql = SQL
+
     async def create(self, run: Run) -> None:
         await self.execute(SQL.insert, SQL.values(run))
-
-    async def get(self, run_id: str) -> Run | None:
-        row = await self.row(SQL.get, (run_id,))
-        return None if row is None else SQL.record(row)
-
-    async def list(
-        self, thread_id: str, *, status: RunStatus | None, limit: int, offset: int
-    ) -> builtins.list[Run]:
-        query = SQL.of_thread(thread_id, status, limit, offset)
-        return [SQL.record(row) for row in await self.rows(query.sql, query.params)]
-
-    async def active(self, thread_id: str) -> builtins.list[Run]:
-        return [SQL.record(row) for row in await self.rows(SQL.active, (thread_id,))]
-
-    async def count_by_status(self) -> dict[str, int]:
-        return dict(await self.rows(SQL.count_by_status))
-
-    async def all_active(self) -> builtins.list[Run]:
-        return [SQL.record(row) for row in await self.rows(SQL.all_active)]
 
     async def claim(self, at: datetime, *, worker: str, lease: float) -> Run | None:
         claimed = now()
@@ -115,7 +98,3 @@ class PostgresRuns(Table):
 
     async def delete(self, run_id: str) -> bool:
         return await self.execute(SQL.delete, (run_id,)) == 1
-
-    async def next_wakeup(self) -> datetime | None:
-        row = await self.row(SQL.next_wakeup)
-        return POSTGRES.from_time(row[0]) if row else None

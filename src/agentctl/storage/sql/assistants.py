@@ -8,6 +8,7 @@ from typing import Any
 from agentctl.storage.base import Assistant, Page, now
 from agentctl.storage.sorts import ASSISTANT_SORT, sort_field
 from agentctl.storage.sql.dialect import Dialect, Query, Row, page_queries
+from agentctl.storage.sql.table import Table
 
 # A version's `created_at` is when the assistant was last updated.
 _SELECT = (
@@ -124,3 +125,29 @@ class AssistantSql:
             f"ORDER BY v.version DESC LIMIT {p} OFFSET {p}",
             (assistant_id, *params, limit, offset),
         )
+
+
+class SqlAssistantStore(Table):
+    """The `AssistantStore` reads both SQL backends share; each adds the writes."""
+
+    sql: AssistantSql
+
+    async def get(self, assistant_id: str) -> Assistant | None:
+        row = await self.row(self.sql.get, (assistant_id,))
+        return None if row is None else self.sql.record(row)
+
+    async def search(
+        self, *, graph_id: str | None, name: str | None, metadata: dict[str, Any], page: Page
+    ) -> tuple[list[Assistant], int]:
+        found, total = await self.page(*self.sql.search(graph_id, name, metadata, page))
+        return [self.sql.record(row) for row in found], total
+
+    async def versions(
+        self, assistant_id: str, *, metadata: dict[str, Any], limit: int, offset: int
+    ) -> list[Assistant]:
+        query = self.sql.versions(assistant_id, metadata, limit, offset)
+        return [self.sql.record(row) for row in await self.rows(query.sql, query.params)]
+
+    async def latest_version(self, assistant_id: str) -> int:
+        row = await self.row(self.sql.latest_version, (assistant_id,))
+        return int(row[0]) if row else 0

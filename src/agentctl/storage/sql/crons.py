@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from agentctl.storage.base import Cron, Page, now
 from agentctl.storage.sorts import CRON_SORT, sort_field
 from agentctl.storage.sql.dialect import Dialect, Query, Row, page_queries
+from agentctl.storage.sql.table import Table
 
 _NAMES = (
     "cron_id", "assistant_id", "thread_id", "schedule", "timezone", "payload", "next_run_date",
@@ -98,3 +100,32 @@ class CronSql:
         return page_queries(
             d, f"SELECT {COLUMNS} FROM crons", (where, params), order, page, "crons WHERE {where}"
         )
+
+
+class SqlCronStore(Table):
+    """The `CronStore` reads both SQL backends share; each adds the writes."""
+
+    sql: CronSql
+
+    async def get(self, cron_id: str) -> Cron | None:
+        row = await self.row(self.sql.get, (cron_id,))
+        return None if row is None else self.sql.record(row)
+
+    async def search(
+        self,
+        *,
+        assistant_id: str | None,
+        thread_id: str | None,
+        enabled: bool | None,
+        metadata: dict[str, Any],
+        page: Page,
+    ) -> tuple[list[Cron], int]:
+        query = self.sql.search(assistant_id, thread_id, enabled, metadata, page)
+        found, total = await self.page(*query)
+        return [self.sql.record(row) for row in found], total
+
+    async def due(self, at: datetime) -> list[Cron]:
+        return [
+            self.sql.record(row)
+            for row in await self.rows(self.sql.due, (self.sql.dialect.time(at),))
+        ]

@@ -3,11 +3,14 @@ active is each backend's own (a one-row table keyed differently)."""
 
 from __future__ import annotations
 
+import builtins
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
 from agentctl.storage.base import RevisionRecord, now
-from agentctl.storage.sql.dialect import Dialect, Row
+from agentctl.storage.sql.dialect import Dialect, Query, Row
+from agentctl.storage.sql.table import Table
 
 COLUMNS = "number, revision_id, manifest, secret_names, created_at"
 
@@ -44,3 +47,39 @@ class RevisionSql:
             secret_names=d.from_json(secret_names),
             created_at=d.from_time(created) or now(),
         )
+
+
+class SqlRevisionStore(Table):
+    """The `RevisionStore` methods both SQL backends share; each adds which revision is
+    active, and how a new one is stored (`insert`)."""
+
+    sql: RevisionSql
+
+    async def add(
+        self,
+        revision_id: str,
+        manifest: dict[str, Any],
+        archive: bytes,
+        sealed_secrets: bytes,
+        secret_names: Sequence[str],
+    ) -> RevisionRecord:
+        values = self.sql.add_values(revision_id, manifest, (archive, sealed_secrets), secret_names)
+        return self.sql.record(await self.insert(self.sql.add, values))
+
+    @abstractmethod
+    async def insert(self, query: str, values: Row) -> Row:
+        """Run `query`, an INSERT, durably, and return the row it returns."""
+
+    async def get(self, number: int) -> RevisionRecord | None:
+        row = await self.row(self.sql.get, (number,))
+        return None if row is None else self.sql.record(row)
+
+    async def list(self, *, limit: int, offset: int) -> tuple[builtins.list[RevisionRecord], int]:
+        found, total = await self.page(
+            Query(self.sql.list, (limit, offset)), Query(self.sql.count, ())
+        )
+        return [self.sql.record(row) for row in found], total
+
+    async def payload(self, number: int) -> tuple[bytes, bytes] | None:
+        row = await self.row(self.sql.payload, (number,))
+        return None if row is None else (bytes(row[0]), bytes(row[1]))

@@ -3,8 +3,12 @@ backend's own (a lock on PostgreSQL, the one process on SQLite)."""
 
 from __future__ import annotations
 
+import builtins
+from datetime import datetime
+
 from agentctl.storage.base import ACTIVE_RUN_STATUSES, Run, RunStatus, now
 from agentctl.storage.sql.dialect import Dialect, Query, Row
+from agentctl.storage.sql.table import Table
 
 COLUMNS = (
     "run_id, thread_id, assistant_id, status, metadata, multitask_strategy, kwargs, attempt, "
@@ -115,3 +119,32 @@ class RunSql:
             f"RETURNING {COLUMNS}",
             (self.dialect.time(now()), *params),
         )
+
+
+class SqlRunStore(Table):
+    """The `RunStore` reads both SQL backends share; each adds the writes and the claims."""
+
+    sql: RunSql
+
+    async def get(self, run_id: str) -> Run | None:
+        row = await self.row(self.sql.get, (run_id,))
+        return None if row is None else self.sql.record(row)
+
+    async def list(
+        self, thread_id: str, *, status: RunStatus | None, limit: int, offset: int
+    ) -> builtins.list[Run]:
+        query = self.sql.of_thread(thread_id, status, limit, offset)
+        return [self.sql.record(row) for row in await self.rows(query.sql, query.params)]
+
+    async def active(self, thread_id: str) -> builtins.list[Run]:
+        return [self.sql.record(row) for row in await self.rows(self.sql.active, (thread_id,))]
+
+    async def count_by_status(self) -> dict[str, int]:
+        return dict(await self.rows(self.sql.count_by_status))
+
+    async def all_active(self) -> builtins.list[Run]:
+        return [self.sql.record(row) for row in await self.rows(self.sql.all_active)]
+
+    async def next_wakeup(self) -> datetime | None:
+        row = await self.row(self.sql.next_wakeup)
+        return None if row is None else self.sql.dialect.from_time(row[0])

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from agentctl.storage.base import Page, Thread, ThreadStatus, now
+from agentctl.storage.base import EventLog, Page, Thread, ThreadStatus, now
 from agentctl.storage.sorts import THREAD_SORT, sort_field
 from agentctl.storage.sql.dialect import Dialect, Query, Row, page_queries
+from agentctl.storage.sql.table import Table
 
 COLUMNS = "thread_id, metadata, status, interrupts, created_at, updated_at"
 _TEXT = ("thread_id", "status")
@@ -72,3 +74,37 @@ class ThreadSql:
             page,
             "threads WHERE {where}",
         )
+
+
+class SqlThreadStore(Table):
+    """The `ThreadStore` reads both SQL backends share, and how a thread is deleted; each
+    adds the writes."""
+
+    sql: ThreadSql
+    events: EventLog
+    checkpointer: Any  # the backend's langgraph checkpointer
+
+    async def delete(self, thread_id: str) -> bool:
+        deleted = await self.delete_rows(thread_id)
+        await self.events.delete(thread_id)
+        await self.checkpointer.adelete_thread(thread_id)
+        return deleted
+
+    @abstractmethod
+    async def delete_rows(self, thread_id: str) -> bool:
+        """Delete the thread's row and its runs' at once; False when it had none."""
+
+    async def get(self, thread_id: str) -> Thread | None:
+        row = await self.row(self.sql.get, (thread_id,))
+        return None if row is None else self.sql.record(row)
+
+    async def search(
+        self,
+        *,
+        metadata: dict[str, Any],
+        status: ThreadStatus | None,
+        ids: Sequence[str] | None,
+        page: Page,
+    ) -> tuple[list[Thread], int]:
+        found, total = await self.page(*self.sql.search(metadata, status, ids, page))
+        return [self.sql.record(row) for row in found], total

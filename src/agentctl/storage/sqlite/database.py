@@ -15,10 +15,13 @@ import asyncio
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from agentctl.storage.sql.dialect import Query, Row
+from agentctl.storage.sql.table import Table
 
 log = logging.getLogger("agentctl.storage")
 
@@ -286,3 +289,23 @@ class Database:
         except sqlite3.Error:
             log.exception("committing to the embedded database failed; retrying in 1 s")
             self._commit_soon(RETRY_DELAY)
+
+
+class SqliteTable(Table):
+    """One table's statements run inline on the database's connection."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.conn = db.conn
+
+    async def rows(self, query: str, params: Sequence[Any] = ()) -> list[Row]:
+        return self.conn.execute(query, params).fetchall()
+
+    async def row(self, query: str, params: Sequence[Any] = ()) -> Row | None:
+        found: Row | None = self.conn.execute(query, params).fetchone()
+        return found
+
+    async def page(self, rows: Query, count: Query) -> tuple[list[Row], int]:
+        found = self.conn.execute(rows.sql, rows.params).fetchall()
+        (total,) = self.conn.execute(count.sql, count.params).fetchone()
+        return found, total

@@ -8,9 +8,9 @@ from typing import Any
 
 from agentctl.storage.base import Run, RunStatus, now
 from agentctl.storage.sql.dialect import Query
-from agentctl.storage.sql.runs import COLUMNS, RunSql
-from agentctl.storage.sqlite.database import Database
-from agentctl.storage.sqlite.dialect import SQLITE, parse_time, timestamp
+from agentctl.storage.sql.runs import COLUMNS, RunSql, SqlRunStore
+from agentctl.storage.sqlite.database import SqliteTable
+from agentctl.storage.sqlite.dialect import SQLITE, timestamp
 
 SQL = RunSql(SQLITE)
 
@@ -37,33 +37,12 @@ _CLAIM = (
 )
 
 
-class SqliteRuns:
-    def __init__(self, db: Database) -> None:
-        self.db = db
-        self.conn = db.conn
+class SqliteRuns(SqliteTable, SqlRunStore):
+    sql = SQL
 
     async def create(self, run: Run) -> None:
         with self.db.transaction(durable=True):
             self.conn.execute(SQL.insert, SQL.values(run))
-
-    async def get(self, run_id: str) -> Run | None:
-        row = self.conn.execute(SQL.get, (run_id,)).fetchone()
-        return None if row is None else SQL.record(row)
-
-    async def list(
-        self, thread_id: str, *, status: RunStatus | None, limit: int, offset: int
-    ) -> builtins.list[Run]:
-        query = SQL.of_thread(thread_id, status, limit, offset)
-        return [SQL.record(row) for row in self.conn.execute(query.sql, query.params)]
-
-    async def active(self, thread_id: str) -> builtins.list[Run]:
-        return [SQL.record(row) for row in self.conn.execute(SQL.active, (thread_id,))]
-
-    async def count_by_status(self) -> dict[str, int]:
-        return dict(self.conn.execute(SQL.count_by_status).fetchall())
-
-    async def all_active(self) -> builtins.list[Run]:
-        return [SQL.record(row) for row in self.conn.execute(SQL.all_active)]
 
     async def claim(self, at: datetime, *, worker: str, lease: float) -> Run | None:
         # One process uses the file, and nothing here awaits: the read and the update are
@@ -139,7 +118,3 @@ class SqliteRuns:
         with self.db.transaction():
             cursor = self.conn.execute(SQL.delete, (run_id,))
         return cursor.rowcount == 1
-
-    async def next_wakeup(self) -> datetime | None:
-        (at,) = self.conn.execute(SQL.next_wakeup).fetchone()
-        return parse_time(at)

@@ -1,0 +1,24 @@
+"""How the code written once reads a table: each backend runs the statements on its own
+connection(s) and hands rows back as tuples, the shape the row mapping reads."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from agentctl.storage.sql.dialect import Query, Row
+
+
+class Table(ABC):
+    @abstractmethod
+    async def rows(self, query: str, params: Sequence[Any] = ()) -> list[Row]:
+        """Every row `query` returns."""
+
+    @abstractmethod
+    async def row(self, query: str, params: Sequence[Any] = ()) -> Row | None:
+        """The first row `query` returns (None when none)."""
+
+    @abstractmethod
+    async def page(self, rows: Query, count: Query) -> tuple[list[Row], int]:
+        """The rows of one page and the count of every match (`page_queries`)."""
