@@ -11,6 +11,8 @@ from agentctl.storage.sql.dialect import Query, Row
 
 
 class Table(ABC):
+    """A table of the server's, read through the backend's connection."""
+
     @abstractmethod
     async def rows(self, query: str, params: Sequence[Any] = ()) -> list[Row]:
         """Every row `query` returns."""
