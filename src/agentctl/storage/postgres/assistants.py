@@ -24,5 +24,5 @@ class PostgresAssistants(PostgresTable, SqlAssistantStore):
 
     async def set_latest(self, assistant_id: str, version: int) -> Assistant | None:
         values = self.sql.set_latest_values(assistant_id, version)
-        changed = await self.execute(self.sql.set_latest, values)
+        changed = await self.write(self.sql.set_latest, values)
         return None if changed != 1 else await self.get(assistant_id)

@@ -256,11 +256,19 @@ class PostgresTable(Table):
             ((total,),) = await rows(conn, count_query.sql, count_query.params)
         return found, total
 
-    async def execute(self, query: str, params: Sequence[Any] = ()) -> int:
-        """Run `query`; how many rows it changed."""
+    # Every statement commits when it ends (autocommit), durably: `durable` and `appends`
+    # concern the embedded database only.
+    async def write(
+        self, query: str, params: Sequence[Any] = (), *, durable: bool = False, appends: bool = True
+    ) -> int:
         async with self.pool.connection() as conn:
             cursor = await conn.execute(query, params)
         return cursor.rowcount
+
+    async def write_rows(
+        self, query: str, params: Sequence[Any] = (), *, durable: bool = False
+    ) -> list[Row]:
+        return await self.rows(query, params)
 
 
 async def rows(conn: AsyncConnection[DictRow], query: str, params: Sequence[Any]) -> list[Row]:

@@ -5,22 +5,14 @@ from __future__ import annotations
 
 from agentctl.storage.postgres.database import PostgresTable
 from agentctl.storage.postgres.dialect import POSTGRES
-from agentctl.storage.sql.dialect import Row
 from agentctl.storage.sql.revisions import RevisionSql, SqlRevisionStore
 
 
 class PostgresRevisions(PostgresTable, SqlRevisionStore):
     sql = RevisionSql(POSTGRES)
 
-    async def insert(self, query: str, values: Row) -> Row:
-        # An identity column: numbers only grow and are never handed out twice.
-        row = await self.row(query, values)
-        if row is None:
-            raise RuntimeError("PostgreSQL stored the revision but did not return its number")
-        return row
-
     async def activate(self, number: int) -> None:
-        changed = await self.execute(
+        changed = await self.write(
             "INSERT INTO active_revision (id, number) "
             "SELECT TRUE, number FROM revisions WHERE number = %s "
             "ON CONFLICT (id) DO UPDATE SET number = excluded.number",

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import builtins
 from datetime import datetime, timedelta
-from typing import Any
 
-from agentctl.storage.base import Run, RunStatus, now
+from agentctl.storage.base import Run, now
 from agentctl.storage.postgres.database import CLAIM_LOCK, PostgresTable, rows
 from agentctl.storage.postgres.dialect import POSTGRES
-from agentctl.storage.sql.dialect import Query
 from agentctl.storage.sql.runs import COLUMNS, RunSql, SqlRunStore
 
 SQL = RunSql(POSTGRES)
@@ -49,9 +47,6 @@ _CLAIM = (
 class PostgresRuns(PostgresTable, SqlRunStore):
     sql = SQL
 
-    async def create(self, run: Run) -> None:
-        await self.execute(SQL.insert, SQL.values(run))
-
     async def claim(self, at: datetime, *, worker: str, lease: float) -> Run | None:
         claimed = now()
         async with self.pool.connection() as conn, conn.transaction():
@@ -63,38 +58,6 @@ class PostgresRuns(PostgresTable, SqlRunStore):
             )
         return SQL.record(found[0]) if found else None
 
-    async def renew(self, worker: str, lease: float) -> set[str]:
-        found = await self.rows(SQL.renew, (now() + timedelta(seconds=lease), worker))
-        return {run_id for (run_id,) in found}
-
     async def requeue_orphans(self, worker: str, at: datetime) -> builtins.list[Run]:
         # Other replicas' runs stay theirs while their leases run: `worker` is not needed.
-        return await self._requeue(
-            SQL.requeue("(lease_expires_at IS NULL OR lease_expires_at < %s)", at)
-        )
-
-    async def release(self, worker: str, *, run_id: str | None = None) -> builtins.list[Run]:
-        if run_id is not None:
-            return await self._requeue(SQL.requeue("worker = %s AND run_id = %s", worker, run_id))
-        return await self._requeue(SQL.requeue("worker = %s", worker))
-
-    async def _requeue(self, query: Query) -> builtins.list[Run]:
-        return SQL.requeued(await self.rows(query.sql, query.params))
-
-    async def cancel_pending(self, run_id: str, *, delete: bool) -> bool:
-        # One statement, re-checked against a claim that updated the row first.
-        if delete:
-            return await self.execute(SQL.delete_pending, (run_id,)) == 1
-        return await self.execute(SQL.cancel, (now(), run_id)) == 1
-
-    async def finish(
-        self, run_id: str, status: RunStatus, *, error: dict[str, Any] | None = None
-    ) -> None:
-        error_ = None if error is None else POSTGRES.json(error)
-        await self.execute(SQL.finish, (status, error_, now(), run_id))
-
-    async def set_status(self, run_id: str, status: RunStatus, reason: str | None = None) -> None:
-        await self.execute(SQL.set_status, (status, reason, now(), run_id))
-
-    async def delete(self, run_id: str) -> bool:
-        return await self.execute(SQL.delete, (run_id,)) == 1
+        return await self.requeue("(lease_expires_at IS NULL OR lease_expires_at < %s)", at)

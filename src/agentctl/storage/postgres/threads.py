@@ -26,9 +26,6 @@ class PostgresThreads(PostgresTable, SqlThreadStore):
         self.checkpointer = checkpointer
         self.events = events
 
-    async def create(self, thread: Thread) -> bool:
-        return await self.execute(self.sql.insert, self.sql.values(thread)) == 1
-
     async def update(
         self,
         thread_id: str,

@@ -103,9 +103,24 @@ class CronSql:
 
 
 class SqlCronStore(Table):
-    """The `CronStore` reads both SQL backends share; each adds the writes."""
+    """The `CronStore` written once for both SQL backends."""
 
     sql: CronSql
+
+    async def create(self, cron: Cron) -> None:
+        await self.write(self.sql.insert, self.sql.values(cron))
+
+    async def update(self, cron: Cron) -> None:
+        await self.write(self.sql.upsert, self.sql.values(cron))
+
+    async def delete(self, cron_id: str) -> bool:
+        return await self.write(self.sql.delete, (cron_id,)) == 1
+
+    async def reschedule(self, cron: Cron, *, expected: datetime | None) -> bool:
+        # On PostgreSQL the row is locked by the UPDATE, and its date re-checked once a
+        # concurrent reschedule commits: of two processes firing one date, one stores the next.
+        values = self.sql.reschedule_values(cron, expected)
+        return await self.write(self.sql.reschedule, values) == 1
 
     async def get(self, cron_id: str) -> Cron | None:
         row = await self.row(self.sql.get, (cron_id,))

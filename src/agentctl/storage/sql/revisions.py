@@ -4,7 +4,6 @@ active is each backend's own (a one-row table keyed differently)."""
 from __future__ import annotations
 
 import builtins
-from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,7 +50,7 @@ class RevisionSql:
 
 class SqlRevisionStore(Table):
     """The `RevisionStore` methods both SQL backends share; each adds which revision is
-    active, and how a new one is stored (`insert`)."""
+    active."""
 
     sql: RevisionSql
 
@@ -64,11 +63,10 @@ class SqlRevisionStore(Table):
         secret_names: Sequence[str],
     ) -> RevisionRecord:
         values = self.sql.add_values(revision_id, manifest, (archive, sealed_secrets), secret_names)
-        return self.sql.record(await self.insert(self.sql.add, values))
-
-    @abstractmethod
-    async def insert(self, query: str, values: Row) -> Row:
-        """Run `query`, an INSERT, durably, and return the row it returns."""
+        found = await self.write_rows(self.sql.add, values, durable=True)
+        if not found:
+            raise RuntimeError("the database stored the revision but did not return its number")
+        return self.sql.record(found[0])
 
     async def get(self, number: int) -> RevisionRecord | None:
         row = await self.row(self.sql.get, (number,))

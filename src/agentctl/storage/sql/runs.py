@@ -4,7 +4,8 @@ backend's own (a lock on PostgreSQL, the one process on SQLite)."""
 from __future__ import annotations
 
 import builtins
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
 from agentctl.storage.base import ACTIVE_RUN_STATUSES, Run, RunStatus, now
 from agentctl.storage.sql.dialect import Dialect, Query, Row
@@ -94,10 +95,6 @@ class RunSql:
             updated_at=d.from_time(updated) or now(),
         )
 
-    def requeued(self, rows: list[Row]) -> list[Run]:
-        """The runs `requeue` returned, oldest first."""
-        return sorted(map(self.record, rows), key=lambda run: (run.created_at, run.run_id))
-
     def of_thread(self, thread_id: str, status: RunStatus | None, limit: int, offset: int) -> Query:
         """The thread's runs (only those in `status`, when given), newest first."""
         p = self.dialect.param
@@ -112,7 +109,7 @@ class RunSql:
         )
 
     def requeue(self, where: str, *params: object) -> Query:
-        """Running runs matching `where` become pending, with no worker and no lease."""
+        """The statement `SqlRunStore.requeue` runs."""
         return Query(
             "UPDATE runs SET status = 'pending', worker = NULL, lease_expires_at = NULL, "
             f"updated_at = {self.dialect.param} WHERE status = 'running' AND {where} "
@@ -122,9 +119,50 @@ class RunSql:
 
 
 class SqlRunStore(Table):
-    """The `RunStore` reads both SQL backends share; each adds the writes and the claims."""
+    """The `RunStore` methods both SQL backends share; each adds how runs are claimed and
+    which runs are orphans."""
 
     sql: RunSql
+
+    async def create(self, run: Run) -> None:
+        await self.write(self.sql.insert, self.sql.values(run), durable=True)
+
+    async def renew(self, worker: str, lease: float) -> set[str]:
+        expires = self.sql.dialect.time(now() + timedelta(seconds=lease))
+        return {run_id for (run_id,) in await self.write_rows(self.sql.renew, (expires, worker))}
+
+    async def release(self, worker: str, *, run_id: str | None = None) -> builtins.list[Run]:
+        p = self.sql.dialect.param
+        if run_id is not None:
+            return await self.requeue(f"worker = {p} AND run_id = {p}", worker, run_id)
+        return await self.requeue(f"worker = {p}", worker)
+
+    async def requeue(self, where: str, *params: object) -> builtins.list[Run]:
+        """Running runs matching `where` become pending, with no worker and no lease;
+        returns them, oldest first."""
+        query = self.sql.requeue(where, *params)
+        rows = await self.write_rows(query.sql, query.params)
+        return sorted(map(self.sql.record, rows), key=lambda run: (run.created_at, run.run_id))
+
+    async def cancel_pending(self, run_id: str, *, delete: bool) -> bool:
+        # One statement, re-checked against a claim that updated the row first.
+        if delete:
+            return await self.write(self.sql.delete_pending, (run_id,)) == 1
+        return await self.write(self.sql.cancel, (self.sql.dialect.time(now()), run_id)) == 1
+
+    async def finish(
+        self, run_id: str, status: RunStatus, *, error: dict[str, Any] | None = None
+    ) -> None:
+        d = self.sql.dialect
+        params = (status, None if error is None else d.json(error), d.time(now()), run_id)
+        await self.write(self.sql.finish, params, appends=False)
+
+    async def set_status(self, run_id: str, status: RunStatus, reason: str | None = None) -> None:
+        params = (status, reason, self.sql.dialect.time(now()), run_id)
+        await self.write(self.sql.set_status, params, appends=False)
+
+    async def delete(self, run_id: str) -> bool:
+        return await self.write(self.sql.delete, (run_id,)) == 1
 
     async def get(self, run_id: str) -> Run | None:
         row = await self.row(self.sql.get, (run_id,))

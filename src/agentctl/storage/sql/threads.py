@@ -77,8 +77,8 @@ class ThreadSql:
 
 
 class SqlThreadStore(Table):
-    """The `ThreadStore` reads both SQL backends share, and how a thread is deleted; each
-    adds the writes."""
+    """The `ThreadStore` methods both SQL backends share; each adds how a thread is updated
+    and its rows deleted."""
 
     sql: ThreadSql
     events: EventLog
@@ -93,6 +93,9 @@ class SqlThreadStore(Table):
     @abstractmethod
     async def delete_rows(self, thread_id: str) -> bool:
         """Delete the thread's row and its runs' at once; False when it had none."""
+
+    async def create(self, thread: Thread) -> bool:
+        return await self.write(self.sql.insert, self.sql.values(thread), durable=True) == 1
 
     async def get(self, thread_id: str) -> Thread | None:
         row = await self.row(self.sql.get, (thread_id,))

@@ -309,3 +309,16 @@ class SqliteTable(Table):
         found = self.conn.execute(rows.sql, rows.params).fetchall()
         (total,) = self.conn.execute(count.sql, count.params).fetchone()
         return found, total
+
+    async def write(
+        self, query: str, params: Sequence[Any] = (), *, durable: bool = False, appends: bool = True
+    ) -> int:
+        with self.db.transaction(durable=durable, sees_appends=appends):
+            changed: int = self.conn.execute(query, params).rowcount
+        return changed
+
+    async def write_rows(
+        self, query: str, params: Sequence[Any] = (), *, durable: bool = False
+    ) -> list[Row]:
+        with self.db.transaction(durable=durable):
+            return self.conn.execute(query, params).fetchall()

@@ -3,7 +3,6 @@ revision is active."""
 
 from __future__ import annotations
 
-from agentctl.storage.sql.dialect import Row
 from agentctl.storage.sql.revisions import RevisionSql, SqlRevisionStore
 from agentctl.storage.sqlite.database import SqliteTable
 from agentctl.storage.sqlite.dialect import SQLITE
@@ -11,12 +10,6 @@ from agentctl.storage.sqlite.dialect import SQLITE
 
 class SqliteRevisions(SqliteTable, SqlRevisionStore):
     sql = RevisionSql(SQLITE)
-
-    async def insert(self, query: str, values: Row) -> Row:
-        # AUTOINCREMENT: a number is never handed out twice, even after a delete.
-        with self.db.transaction(durable=True):
-            row: Row = self.conn.execute(query, values).fetchone()
-        return row
 
     async def activate(self, number: int) -> None:
         with self.db.transaction(durable=True):

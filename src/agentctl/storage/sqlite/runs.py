@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import builtins
 from datetime import datetime, timedelta
-from typing import Any
 
-from agentctl.storage.base import Run, RunStatus, now
-from agentctl.storage.sql.dialect import Query
+from agentctl.storage.base import Run, now
 from agentctl.storage.sql.runs import COLUMNS, RunSql, SqlRunStore
 from agentctl.storage.sqlite.database import SqliteTable
 from agentctl.storage.sqlite.dialect import SQLITE, timestamp
@@ -40,10 +38,6 @@ _CLAIM = (
 class SqliteRuns(SqliteTable, SqlRunStore):
     sql = SQL
 
-    async def create(self, run: Run) -> None:
-        with self.db.transaction(durable=True):
-            self.conn.execute(SQL.insert, SQL.values(run))
-
     async def claim(self, at: datetime, *, worker: str, lease: float) -> Run | None:
         # One process uses the file, and nothing here awaits: the read and the update are
         # atomic. Most claims find nothing: they read without opening a transaction.
@@ -66,55 +60,11 @@ class SqliteRuns(SqliteTable, SqlRunStore):
             ).rowcount
         return run if claimed == 1 else None
 
-    async def renew(self, worker: str, lease: float) -> set[str]:
-        with self.db.transaction():
-            rows = self.conn.execute(
-                SQL.renew, (timestamp(now() + timedelta(seconds=lease)), worker)
-            ).fetchall()
-        return {run_id for (run_id,) in rows}
-
     async def requeue_orphans(self, worker: str, at: datetime) -> builtins.list[Run]:
         # Only this process uses the file: a run held by another worker id was left by a
         # previous process, whatever its lease says.
-        return self._requeue(
-            SQL.requeue(
-                "(worker IS NULL OR worker != ? OR lease_expires_at IS NULL "
-                "OR lease_expires_at < ?)",
-                worker,
-                timestamp(at),
-            )
+        return await self.requeue(
+            "(worker IS NULL OR worker != ? OR lease_expires_at IS NULL OR lease_expires_at < ?)",
+            worker,
+            timestamp(at),
         )
-
-    async def release(self, worker: str, *, run_id: str | None = None) -> builtins.list[Run]:
-        if run_id is not None:
-            return self._requeue(SQL.requeue("worker = ? AND run_id = ?", worker, run_id))
-        return self._requeue(SQL.requeue("worker = ?", worker))
-
-    def _requeue(self, query: Query) -> builtins.list[Run]:
-        with self.db.transaction():
-            rows = self.conn.execute(query.sql, query.params).fetchall()
-        return SQL.requeued(rows)
-
-    async def cancel_pending(self, run_id: str, *, delete: bool) -> bool:
-        with self.db.transaction():
-            if delete:
-                cursor = self.conn.execute(SQL.delete_pending, (run_id,))
-            else:
-                cursor = self.conn.execute(SQL.cancel, (timestamp(now()), run_id))
-        return cursor.rowcount == 1
-
-    async def finish(
-        self, run_id: str, status: RunStatus, *, error: dict[str, Any] | None = None
-    ) -> None:
-        error_ = None if error is None else SQLITE.json(error)
-        with self.db.transaction(sees_appends=False):
-            self.conn.execute(SQL.finish, (status, error_, timestamp(now()), run_id))
-
-    async def set_status(self, run_id: str, status: RunStatus, reason: str | None = None) -> None:
-        with self.db.transaction(sees_appends=False):
-            self.conn.execute(SQL.set_status, (status, reason, timestamp(now()), run_id))
-
-    async def delete(self, run_id: str) -> bool:
-        with self.db.transaction():
-            cursor = self.conn.execute(SQL.delete, (run_id,))
-        return cursor.rowcount == 1

@@ -24,11 +24,6 @@ class SqliteThreads(SqliteTable, SqlThreadStore):
         self.checkpointer = checkpointer
         self.events = events
 
-    async def create(self, thread: Thread) -> bool:
-        with self.db.transaction(durable=True):
-            cursor = self.conn.execute(self.sql.insert, self.sql.values(thread))
-        return cursor.rowcount == 1
-
     async def update(
         self,
         thread_id: str,
