@@ -32,7 +32,7 @@ class SqliteThreads(SqliteTable, SqlThreadStore):
         status: ThreadStatus | None = None,
         interrupts: dict[str, list[dict[str, Any]]] | None = None,
     ) -> Thread | None:
-        # Read, merge, write: nothing else writes the file meanwhile (no await in between).
+        # Read, merge, write in one transaction: `get` runs inline, nothing writes in between.
         with self.db.transaction(sees_appends=False):
             thread = await self.get(thread_id)
             if thread is None:
@@ -44,8 +44,9 @@ class SqliteThreads(SqliteTable, SqlThreadStore):
             if interrupts is not None:
                 thread.interrupts = interrupts
             thread.updated_at = now()
-            values = self.sql.values(thread)
-            self.conn.execute(_UPDATE, (*values[1:4], values[5], thread_id))
+            metadata_, interrupts_ = SQLITE.json(thread.metadata), SQLITE.json(thread.interrupts)
+            changes = metadata_, thread.status, interrupts_, SQLITE.time(thread.updated_at)
+            self.conn.execute(_UPDATE, (*changes, thread_id))
         return thread
 
     async def delete_rows(self, thread_id: str) -> bool:
