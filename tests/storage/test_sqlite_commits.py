@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentctl.storage.sqlite import database
+from agentctl.storage.sqlite.database import Database
 
 ROW = "INSERT INTO events (thread_id, ms, seq, run_id, event, data) VALUES (?, ?, ?, ?, ?, ?)"
 
@@ -28,52 +29,68 @@ def stored(path: Path) -> list[int]:
 
 async def test_appends_are_committed_together_and_read_before(tmp_path: Path) -> None:
     path = tmp_path / "a.db"
-    conn = database.connect(path)
+    db = Database.open(path)
     try:
         for seq in range(3):
-            database.defer(conn, ROW, [event(seq)])
+            db.defer(ROW, [event(seq)])
         assert stored(path) == []  # not yet committed ...
-        database.flush(conn)  # ... but a reader on this connection sees them
-        assert conn.execute("SELECT COUNT(*) FROM events").fetchone() == (3,)
+        db.flush()  # ... but a reader on this connection sees them
+        assert db.conn.execute("SELECT COUNT(*) FROM events").fetchone() == (3,)
         await asyncio.sleep(database.COMMIT_DELAY * 5)
         assert stored(path) == [0, 1, 2]
     finally:
-        database.close(conn)
+        db.close()
 
 
 async def test_refused_rows_are_dropped_whole_and_the_next_writer_hears_of_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     path = tmp_path / "a.db"
-    conn = database.connect(path)
+    db = Database.open(path)
     try:
-        database.defer(conn, ROW, [event(0), event(1, data=None)])  # data is NOT NULL
+        db.defer(ROW, [event(0), event(1, data=None)])  # data is NOT NULL
         with caplog.at_level(logging.ERROR, "agentctl.storage"):
-            database.flush(conn)
+            db.flush()
         assert "refused 2 rows" in caplog.text
-        assert conn.execute("SELECT COUNT(*) FROM events").fetchone() == (0,)  # none of them
+        assert db.conn.execute("SELECT COUNT(*) FROM events").fetchone() == (0,)  # none of them
         with pytest.raises(sqlite3.DatabaseError, match="refused earlier writes"):
-            database.defer(conn, ROW, [event(2)])
-        database.defer(conn, ROW, [event(3)])  # told once; writing goes on
-        database.commit(conn)
+            db.defer(ROW, [event(2)])
+        db.defer(ROW, [event(3)])  # told once; writing goes on
+        db.commit()
         assert stored(path) == [3]
     finally:
-        database.close(conn)
+        db.close()
 
 
 async def test_rows_that_cannot_be_written_yet_stay_queued(tmp_path: Path) -> None:
     path = tmp_path / "a.db"
-    conn = database.connect(path)
-    conn.execute("PRAGMA busy_timeout=0")
+    db = Database.open(path)
+    db.conn.execute("PRAGMA busy_timeout=0")
     holder = sqlite3.connect(path, isolation_level=None)
     try:
-        database.defer(conn, ROW, [event(0)])
+        db.defer(ROW, [event(0)])
         holder.execute("BEGIN IMMEDIATE")  # another writer holds the file
         with pytest.raises(sqlite3.OperationalError, match="locked"):
-            database.commit(conn)
+            db.commit()
         holder.execute("COMMIT")
-        database.commit(conn)
+        db.commit()
         assert stored(path) == [0]
     finally:
         holder.close()
-        database.close(conn)
+        db.close()
+
+
+async def test_a_database_opened_after_one_closed_commits_its_own_writes(tmp_path: Path) -> None:
+    """Each `Database` keeps its own commit timer: one scheduled for a closed database
+    neither commits for, nor holds back, the commits of one opened after it."""
+    first = Database.open(tmp_path / "a.db")
+    first.defer(ROW, [event(0)])  # schedules a commit ...
+    first.close()  # ... that now finds the connection closed
+    second = Database.open(tmp_path / "b.db")
+    try:
+        second.defer(ROW, [event(1)])
+        await asyncio.sleep(database.COMMIT_DELAY * 5)
+        assert stored(tmp_path / "a.db") == [0]  # committed by close
+        assert stored(tmp_path / "b.db") == [1]
+    finally:
+        second.close()

@@ -12,19 +12,19 @@ from typing import Any
 
 import pytest
 
-from agentctl.storage.sqlite import database
 from agentctl.storage.sqlite.checkpointer import LoopSqliteStore
+from agentctl.storage.sqlite.database import Database
 
 NS = ("memories", "demo", "shared", "files")
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[LoopSqliteStore]:
-    conn = database.connect(tmp_path / "store.db")
-    store = LoopSqliteStore(conn)
+    db = Database.open(tmp_path / "store.db")
+    store = LoopSqliteStore(db.conn)
     store.setup()
     yield store
-    database.close(conn)
+    db.close()
 
 
 def keys(items: list[Any]) -> list[str]:

@@ -24,6 +24,7 @@ from agentctl.server.routes.common import page, query_xray, select_fields
 from agentctl.server.schemas import ASSISTANT_LIST, AssistantOut
 from agentctl.server.services import assistants
 from agentctl.storage.base import Page
+from agentctl.storage.sorts import AssistantSort
 
 router = APIRouter(tags=["assistants"])
 
@@ -42,7 +43,7 @@ class AssistantCount(Body):
 class AssistantSearch(AssistantCount):
     limit: Limit = 10
     offset: Offset = 0
-    sort_by: Literal["assistant_id", "graph_id", "name", "created_at", "updated_at"] | None = None
+    sort_by: AssistantSort | None = None
     sort_order: SortOrder | None = None
     select: list[AssistantField] | None = None
 

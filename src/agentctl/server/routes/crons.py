@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
@@ -17,12 +15,9 @@ from agentctl.server.routes.common import page, select_fields
 from agentctl.server.schemas import CRON_LIST, CronOut
 from agentctl.server.services import crons
 from agentctl.storage.base import Cron, Page
+from agentctl.storage.sorts import CronSort
 
 router = APIRouter(tags=["crons"])
-
-CronSort = Literal[
-    "cron_id", "assistant_id", "thread_id", "created_at", "updated_at", "next_run_date", "end_time"
-]
 
 
 class CronCount(Body):

@@ -28,6 +28,7 @@ from agentctl.server.services import threads
 from agentctl.server.state_view import thread_values
 from agentctl.server.values_search import search_by_values
 from agentctl.storage.base import Page, Thread, ThreadStatus
+from agentctl.storage.sorts import ThreadSort
 
 router = APIRouter(tags=["threads"])
 
@@ -35,7 +36,6 @@ ThreadField = Literal[
     "thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "config",
     "context", "status", "values", "interrupts",
 ]  # fmt: skip
-ThreadSort = Literal["thread_id", "status", "created_at", "updated_at", "state_updated_at"]
 
 
 class Update(Body):

@@ -1,5 +1,5 @@
 """The PostgreSQL database: a connection pool, the server's versioned migrations, and the
-helpers every table module shares.
+access every table module shares (`PostgresTable`).
 
 Every replica applies pending migrations when it starts. They run under a session advisory
 lock, so replicas starting together apply each one exactly once; a replica that finds the
@@ -14,20 +14,19 @@ import logging
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
-import orjson
 import psycopg
 from psycopg import AsyncConnection
-from psycopg.rows import DictRow, dict_row
-from psycopg.types.json import Jsonb
+from psycopg.rows import DictRow, dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 from psycopg_pool.base import AttemptWithBackoff
 
 from agentctl.errors import RuntimeFailure
 from agentctl.storage.outages import POSTGRES, outages
+from agentctl.storage.sql.dialect import Query, Row
+from agentctl.storage.sql.table import Table
 
 Pool = AsyncConnectionPool[AsyncConnection[DictRow]]
 
@@ -237,38 +236,43 @@ async def fetch_value(conn: AsyncConnection[DictRow], query: str, *params: Any) 
     return None if row is None else next(iter(row.values()))
 
 
-def jsonb(value: Any) -> Jsonb:
-    """A JSONB parameter, serialized as the SQLite backend does (orjson)."""
-    return Jsonb(value, dumps=_dumps)
+class PostgresTable(Table):
+    """One table's statements run through the pool."""
+
+    def __init__(self, pool: Pool) -> None:
+        self.pool = pool
+
+    async def rows(self, query: str, params: Sequence[Any] = ()) -> list[Row]:
+        async with self.pool.connection() as conn:
+            return await rows(conn, query, params)
+
+    async def row(self, query: str, params: Sequence[Any] = ()) -> Row | None:
+        found = await self.rows(query, params)
+        return found[0] if found else None
+
+    async def page(self, rows_query: Query, count_query: Query) -> tuple[list[Row], int]:
+        async with self.pool.connection() as conn:
+            found = await rows(conn, rows_query.sql, rows_query.params)
+            ((total,),) = await rows(conn, count_query.sql, count_query.params)
+        return found, total
+
+    # Every statement commits when it ends (autocommit), durably: `durable` and `appends`
+    # concern the embedded database only.
+    async def write(
+        self, query: str, params: Sequence[Any] = (), *, durable: bool = False, appends: bool = True
+    ) -> int:
+        async with self.pool.connection() as conn:
+            cursor = await conn.execute(query, params)
+        return cursor.rowcount
+
+    async def write_rows(
+        self, query: str, params: Sequence[Any] = (), *, durable: bool = False
+    ) -> list[Row]:
+        return await self.rows(query, params)
 
 
-def _dumps(value: Any) -> str:
-    return orjson.dumps(value).decode()
-
-
-def utc(value: datetime | None) -> datetime | None:
-    """A timestamp as the UTC datetime the SQLite backend returns."""
-    return None if value is None else value.astimezone(UTC)
-
-
-def metadata_filter(column: str, metadata: dict[str, Any]) -> tuple[str, list[Any]]:
-    """SQL matching rows whose JSONB `column` holds every key of `metadata` with that value
-    (a None value: the key is missing or null), as `sqlite.database.metadata_filter`."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    for key, value in metadata.items():
-        if value is None:
-            clauses.append(f"COALESCE({column} -> %s, 'null'::jsonb) = 'null'::jsonb")
-            params.append(key)
-        else:
-            # Containment can use a GIN index; equality keeps the exact meaning.
-            clauses.append(f"({column} @> %s AND {column} -> %s = %s)")
-            params.extend([jsonb({key: value}), key, jsonb(value)])
-    return " AND ".join(clauses) or "TRUE", params
-
-
-def order_by(column: str, order: str, text_columns: Sequence[str]) -> str:
-    """An ORDER BY term sorting as SQLite does: text bytewise, NULL before any value."""
-    direction = "ASC NULLS FIRST" if order == "asc" else "DESC NULLS LAST"
-    collate = ' COLLATE "C"' if column.rpartition(".")[2] in text_columns else ""
-    return f"{column}{collate} {direction}"
+async def rows(conn: AsyncConnection[DictRow], query: str, params: Sequence[Any]) -> list[Row]:
+    """What `query` returns (nothing for a statement that returns no rows), as tuples."""
+    async with conn.cursor(row_factory=tuple_row) as cursor:
+        await cursor.execute(query, params)
+        return await cursor.fetchall() if cursor.description else []

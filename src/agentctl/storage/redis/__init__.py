@@ -9,12 +9,11 @@ from agentctl.storage.redis.client import (
     create_client,
     redacted,
 )
-from agentctl.storage.redis.events import RedisEventLog, RedisSubscription
+from agentctl.storage.redis.events import RedisEventLog
 
 __all__ = [
     "RedisBus",
     "RedisEventLog",
-    "RedisSubscription",
     "connect",
     "connect_redis",
     "create_client",

@@ -36,6 +36,7 @@ from agentctl.errors import RuntimeFailure
 from agentctl.storage.base import Event, event_position
 from agentctl.storage.outages import ride_out, service_down
 from agentctl.storage.redis.pubsub import PubSub, stop
+from agentctl.storage.subscription import QueueSubscription
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError, RedisError
 
@@ -83,30 +84,12 @@ def _message(payload: bytes) -> Event:
     return Event(entry_id.decode(), rest[:split].decode(), rest[split:end].decode(), rest[end:])
 
 
-class RedisSubscription:
-    """Live events of one thread, from `subscribe` until `close`."""
-
-    def __init__(self, log: RedisEventLog, feed: _Feed) -> None:
-        self._log = log
-        self.feed = feed
-        self.queue: asyncio.Queue[Event | None] = asyncio.Queue()
-
-    async def next(self) -> Event | None:
-        return await self.queue.get()
-
-    def wake(self) -> None:
-        self.queue.put_nowait(None)
-
-    def close(self) -> None:
-        self._log._detach(self)
-
-
 class _Feed:
     """The local subscribers of one thread, and how far they have been served."""
 
     def __init__(self, thread_id: str, key: str, channel: bytes) -> None:
         self.thread_id, self.key, self.channel = thread_id, key, channel
-        self.subscribers: set[RedisSubscription] = set()
+        self.subscribers: set[QueueSubscription] = set()
         self.last: Position | None = None  # the baseline, then the last id delivered
         self.baseline: asyncio.Task[None] | None = None
         self.live = False  # pub/sub messages go straight to subscribers (else to `held`)
@@ -280,7 +263,7 @@ class RedisEventLog:
 
     # -- live subscriptions ----------------------------------------------------------------
 
-    def subscribe(self, thread_id: str) -> RedisSubscription:
+    def subscribe(self, thread_id: str) -> QueueSubscription:
         feed = self._feeds.get(thread_id)
         if feed is None:
             feed = _Feed(thread_id, self.key(thread_id), self.channel(thread_id))
@@ -288,12 +271,11 @@ class RedisEventLog:
             self._by_channel[feed.channel] = feed
             feed.baseline = asyncio.create_task(self._fetch_baseline(feed))
             self._pubsub.add(feed.channel)
-        subscription = RedisSubscription(self, feed)
+        subscription = QueueSubscription(functools.partial(self._detach, feed))
         feed.subscribers.add(subscription)
         return subscription
 
-    def _detach(self, subscription: RedisSubscription) -> None:
-        feed = subscription.feed
+    def _detach(self, feed: _Feed, subscription: QueueSubscription) -> None:
         feed.subscribers.discard(subscription)
         if feed.subscribers or self._feeds.get(feed.thread_id) is not feed:
             return

@@ -9,7 +9,7 @@ from agentctl.storage.bus import LocalBus
 from agentctl.storage.sqlite.assistants import SqliteAssistants
 from agentctl.storage.sqlite.checkpointer import LoopSqliteSaver, LoopSqliteStore
 from agentctl.storage.sqlite.crons import SqliteCrons
-from agentctl.storage.sqlite.database import close, connect, lock_of
+from agentctl.storage.sqlite.database import Database
 from agentctl.storage.sqlite.events import SqliteEventLog
 from agentctl.storage.sqlite.revisions import SqliteRevisions
 from agentctl.storage.sqlite.runs import SqliteRuns
@@ -27,19 +27,21 @@ class SqliteStorage:
 
     def __init__(self, path: Path, store_path: Path) -> None:
         self.path = path
-        self.conn = connect(path)
-        self.checkpointer = LoopSqliteSaver(self.conn)
-        self.checkpointer.lock = lock_of(self.conn)
+        self.database = Database.open(path)
+        self.store_database = Database.open(store_path)
+        # The connections themselves, which `agentctl dev` lets run inline on the loop.
+        self.conn = self.database.conn
+        self.store_conn = self.store_database.conn
+        self.checkpointer = LoopSqliteSaver(self.database)
         self.checkpointer.setup()
-        self.store_conn = connect(store_path)
         self.store = LoopSqliteStore(self.store_conn)
         self.store.setup()
-        self.assistants = SqliteAssistants(self.conn)
-        self.events = SqliteEventLog(self.conn)
-        self.threads = SqliteThreads(self.conn, self.checkpointer, self.events)
-        self.runs = SqliteRuns(self.conn)
-        self.crons = SqliteCrons(self.conn)
-        self.revisions = SqliteRevisions(self.conn)
+        self.assistants = SqliteAssistants(self.database)
+        self.events = SqliteEventLog(self.database)
+        self.threads = SqliteThreads(self.database, self.checkpointer, self.events)
+        self.runs = SqliteRuns(self.database)
+        self.crons = SqliteCrons(self.database)
+        self.revisions = SqliteRevisions(self.database)
         self.bus = LocalBus()
 
     async def unavailable(self) -> list[str]:
@@ -47,5 +49,5 @@ class SqliteStorage:
 
     async def close(self) -> None:
         await self.bus.close()
-        close(self.conn)
-        close(self.store_conn)
+        self.database.close()
+        self.store_database.close()

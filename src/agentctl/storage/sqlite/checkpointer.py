@@ -4,7 +4,7 @@ The library's async variants hand every call to a thread and commit each write w
 sync; on the embedded database that overhead is most of a one-turn run's storage cost. These
 subclasses call the library's synchronous code directly (see `database.py` for why that is
 safe here) and share the server's connection. Checkpoints and writes are appended with the
-next commit (`database.defer`), many in one statement; every read flushes them first.
+next commit (`Database.defer`), many in one statement; every read flushes them first.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.base import GetOp, ListNamespacesOp, PutOp, SearchOp
 from langgraph.store.sqlite import SqliteStore
 
-from agentctl.storage.sqlite import database
+from agentctl.storage.sqlite.database import Database
 
 _COLUMNS = "thread_id, checkpoint_ns, checkpoint_id"
 PUT_CHECKPOINT = (
@@ -38,15 +38,20 @@ KEEP_WRITES = f"INSERT OR IGNORE {_WRITES}"
 
 
 class LoopSqliteSaver(SqliteSaver):  # type: ignore[misc]
+    def __init__(self, db: Database) -> None:
+        super().__init__(db.conn)
+        self.db = db
+        self.lock = db.lock  # the server's tables share the connection: one lock for both
+
     @contextmanager
     def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
-        """The library's writes join the server's batched transactions (see `database`)."""
+        """The library's writes join the server's batched transactions (see `Database`)."""
         self.setup()
-        database.flush(self.conn)
+        self.db.flush()
         cur = self.conn.cursor()
         try:
             if transaction:
-                with database.transaction(self.conn):
+                with self.db.transaction():
                     yield cur
             else:
                 with self.lock:
@@ -69,7 +74,7 @@ class LoopSqliteSaver(SqliteSaver):  # type: ignore[misc]
             serialized,
             meta.encode("utf-8", "ignore"),
         )
-        database.defer(self.conn, PUT_CHECKPOINT, [row])
+        self.db.defer(PUT_CHECKPOINT, [row])
         return {
             "configurable": {
                 "thread_id": thread_id,
@@ -94,7 +99,7 @@ class LoopSqliteSaver(SqliteSaver):  # type: ignore[misc]
             type_, blob = self.serde.dumps_typed(value)
             position = WRITES_IDX_MAP.get(channel, index)
             rows.append((*key, task_id, task_path, position, channel, type_, blob))
-        database.defer(self.conn, statement, rows)
+        self.db.defer(statement, rows)
 
     async def aget_tuple(self, config: Any) -> Any:
         return self.get_tuple(config)

@@ -6,48 +6,31 @@ Each thread's events carry ids `<ms>-<seq>` that only grow, as Redis stream ids 
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
+import functools
 import time
 from collections import defaultdict
 
 from agentctl.storage.base import Event, event_position
-from agentctl.storage.sqlite import database
+from agentctl.storage.sqlite.database import Database
+from agentctl.storage.subscription import QueueSubscription
 
-# Appended events reach the table with the next commit (`database.defer`): live subscribers
+# Appended events reach the table with the next commit (`Database.defer`): live subscribers
 # get them at once, and reads flush them first.
 INSERT_EVENT = (
     "INSERT INTO events (thread_id, ms, seq, run_id, event, data) VALUES (?, ?, ?, ?, ?, ?)"
 )
 
 
-class Subscription:
-    """Live events of one thread, from the moment it was created until `close`."""
-
-    def __init__(self, log: SqliteEventLog, thread_id: str) -> None:
-        self.log = log
-        self.thread_id = thread_id
-        self.queue: asyncio.Queue[Event | None] = asyncio.Queue()
-
-    async def next(self) -> Event | None:
-        return await self.queue.get()
-
-    def wake(self) -> None:
-        self.queue.put_nowait(None)
-
-    def close(self) -> None:
-        self.log._unsubscribe(self)
-
-
 class SqliteEventLog:
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.conn = db.conn
         self._last: dict[str, tuple[int, int]] = {}
-        self._subscribers: defaultdict[str, set[Subscription]] = defaultdict(set)
+        self._subscribers: defaultdict[str, set[QueueSubscription]] = defaultdict(set)
 
     async def append(self, thread_id: str, run_id: str, event: str, data: bytes) -> Event:
         ms, seq = self._next_position(thread_id)
-        database.defer(self.conn, INSERT_EVENT, [(thread_id, ms, seq, run_id, event, data)])
+        self.db.defer(INSERT_EVENT, [(thread_id, ms, seq, run_id, event, data)])
         item = Event(f"{ms}-{seq}", run_id, event, data)
         for subscription in self._subscribers.get(thread_id, ()):
             subscription.queue.put_nowait(item)
@@ -69,7 +52,7 @@ class SqliteEventLog:
     async def read(
         self, thread_id: str, *, after: str | None, run_id: str | None = None
     ) -> list[Event]:
-        database.flush(self.conn)
+        self.db.flush()
         ms, seq = event_position(after) if after else (-1, -1)
         query = (
             "SELECT ms, seq, run_id, event, data FROM events WHERE thread_id = ? "
@@ -83,26 +66,26 @@ class SqliteEventLog:
         return [Event(f"{m}-{s}", rid, name, bytes(data)) for m, s, rid, name, data in rows]
 
     async def last_id(self, thread_id: str) -> str | None:
-        database.flush(self.conn)
+        self.db.flush()
         row = self.conn.execute(
             "SELECT ms, seq FROM events WHERE thread_id = ? ORDER BY ms DESC, seq DESC LIMIT 1",
             (thread_id,),
         ).fetchone()
         return f"{row[0]}-{row[1]}" if row else None
 
-    def subscribe(self, thread_id: str) -> Subscription:
-        subscription = Subscription(self, thread_id)
+    def subscribe(self, thread_id: str) -> QueueSubscription:
+        subscription = QueueSubscription(functools.partial(self._unsubscribe, thread_id))
         self._subscribers[thread_id].add(subscription)
         return subscription
 
-    def _unsubscribe(self, subscription: Subscription) -> None:
-        subscribers = self._subscribers.get(subscription.thread_id)
+    def _unsubscribe(self, thread_id: str, subscription: QueueSubscription) -> None:
+        subscribers = self._subscribers.get(thread_id)
         if subscribers is not None:
             subscribers.discard(subscription)
             if not subscribers:
-                del self._subscribers[subscription.thread_id]
+                del self._subscribers[thread_id]
 
     async def delete(self, thread_id: str) -> None:
-        with database.transaction(self.conn):
+        with self.db.transaction():
             self.conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
         self._last.pop(thread_id, None)

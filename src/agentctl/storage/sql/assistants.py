@@ -1,0 +1,153 @@
+"""The assistants tables' statements, rows and search, for either database: every version
+in `assistant_versions`, the one in use (and when the assistant was made) in `assistants`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentctl.storage.base import Assistant, Page, now
+from agentctl.storage.sorts import ASSISTANT_SORT, sort_field
+from agentctl.storage.sql.dialect import Dialect, Query, Row, page_queries
+from agentctl.storage.sql.table import Table
+
+# A version's `created_at` is when the assistant was last updated.
+_SELECT = (
+    "SELECT v.assistant_id, v.graph_id, v.name, v.description, v.config, v.context, "
+    "v.metadata, v.version, a.created_at, v.created_at FROM assistants a "
+    "JOIN assistant_versions v ON v.assistant_id = a.assistant_id"
+)
+_CURRENT = f"{_SELECT} AND v.version = a.version"
+_VERSION_COLUMNS = (
+    "assistant_id", "version", "graph_id", "name", "description", "config", "context",
+    "metadata", "created_at",
+)  # fmt: skip
+_TEXT = ("assistant_id", "graph_id", "name")
+
+
+class AssistantSql:
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = d = dialect
+        p = d.param
+        changed = ", ".join(f"{name} = excluded.{name}" for name in _VERSION_COLUMNS[2:])
+        self.put_version = (
+            f"INSERT INTO assistant_versions ({', '.join(_VERSION_COLUMNS)}) "
+            f"VALUES ({d.params(len(_VERSION_COLUMNS))}) "
+            f"ON CONFLICT (assistant_id, version) DO UPDATE SET {changed}"
+        )
+        self.put_current = (
+            "INSERT INTO assistants (assistant_id, version, created_at, updated_at) "
+            f"VALUES ({d.params(4)}) ON CONFLICT (assistant_id) DO UPDATE SET "
+            "version = excluded.version, updated_at = excluded.updated_at"
+        )
+        self.get = f"{_CURRENT} WHERE a.assistant_id = {p}"
+        self.delete = f"DELETE FROM assistants WHERE assistant_id = {p}"
+        self.delete_versions = f"DELETE FROM assistant_versions WHERE assistant_id = {p}"
+        self.latest_version = (
+            f"SELECT COALESCE(MAX(version), 0) FROM assistant_versions WHERE assistant_id = {p}"
+        )
+        # Only to a version that exists: one statement, so no other can delete it meanwhile.
+        self.set_latest = (
+            f"UPDATE assistants SET version = {p}, updated_at = {p} WHERE assistant_id = {p} "
+            "AND EXISTS (SELECT 1 FROM assistant_versions "
+            f"WHERE assistant_id = {p} AND version = {p})"
+        )
+
+    def version_values(self, assistant: Assistant) -> Row:
+        d = self.dialect
+        return (
+            assistant.assistant_id,
+            assistant.version,
+            assistant.graph_id,
+            assistant.name,
+            assistant.description,
+            d.json(assistant.config),
+            d.json(assistant.context),
+            d.json(assistant.metadata),
+            d.time(assistant.updated_at),
+        )
+
+    def current_values(self, assistant: Assistant) -> Row:
+        d = self.dialect
+        return (
+            assistant.assistant_id,
+            assistant.version,
+            d.time(assistant.created_at),
+            d.time(assistant.updated_at),
+        )
+
+    def set_latest_values(self, assistant_id: str, version: int) -> Row:
+        return (version, self.dialect.time(now()), assistant_id, assistant_id, version)
+
+    def record(self, row: Row) -> Assistant:
+        aid, graph, name, description, config, context, metadata, version, created, updated = row
+        d = self.dialect
+        return Assistant(
+            assistant_id=aid,
+            graph_id=graph,
+            name=name,
+            description=description,
+            config=d.from_json(config),
+            context=d.from_json(context),
+            metadata=d.from_json(metadata),
+            version=version,
+            created_at=d.from_time(created) or now(),
+            updated_at=d.from_time(updated) or now(),
+        )
+
+    def search(
+        self, graph_id: str | None, name: str | None, metadata: dict[str, Any], page: Page
+    ) -> tuple[Query, Query]:
+        """The page of matching assistants (their versions in use), and their count."""
+        d = self.dialect
+        where, params = d.metadata_filter("v.metadata", metadata)
+        if graph_id is not None:
+            where += f" AND v.graph_id = {d.param}"
+            params.append(graph_id)
+        if name is not None:
+            where += f" AND v.name {d.like} {d.param} ESCAPE '\\'"
+            escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            params.append(f"%{escaped}%")
+        sort = sort_field(page.sort_by, ASSISTANT_SORT)
+        column = {"created_at": "a.created_at", "updated_at": "v.created_at"}.get(sort, f"v.{sort}")
+        order = f"{d.order(column, page.sort_order, sort in _TEXT)}, {d.text('v.assistant_id')}"
+        return page_queries(
+            d, _CURRENT, (where, params), order, page, f"({_CURRENT} WHERE {{where}}) found"
+        )
+
+    def versions(
+        self, assistant_id: str, metadata: dict[str, Any], limit: int, offset: int
+    ) -> Query:
+        """The assistant's versions matching `metadata`, newest first."""
+        p = self.dialect.param
+        where, params = self.dialect.metadata_filter("v.metadata", metadata)
+        return Query(
+            f"{_SELECT} WHERE a.assistant_id = {p} AND {where} "
+            f"ORDER BY v.version DESC LIMIT {p} OFFSET {p}",
+            (assistant_id, *params, limit, offset),
+        )
+
+
+class SqlAssistantStore(Table):
+    """The `AssistantStore` reads both SQL backends share; each adds the writes."""
+
+    sql: AssistantSql
+
+    async def get(self, assistant_id: str) -> Assistant | None:
+        row = await self.row(self.sql.get, (assistant_id,))
+        return None if row is None else self.sql.record(row)
+
+    async def search(
+        self, *, graph_id: str | None, name: str | None, metadata: dict[str, Any], page: Page
+    ) -> tuple[list[Assistant], int]:
+        found, total = await self.page(*self.sql.search(graph_id, name, metadata, page))
+        return [self.sql.record(row) for row in found], total
+
+    async def versions(
+        self, assistant_id: str, *, metadata: dict[str, Any], limit: int, offset: int
+    ) -> list[Assistant]:
+        query = self.sql.versions(assistant_id, metadata, limit, offset)
+        return [self.sql.record(row) for row in await self.rows(query.sql, query.params)]
+
+    async def latest_version(self, assistant_id: str) -> int:
+        row = await self.row(self.sql.latest_version, (assistant_id,))
+        return int(row[0]) if row else 0

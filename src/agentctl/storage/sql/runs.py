@@ -1,0 +1,188 @@
+"""The runs table's statements and rows, for either database. How a run is claimed is each
+backend's own (a lock on PostgreSQL, the one process on SQLite)."""
+
+from __future__ import annotations
+
+import builtins
+from datetime import datetime, timedelta
+from typing import Any
+
+from agentctl.storage.base import ACTIVE_RUN_STATUSES, Run, RunStatus, now
+from agentctl.storage.sql.dialect import Dialect, Query, Row
+from agentctl.storage.sql.table import Table
+
+COLUMNS = (
+    "run_id, thread_id, assistant_id, status, metadata, multitask_strategy, kwargs, attempt, "
+    "temporary, not_before, error, cancel_reason, created_at, updated_at"
+)
+# `status IN (...)` of the runs still to finish, as SQL.
+ACTIVE = ", ".join(f"'{status}'" for status in ACTIVE_RUN_STATUSES)
+
+
+class RunSql:
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = d = dialect
+        p = d.param
+        oldest_first = f"ORDER BY created_at, {d.text('run_id')}"
+        self.insert = f"INSERT INTO runs ({COLUMNS}, owner) VALUES ({d.params(15)})"
+        self.get = f"SELECT {COLUMNS} FROM runs WHERE run_id = {p}"
+        self.active = (
+            f"SELECT {COLUMNS} FROM runs WHERE thread_id = {p} AND status IN ({ACTIVE}) "
+            f"{oldest_first}"
+        )
+        self.all_active = f"SELECT {COLUMNS} FROM runs WHERE status IN ({ACTIVE}) {oldest_first}"
+        self.count_by_status = "SELECT status, COUNT(*) FROM runs GROUP BY status"
+        self.renew = (
+            f"UPDATE runs SET lease_expires_at = {p} WHERE status = 'running' AND worker = {p} "
+            "RETURNING run_id"
+        )
+        self.cancel = (
+            "UPDATE runs SET status = 'interrupted', cancel_reason = 'cancelled', "
+            f"updated_at = {p} WHERE run_id = {p} AND status = 'pending'"
+        )
+        self.delete_pending = f"DELETE FROM runs WHERE run_id = {p} AND status = 'pending'"
+        self.finish = (
+            f"UPDATE runs SET status = {p}, error = {p}, updated_at = {p} WHERE run_id = {p}"
+        )
+        self.set_status = (
+            f"UPDATE runs SET status = {p}, cancel_reason = COALESCE({p}, cancel_reason), "
+            f"updated_at = {p} WHERE run_id = {p}"
+        )
+        self.delete = f"DELETE FROM runs WHERE run_id = {p}"
+        self.next_wakeup = (
+            "SELECT MIN(not_before) FROM runs WHERE status = 'pending' AND not_before IS NOT NULL"
+        )
+
+    def values(self, run: Run) -> Row:
+        """The row `insert` stores."""
+        d = self.dialect
+        return (
+            run.run_id,
+            run.thread_id,
+            run.assistant_id,
+            run.status,
+            d.json(run.metadata),
+            run.multitask_strategy,
+            d.json(run.kwargs),
+            run.attempt,
+            run.temporary,
+            d.time(run.not_before),
+            None if run.error is None else d.json(run.error),
+            run.cancel_reason,
+            d.time(run.created_at),
+            d.time(run.updated_at),
+            run.owner,
+        )
+
+    def record(self, row: Row) -> Run:
+        (run_id, thread_id, assistant_id, status, metadata, strategy, kwargs, attempt, temporary,
+         not_before, error, reason, created, updated) = row  # fmt: skip
+        d = self.dialect
+        return Run(
+            run_id=run_id,
+            thread_id=thread_id,
+            assistant_id=assistant_id,
+            status=status,
+            metadata=d.from_json(metadata),
+            multitask_strategy=strategy,
+            kwargs=d.from_json(kwargs),
+            attempt=attempt,
+            temporary=bool(temporary),
+            not_before=d.from_time(not_before),
+            error=d.from_json(error),
+            cancel_reason=reason,
+            created_at=d.from_time(created) or now(),
+            updated_at=d.from_time(updated) or now(),
+        )
+
+    def of_thread(self, thread_id: str, status: RunStatus | None, limit: int, offset: int) -> Query:
+        """The thread's runs (only those in `status`, when given), newest first."""
+        p = self.dialect.param
+        where, params = f"thread_id = {p}", [thread_id]
+        if status is not None:
+            where += f" AND status = {p}"
+            params.append(status)
+        return Query(
+            f"SELECT {COLUMNS} FROM runs WHERE {where} "
+            f"ORDER BY created_at DESC, {self.dialect.text('run_id')} DESC LIMIT {p} OFFSET {p}",
+            (*params, limit, offset),
+        )
+
+    def requeue(self, where: str, *params: object) -> Query:
+        """The statement `SqlRunStore.requeue` runs."""
+        return Query(
+            "UPDATE runs SET status = 'pending', worker = NULL, lease_expires_at = NULL, "
+            f"updated_at = {self.dialect.param} WHERE status = 'running' AND {where} "
+            f"RETURNING {COLUMNS}",
+            (self.dialect.time(now()), *params),
+        )
+
+
+class SqlRunStore(Table):
+    """The `RunStore` methods both SQL backends share; each adds how runs are claimed and
+    which runs are orphans."""
+
+    sql: RunSql
+
+    async def create(self, run: Run) -> None:
+        await self.write(self.sql.insert, self.sql.values(run), durable=True)
+
+    async def renew(self, worker: str, lease: float) -> set[str]:
+        expires = self.sql.dialect.time(now() + timedelta(seconds=lease))
+        return {run_id for (run_id,) in await self.write_rows(self.sql.renew, (expires, worker))}
+
+    async def release(self, worker: str, *, run_id: str | None = None) -> builtins.list[Run]:
+        p = self.sql.dialect.param
+        if run_id is not None:
+            return await self.requeue(f"worker = {p} AND run_id = {p}", worker, run_id)
+        return await self.requeue(f"worker = {p}", worker)
+
+    async def requeue(self, where: str, *params: object) -> builtins.list[Run]:
+        """Running runs matching `where` become pending, with no worker and no lease;
+        returns them, oldest first."""
+        query = self.sql.requeue(where, *params)
+        rows = await self.write_rows(query.sql, query.params)
+        return sorted(map(self.sql.record, rows), key=lambda run: (run.created_at, run.run_id))
+
+    async def cancel_pending(self, run_id: str, *, delete: bool) -> bool:
+        # One statement, re-checked against a claim that updated the row first.
+        if delete:
+            return await self.write(self.sql.delete_pending, (run_id,)) == 1
+        return await self.write(self.sql.cancel, (self.sql.dialect.time(now()), run_id)) == 1
+
+    async def finish(
+        self, run_id: str, status: RunStatus, *, error: dict[str, Any] | None = None
+    ) -> None:
+        d = self.sql.dialect
+        params = (status, None if error is None else d.json(error), d.time(now()), run_id)
+        await self.write(self.sql.finish, params, appends=False)
+
+    async def set_status(self, run_id: str, status: RunStatus, reason: str | None = None) -> None:
+        params = (status, reason, self.sql.dialect.time(now()), run_id)
+        await self.write(self.sql.set_status, params, appends=False)
+
+    async def delete(self, run_id: str) -> bool:
+        return await self.write(self.sql.delete, (run_id,)) == 1
+
+    async def get(self, run_id: str) -> Run | None:
+        row = await self.row(self.sql.get, (run_id,))
+        return None if row is None else self.sql.record(row)
+
+    async def list(
+        self, thread_id: str, *, status: RunStatus | None, limit: int, offset: int
+    ) -> builtins.list[Run]:
+        query = self.sql.of_thread(thread_id, status, limit, offset)
+        return [self.sql.record(row) for row in await self.rows(query.sql, query.params)]
+
+    async def active(self, thread_id: str) -> builtins.list[Run]:
+        return [self.sql.record(row) for row in await self.rows(self.sql.active, (thread_id,))]
+
+    async def count_by_status(self) -> dict[str, int]:
+        return dict(await self.rows(self.sql.count_by_status))
+
+    async def all_active(self) -> builtins.list[Run]:
+        return [self.sql.record(row) for row in await self.rows(self.sql.all_active)]
+
+    async def next_wakeup(self) -> datetime | None:
+        row = await self.row(self.sql.next_wakeup)
+        return None if row is None else self.sql.dialect.from_time(row[0])

@@ -1,0 +1,113 @@
+"""The threads table's statements, rows and search, for either database."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from agentctl.storage.base import EventLog, Page, Thread, ThreadStatus, now
+from agentctl.storage.sorts import THREAD_SORT, sort_field
+from agentctl.storage.sql.dialect import Dialect, Query, Row, page_queries
+from agentctl.storage.sql.table import Table
+
+COLUMNS = "thread_id, metadata, status, interrupts, created_at, updated_at"
+_TEXT = ("thread_id", "status")
+
+
+class ThreadSql:
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = d = dialect
+        self.insert = (
+            f"INSERT INTO threads ({COLUMNS}) VALUES ({d.params(6)}) "
+            "ON CONFLICT (thread_id) DO NOTHING"
+        )
+        self.get = f"SELECT {COLUMNS} FROM threads WHERE thread_id = {d.param}"
+        self.delete = f"DELETE FROM threads WHERE thread_id = {d.param}"
+        self.delete_runs = f"DELETE FROM runs WHERE thread_id = {d.param}"
+
+    def values(self, thread: Thread) -> Row:
+        d = self.dialect
+        return (
+            thread.thread_id,
+            d.json(thread.metadata),
+            thread.status,
+            d.json(thread.interrupts),
+            d.time(thread.created_at),
+            d.time(thread.updated_at),
+        )
+
+    def record(self, row: Row) -> Thread:
+        thread_id, metadata, status, interrupts, created, updated = row
+        d = self.dialect
+        return Thread(
+            thread_id=thread_id,
+            metadata=d.from_json(metadata),
+            status=status,
+            interrupts=d.from_json(interrupts),
+            created_at=d.from_time(created) or now(),
+            updated_at=d.from_time(updated) or now(),
+        )
+
+    def search(
+        self, metadata: dict[str, Any], status: ThreadStatus | None, ids: Sequence[str] | None,
+        page: Page,
+    ) -> tuple[Query, Query]:  # fmt: skip
+        """The page of matching threads, and their count."""
+        d = self.dialect
+        where, params = d.metadata_filter("metadata", metadata)
+        if status is not None:
+            where += f" AND status = {d.param}"
+            params.append(status)
+        if ids is not None:
+            among, values = d.one_of("thread_id", ids)
+            where += f" AND {among}"
+            params.extend(values)
+        sort = sort_field(page.sort_by, THREAD_SORT)
+        sort = "updated_at" if sort == "state_updated_at" else sort
+        order = f"{d.order(sort, page.sort_order, sort in _TEXT)}, {d.text('thread_id')}"
+        return page_queries(
+            d,
+            f"SELECT {COLUMNS} FROM threads",
+            (where, params),
+            order,
+            page,
+            "threads WHERE {where}",
+        )
+
+
+class SqlThreadStore(Table):
+    """The `ThreadStore` methods both SQL backends share; each adds how a thread is updated
+    and its rows deleted."""
+
+    sql: ThreadSql
+    events: EventLog
+    checkpointer: Any  # the backend's langgraph checkpointer
+
+    async def delete(self, thread_id: str) -> bool:
+        deleted = await self.delete_rows(thread_id)
+        await self.events.delete(thread_id)
+        await self.checkpointer.adelete_thread(thread_id)
+        return deleted
+
+    @abstractmethod
+    async def delete_rows(self, thread_id: str) -> bool:
+        """Delete the thread's row and its runs' at once; False when it had none."""
+
+    async def create(self, thread: Thread) -> bool:
+        return await self.write(self.sql.insert, self.sql.values(thread), durable=True) == 1
+
+    async def get(self, thread_id: str) -> Thread | None:
+        row = await self.row(self.sql.get, (thread_id,))
+        return None if row is None else self.sql.record(row)
+
+    async def search(
+        self,
+        *,
+        metadata: dict[str, Any],
+        status: ThreadStatus | None,
+        ids: Sequence[str] | None,
+        page: Page,
+    ) -> tuple[list[Thread], int]:
+        found, total = await self.page(*self.sql.search(metadata, status, ids, page))
+        return [self.sql.record(row) for row in found], total
