@@ -9,10 +9,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from agentctl.storage.base import ThreadStatus
+from agentctl.storage.base import RunStatus, ThreadStatus
 
 Uuid = Annotated[str, Field(json_schema_extra={"format": "uuid"})]
-RunStatus = Literal["pending", "running", "success", "error", "interrupted", "timeout"]
 
 
 class ErrorOut(BaseModel):

@@ -28,7 +28,7 @@ from agentctl.server.schemas import RunOut
 from agentctl.server.services.runs import start_run
 from agentctl.server.sse import EventStream
 from agentctl.server.views import json_response, run_view
-from agentctl.storage.base import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES, Run
+from agentctl.storage.base import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES, Run, RunStatus
 
 router = APIRouter(tags=["runs"])
 
@@ -66,8 +66,7 @@ async def list_runs(
     request: Request,
     limit: Annotated[Limit, Query()] = 10,
     offset: Annotated[Offset, Query()] = 0,
-    status: Literal["pending", "running", "success", "error", "interrupted", "timeout"]
-    | None = None,
+    status: RunStatus | None = None,
 ) -> Response:
     server = server_of(request)
     await lookup.get_thread(server, thread_id, caller_of(request))
