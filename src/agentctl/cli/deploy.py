@@ -17,7 +17,7 @@ from agentctl.bundle.dependencies import PLATFORM_API_KEY
 from agentctl.bundle.requirements import install_command, requirements_of
 from agentctl.bundle.revision import ARCHIVE_FILE, Revision, build_revision, deployed_variables
 from agentctl.errors import MissingEnvError, UserError
-from agentctl.platform.client import PLATFORM_URL, Platform
+from agentctl.platform.client import PLATFORM_URL, PlatformClient
 from agentctl.project import load_project
 from agentctl.project.envfile import is_set, read_env_file
 
@@ -75,7 +75,7 @@ def deploy(config: Path, dry_run: bool) -> None:
     summarize(revision, folder, sent)
     if dry_run:
         return
-    platform = Platform(project.env[PLATFORM_URL].rstrip("/"), project.env[PLATFORM_API_KEY])
+    platform = PlatformClient(project.env[PLATFORM_URL].rstrip("/"), project.env[PLATFORM_API_KEY])
     step("Uploading", f"{len(revision.archive) / 1024:.1f} KiB to {platform.url} (secrets: {sent})")
     deployed = platform.upload(revision.archive, secrets)
     number = deployed["number"]
@@ -135,13 +135,13 @@ def rollback(config: Path, number: int | None) -> None:
     )
 
 
-def wait_for_replicas(platform: Platform, number: int) -> None:
+def wait_for_replicas(platform: PlatformClient, number: int) -> None:
     step("Switching", f"replicas to revision {number}")
     if not platform.wait_live(number):
         warn(f"not every replica answered with revision {number} yet; they switch on their own")
 
 
-def platform_of(config: Path) -> Platform:
+def platform_of(config: Path) -> PlatformClient:
     """The platform named by PLATFORM_URL and PLATFORM_API_KEY, from the environment or the
     project's .env."""
     root = config.parent if config.suffix == ".toml" else config
@@ -150,7 +150,7 @@ def platform_of(config: Path) -> Platform:
     unset = [name for name in (PLATFORM_URL, PLATFORM_API_KEY) if not is_set(env, name)]
     if unset:
         raise MissingEnvError({name: "reaching the platform" for name in unset})
-    return Platform(env[PLATFORM_URL].rstrip("/"), env[PLATFORM_API_KEY])
+    return PlatformClient(env[PLATFORM_URL].rstrip("/"), env[PLATFORM_API_KEY])
 
 
 # The credential an example call sends: a signed-in user's, or the deployment key.

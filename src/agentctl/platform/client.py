@@ -17,7 +17,10 @@ PLATFORM_URL = "PLATFORM_URL"
 
 
 @dataclass(frozen=True)
-class Platform:
+class PlatformClient:
+    """The platform API of a `serve` cluster (`/platform/...`), as `agentctl deploy` calls it
+    with the deployment key."""
+
     url: str
     api_key: str
     timeout: float = 120.0  # loading a revision connects to its MCP servers

@@ -42,7 +42,7 @@ class Server:
     # Facts shown by `/info`.
     info: dict[str, Any] = field(default_factory=dict)
     # Revisions pushed by `agentctl deploy` (`serve` only).
-    platform: Deployments[AccessPolicy] | None = None
+    deployments: Deployments[AccessPolicy] | None = None
     # On stop, how long runs in flight may take to finish before they are handed over,
     # counted from `stopping_since` (when the HTTP server began to stop) when set.
     shutdown_grace: float = 0.0
@@ -67,8 +67,8 @@ class Server:
 
     async def start(self) -> None:
         await self.ensure_default_assistant()
-        if self.platform is not None:
-            await self.platform.start()
+        if self.deployments is not None:
+            await self.deployments.start()
         await self.engine.start()
         await self.scheduler.start()
 

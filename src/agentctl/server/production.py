@@ -76,7 +76,7 @@ async def open_production_server(settings: Settings) -> Server:
             Path(settings.data_dir),
             access_for=lambda project: serve_access(project, settings),
         )
-        server.platform = deployments
+        server.deployments = deployments
         await deployments.restore()
     except BaseException:
         await storage.close()

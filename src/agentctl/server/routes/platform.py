@@ -36,10 +36,10 @@ def deployments_of(request: Request) -> Deployments[AccessPolicy]:
     """The server's deployments, for the operator only."""
     if not caller_of(request).operator:
         raise Forbidden("deploying needs the deployment key: send PLATFORM_API_KEY as x-api-key")
-    platform = server_of(request).platform
-    if platform is None:
+    deployments = server_of(request).deployments
+    if deployments is None:
         raise NotFound("this server takes no deploys (agentctl dev) — use agentctl serve")
-    return platform
+    return deployments
 
 
 def revision_view(record: RevisionRecord, active: int | None) -> dict[str, Any]:
