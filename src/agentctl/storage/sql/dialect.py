@@ -3,10 +3,11 @@ parameter is written, how JSON and timestamps travel, how JSON is filtered and t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from agentctl.storage.base import Page
 
@@ -23,26 +24,47 @@ class Query:
     params: Sequence[Any]
 
 
-@dataclass(frozen=True)
-class Dialect:
+class Dialect(ABC):
     """One database's way of writing what the shared statements need."""
 
-    param: str  # a positional parameter: "?" or "%s"
-    true: str  # the literal TRUE
-    like: str  # case-insensitive LIKE
-    same: str  # equality under which NULL equals NULL
-    json: Callable[[Any], Any]  # a value as a JSON parameter
-    from_json: Callable[[Any], Any]  # a JSON column's value
-    time: Callable[[datetime | None], Any]  # a datetime as a parameter
-    from_time: Callable[[Any], datetime | None]  # a timestamp column's value, in UTC
-    # SQL matching rows whose JSON column holds every key of the metadata with that value.
-    metadata_filter: Callable[[str, dict[str, Any]], Clause]
-    # SQL matching rows whose column is one of the values.
-    one_of: Callable[[str, Sequence[Any]], Clause]
-    # An ORDER BY term: (column, "asc" | "desc", whether it holds text).
-    order: Callable[[str, str, bool], str]
-    # A text column as a tie-breaker sorts it (bytewise on both).
-    text: Callable[[str], str]
+    param: ClassVar[str]  # a positional parameter: "?" or "%s"
+    true: ClassVar[str]  # the literal TRUE
+    like: ClassVar[str]  # case-insensitive LIKE
+    same: ClassVar[str]  # equality under which NULL equals NULL
+
+    @abstractmethod
+    def json(self, value: Any) -> Any:
+        """`value` as a JSON parameter."""
+
+    @abstractmethod
+    def from_json(self, value: Any) -> Any:
+        """A JSON column's value."""
+
+    @abstractmethod
+    def time(self, value: datetime | None) -> Any:
+        """A datetime as a parameter."""
+
+    @abstractmethod
+    def from_time(self, value: Any) -> datetime | None:
+        """A timestamp column's value, in UTC."""
+
+    @abstractmethod
+    def metadata_filter(self, column: str, metadata: dict[str, Any]) -> Clause:
+        """SQL matching rows whose JSON `column` holds every key of `metadata` with that
+        value (a None value: the key is missing or null)."""
+
+    @abstractmethod
+    def one_of(self, column: str, values: Sequence[Any]) -> Clause:
+        """SQL matching rows whose `column` is one of `values`."""
+
+    @abstractmethod
+    def order(self, column: str, direction: str, text: bool) -> str:
+        """An ORDER BY term for `column`, `direction` "asc" or "desc" (`text`: it holds
+        text), sorting as SQLite does: text bytewise, NULL before any value."""
+
+    @abstractmethod
+    def text(self, column: str) -> str:
+        """A text column as a tie-breaker sorts it (bytewise on both)."""
 
     def params(self, count: int) -> str:
         """`count` parameters, comma separated."""

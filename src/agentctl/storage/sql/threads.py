@@ -6,18 +6,24 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from agentctl.storage.base import EventLog, Page, Thread, ThreadStatus, now
+from agentctl.storage.base import EventLog, Page, Thread, ThreadStatus
 from agentctl.storage.sorts import THREAD_SORT, sort_field
-from agentctl.storage.sql.dialect import Dialect, Query, Row, page_queries
+from agentctl.storage.sql.dialect import Dialect, Query, page_queries
+from agentctl.storage.sql.records import Mapping, columns, names
 from agentctl.storage.sql.table import Table
 
-COLUMNS = "thread_id, metadata, status, interrupts, created_at, updated_at"
+_COLUMNS = columns(
+    "thread_id, metadata:json, status, interrupts:json, created_at:time, updated_at:time"
+)
+COLUMNS = names(_COLUMNS)
 _TEXT = ("thread_id", "status")
 
 
 class ThreadSql:
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = d = dialect
+        rows = Mapping(Thread, _COLUMNS, d)
+        self.values, self.record = rows.values, rows.record
         self.insert = (
             f"INSERT INTO threads ({COLUMNS}) VALUES ({d.params(6)}) "
             "ON CONFLICT (thread_id) DO NOTHING"
@@ -25,29 +31,6 @@ class ThreadSql:
         self.get = f"SELECT {COLUMNS} FROM threads WHERE thread_id = {d.param}"
         self.delete = f"DELETE FROM threads WHERE thread_id = {d.param}"
         self.delete_runs = f"DELETE FROM runs WHERE thread_id = {d.param}"
-
-    def values(self, thread: Thread) -> Row:
-        d = self.dialect
-        return (
-            thread.thread_id,
-            d.json(thread.metadata),
-            thread.status,
-            d.json(thread.interrupts),
-            d.time(thread.created_at),
-            d.time(thread.updated_at),
-        )
-
-    def record(self, row: Row) -> Thread:
-        thread_id, metadata, status, interrupts, created, updated = row
-        d = self.dialect
-        return Thread(
-            thread_id=thread_id,
-            metadata=d.from_json(metadata),
-            status=status,
-            interrupts=d.from_json(interrupts),
-            created_at=d.from_time(created) or now(),
-            updated_at=d.from_time(updated) or now(),
-        )
 
     def search(
         self, metadata: dict[str, Any], status: ThreadStatus | None, ids: Sequence[str] | None,
