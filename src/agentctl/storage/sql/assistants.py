@@ -69,10 +69,7 @@ class AssistantSql:
     ) -> tuple[Query, Query]:
         """The page of matching assistants (their versions in use), and their count."""
         d = self.dialect
-        where, params = d.metadata_filter("v.metadata", metadata)
-        if graph_id is not None:
-            where += f" AND v.graph_id = {d.param}"
-            params.append(graph_id)
+        where, params = d.matching("v.metadata", metadata, {"v.graph_id": graph_id})
         if name is not None:
             where += f" AND v.name {d.like} {d.param} ESCAPE '\\'"
             escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

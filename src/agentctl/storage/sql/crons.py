@@ -52,14 +52,8 @@ class CronSql:
     ) -> tuple[Query, Query]:  # fmt: skip
         """The page of matching crons, and their count."""
         d = self.dialect
-        where, params = d.metadata_filter("metadata", metadata)
-        for column, value in (("assistant_id", assistant_id), ("thread_id", thread_id)):
-            if value is not None:
-                where += f" AND {column} = {d.param}"
-                params.append(value)
-        if enabled is not None:
-            where += f" AND enabled = {d.param}"
-            params.append(enabled)
+        equal = {"assistant_id": assistant_id, "thread_id": thread_id, "enabled": enabled}
+        where, params = d.matching("metadata", metadata, equal)
         sort = sort_field(page.sort_by, CRON_SORT)
         order = f"{d.order(sort, page.sort_order, sort in _TEXT)}, {d.text('cron_id')}"
         return page_queries(

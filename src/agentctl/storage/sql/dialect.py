@@ -66,6 +66,16 @@ class Dialect(ABC):
     def text(self, column: str) -> str:
         """A text column as a tie-breaker sorts it (bytewise on both)."""
 
+    def matching(self, column: str, metadata: dict[str, Any], equal: dict[str, Any]) -> Clause:
+        """SQL matching rows whose JSON `column` holds `metadata` (`metadata_filter`) and
+        whose columns equal the values in `equal` that are not None."""
+        where, params = self.metadata_filter(column, metadata)
+        for name, value in equal.items():
+            if value is not None:
+                where += f" AND {name} = {self.param}"
+                params.append(value)
+        return where, params
+
     def params(self, count: int) -> str:
         """`count` parameters, comma separated."""
         return ", ".join([self.param] * count)

@@ -38,10 +38,7 @@ class ThreadSql:
     ) -> tuple[Query, Query]:  # fmt: skip
         """The page of matching threads, and their count."""
         d = self.dialect
-        where, params = d.metadata_filter("metadata", metadata)
-        if status is not None:
-            where += f" AND status = {d.param}"
-            params.append(status)
+        where, params = d.matching("metadata", metadata, {"status": status})
         if ids is not None:
             among, values = d.one_of("thread_id", ids)
             where += f" AND {among}"
