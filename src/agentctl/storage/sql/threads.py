@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from agentctl.storage.base import EventLog, Page, Thread, ThreadStatus
+from agentctl.storage.base import EventLog, Page, Thread, ThreadStatus, now
 from agentctl.storage.sorts import THREAD_SORT, sort_field
 from agentctl.storage.sql.dialect import Dialect, Query, page_queries
 from agentctl.storage.sql.records import Mapping, columns, names
@@ -56,9 +58,20 @@ class ThreadSql:
         )
 
 
+@dataclass(frozen=True)
+class ThreadChange:
+    """What an update does: merge `metadata` into the thread's, set the other fields that
+    are not None, and `updated_at`."""
+
+    metadata: dict[str, Any]
+    status: ThreadStatus | None
+    interrupts: dict[str, list[dict[str, Any]]] | None
+    updated_at: datetime
+
+
 class SqlThreadStore(Table):
-    """The `ThreadStore` methods both SQL backends share; each adds how a thread is updated
-    and its rows deleted."""
+    """The `ThreadStore` methods both SQL backends share; each adds how a change is applied
+    and a thread's rows deleted."""
 
     sql: ThreadSql
     events: EventLog
@@ -69,6 +82,21 @@ class SqlThreadStore(Table):
         await self.events.delete(thread_id)
         await self.checkpointer.adelete_thread(thread_id)
         return deleted
+
+    async def update(
+        self,
+        thread_id: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        status: ThreadStatus | None = None,
+        interrupts: dict[str, list[dict[str, Any]]] | None = None,
+    ) -> Thread | None:
+        return await self.apply(thread_id, ThreadChange(metadata or {}, status, interrupts, now()))
+
+    @abstractmethod
+    async def apply(self, thread_id: str, change: ThreadChange) -> Thread | None:
+        """Apply `change` at once, so that concurrent changes of different metadata keys
+        all land; the thread after it (None when there is none)."""
 
     @abstractmethod
     async def delete_rows(self, thread_id: str) -> bool:
