@@ -24,11 +24,6 @@ def _dumps(value: Any) -> str:
 
 
 class PostgresDialect(Dialect):
-    param = "%s"
-    true = "TRUE"
-    like = "ILIKE"
-    same = "IS NOT DISTINCT FROM"
-
     def json(self, value: Any) -> Jsonb:
         return jsonb(value)
 
@@ -67,4 +62,4 @@ class PostgresDialect(Dialect):
         return f'{column} COLLATE "C"'
 
 
-POSTGRES = PostgresDialect()
+POSTGRES = PostgresDialect(param="%s", true="TRUE", like="ILIKE", same="IS NOT DISTINCT FROM")

@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any
 
 from agentctl.storage.base import Page
 
@@ -24,13 +24,15 @@ class Query:
     params: Sequence[Any]
 
 
+@dataclass(frozen=True)
 class Dialect(ABC):
-    """One database's way of writing what the shared statements need."""
+    """One database's way of writing what the shared statements need: its literals here,
+    its conversions and conditions in the methods a subclass writes."""
 
-    param: ClassVar[str]  # a positional parameter: "?" or "%s"
-    true: ClassVar[str]  # the literal TRUE
-    like: ClassVar[str]  # case-insensitive LIKE
-    same: ClassVar[str]  # equality under which NULL equals NULL
+    param: str  # a positional parameter: "?" or "%s"
+    true: str  # the literal TRUE
+    like: str  # case-insensitive LIKE
+    same: str  # equality under which NULL equals NULL
 
     @abstractmethod
     def json(self, value: Any) -> Any:

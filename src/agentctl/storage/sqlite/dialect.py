@@ -21,11 +21,6 @@ def timestamp(value: datetime | None) -> str | None:
 
 
 class SqliteDialect(Dialect):
-    param = "?"
-    true = "1"
-    like = "LIKE"
-    same = "IS"
-
     def json(self, value: Any) -> str:
         return dumps(value)
 
@@ -62,4 +57,4 @@ class SqliteDialect(Dialect):
         return column
 
 
-SQLITE = SqliteDialect()
+SQLITE = SqliteDialect(param="?", true="1", like="LIKE", same="IS")
