@@ -8,7 +8,7 @@ from typing import Any
 from agentctl.storage.base import Assistant, Page, now
 from agentctl.storage.sorts import ASSISTANT_SORT, sort_field
 from agentctl.storage.sql.dialect import Dialect, Query, Row, page_queries
-from agentctl.storage.sql.records import Mapping, columns, names
+from agentctl.storage.sql.records import RowMapping, columns, names
 from agentctl.storage.sql.table import Table
 
 # A version's `created_at` is when the assistant was last updated.
@@ -33,9 +33,9 @@ _TEXT = ("assistant_id", "graph_id", "name")
 class AssistantSql:
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = d = dialect
-        self.record = Mapping(Assistant, _RECORD, d).record
-        self.version_values = Mapping(Assistant, _VERSION, d).values
-        self.current_values = Mapping(Assistant, _CURRENT_ROW, d).values
+        self.record = RowMapping(Assistant, _RECORD, d).record
+        self.version_values = RowMapping(Assistant, _VERSION, d).values
+        self.current_values = RowMapping(Assistant, _CURRENT_ROW, d).values
         p = d.param
         changed = ", ".join(f"{column.name} = excluded.{column.name}" for column in _VERSION[2:])
         self.put_version = (

@@ -8,7 +8,7 @@ from typing import Any
 from agentctl.storage.base import Cron, Page
 from agentctl.storage.sorts import CRON_SORT, sort_field
 from agentctl.storage.sql.dialect import Dialect, Query, Row, page_queries
-from agentctl.storage.sql.records import Mapping, columns, names
+from agentctl.storage.sql.records import RowMapping, columns, names
 from agentctl.storage.sql.table import Table
 
 _COLUMNS = columns(
@@ -24,7 +24,7 @@ _TEXT = ("cron_id", "assistant_id", "thread_id")
 class CronSql:
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = d = dialect
-        rows = Mapping(Cron, _COLUMNS, d)
+        rows = RowMapping(Cron, _COLUMNS, d)
         self.values, self.record = rows.values, rows.record
         p = d.param
         self.insert = f"INSERT INTO crons ({COLUMNS}) VALUES ({d.params(len(_NAMES))})"

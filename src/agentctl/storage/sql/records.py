@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import Any, Generic, Literal, TypeVar, cast, get_args
 
 from agentctl.storage.sql.dialect import Dialect, Row
 
@@ -20,7 +20,7 @@ Codec = Literal["value", "json", "time", "flag"]
 
 @dataclass(frozen=True)
 class Column:
-    name: str
+    name: str  # the column
     codec: Codec = "value"
     field: str = ""  # the record's field, when not named as the column
 
@@ -36,6 +36,8 @@ def columns(spec: str) -> tuple[Column, ...]:
     for item in spec.split(","):
         name, _, codec = item.strip().partition(":")
         name, _, field = name.partition("=")
+        if codec and codec not in get_args(Codec):
+            raise ValueError(f"column {name}: no codec {codec!r}")
         found.append(Column(name, cast(Codec, codec or "value"), field))
     return tuple(found)
 
@@ -45,13 +47,14 @@ def names(columns: Sequence[Column]) -> str:
     return ", ".join(column.name for column in columns)
 
 
-class Mapping(Generic[R]):
+class RowMapping(Generic[R]):
     """Records of one type to rows of `columns` and back, in one dialect. Only the columns
     with a codec are converted: a row is built for every statement, so it stays cheap."""
 
     def __init__(self, make: Callable[..., R], columns: Sequence[Column], dialect: Dialect):
         self.make = make
         self.fields = tuple(column.source for column in columns)
+        # Every table has several columns: the getter hands back a tuple.
         self.get = attrgetter(*self.fields)
         encoders: dict[Codec, Callable[[Any], Any]] = {
             "json": lambda value: None if value is None else dialect.json(value),

@@ -9,7 +9,7 @@ from typing import Any
 
 from agentctl.storage.base import RevisionRecord, now
 from agentctl.storage.sql.dialect import Dialect, Query, Row
-from agentctl.storage.sql.records import Mapping, columns, names
+from agentctl.storage.sql.records import RowMapping, columns, names
 from agentctl.storage.sql.table import Table
 
 _COLUMNS = columns("number, revision_id, manifest:json, secret_names:json, created_at:time")
@@ -19,7 +19,7 @@ COLUMNS = names(_COLUMNS)
 class RevisionSql:
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = d = dialect
-        self.record = Mapping(RevisionRecord, _COLUMNS, d).record
+        self.record = RowMapping(RevisionRecord, _COLUMNS, d).record
         p = d.param
         # The number is the database's (never handed out twice, even after a delete).
         self.add = (

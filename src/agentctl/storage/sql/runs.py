@@ -9,7 +9,7 @@ from typing import Any
 
 from agentctl.storage.base import ACTIVE_RUN_STATUSES, Run, RunStatus, now
 from agentctl.storage.sql.dialect import Dialect, Query, Row
-from agentctl.storage.sql.records import Mapping, columns, names
+from agentctl.storage.sql.records import RowMapping, columns, names
 from agentctl.storage.sql.table import Table
 
 _COLUMNS = columns(
@@ -25,7 +25,7 @@ ACTIVE = ", ".join(f"'{status}'" for status in ACTIVE_RUN_STATUSES)
 class RunSql:
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = d = dialect
-        self._rows = Mapping(Run, _COLUMNS, d)
+        self._rows = RowMapping(Run, _COLUMNS, d)
         self.record = self._rows.record
         p = d.param
         oldest_first = f"ORDER BY created_at, {d.text('run_id')}"

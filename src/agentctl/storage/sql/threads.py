@@ -11,7 +11,7 @@ from typing import Any
 from agentctl.storage.base import EventLog, Page, Thread, ThreadStatus, now
 from agentctl.storage.sorts import THREAD_SORT, sort_field
 from agentctl.storage.sql.dialect import Dialect, Query, page_queries
-from agentctl.storage.sql.records import Mapping, columns, names
+from agentctl.storage.sql.records import RowMapping, columns, names
 from agentctl.storage.sql.table import Table
 
 _COLUMNS = columns(
@@ -24,7 +24,7 @@ _TEXT = ("thread_id", "status")
 class ThreadSql:
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = d = dialect
-        rows = Mapping(Thread, _COLUMNS, d)
+        rows = RowMapping(Thread, _COLUMNS, d)
         self.values, self.record = rows.values, rows.record
         self.insert = (
             f"INSERT INTO threads ({COLUMNS}) VALUES ({d.params(6)}) "
