@@ -8,7 +8,7 @@ from typing import Any
 from agentctl.storage.base import Assistant, Page, now
 from agentctl.storage.sorts import ASSISTANT_SORT, sort_field
 from agentctl.storage.sql.dialect import Dialect, Query, Row, page_queries
-from agentctl.storage.sql.records import RowMapping, columns, names
+from agentctl.storage.sql.records import RowMapping, RowValues, columns, names
 from agentctl.storage.sql.table import Table
 
 # A version's `created_at` is when the assistant was last updated.
@@ -34,8 +34,8 @@ class AssistantSql:
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = d = dialect
         self.record = RowMapping(Assistant, _RECORD, d).record
-        self.version_values = RowMapping(Assistant, _VERSION, d).values
-        self.current_values = RowMapping(Assistant, _CURRENT_ROW, d).values
+        self.version_values = RowValues[Assistant](_VERSION, d).values
+        self.current_values = RowValues[Assistant](_CURRENT_ROW, d).values
         p = d.param
         changed = ", ".join(f"{column.name} = excluded.{column.name}" for column in _VERSION[2:])
         self.put_version = (

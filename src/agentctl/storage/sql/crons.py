@@ -12,7 +12,7 @@ from agentctl.storage.sql.records import RowMapping, columns, names
 from agentctl.storage.sql.table import Table
 
 _COLUMNS = columns(
-    "cron_id, assistant_id, thread_id, schedule, timezone, payload:json, next_run_date:time, "
+    "cron_id, assistant_id, thread_id, schedule, payload:json, next_run_date:time, timezone, "
     "end_time:time, on_run_completed, metadata:json, enabled:flag, user_id, created_at:time, "
     "updated_at:time"
 )

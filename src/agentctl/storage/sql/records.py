@@ -5,7 +5,7 @@ and the record a row reads back."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any, Generic, Literal, TypeVar, cast, get_args
 
@@ -47,12 +47,11 @@ def names(columns: Sequence[Column]) -> str:
     return ", ".join(column.name for column in columns)
 
 
-class RowMapping(Generic[R]):
-    """Records of one type to rows of `columns` and back, in one dialect. Only the columns
-    with a codec are converted: a row is built for every statement, so it stays cheap."""
+class RowValues(Generic[R]):
+    """Records of one type to rows of `columns`, in one dialect. Only the columns with a
+    codec are converted: rows are built for every statement, so they stay cheap."""
 
-    def __init__(self, make: Callable[..., R], columns: Sequence[Column], dialect: Dialect):
-        self.make = make
+    def __init__(self, columns: Sequence[Column], dialect: Dialect) -> None:
         self.fields = tuple(column.source for column in columns)
         # Every table has several columns: the getter hands back a tuple.
         self.get = attrgetter(*self.fields)
@@ -60,13 +59,7 @@ class RowMapping(Generic[R]):
             "json": lambda value: None if value is None else dialect.json(value),
             "time": dialect.time,
         }
-        decoders: dict[Codec, Callable[[Any], Any]] = {
-            "json": dialect.from_json,
-            "time": dialect.from_time,
-            "flag": bool,
-        }
         self.encoders = _by_index(columns, encoders)
-        self.decoders = _by_index(columns, decoders)
 
     def values(self, record: R) -> Row:
         """The record's values, in column order, as parameters."""
@@ -75,12 +68,30 @@ class RowMapping(Generic[R]):
             values[index] = encode(values[index])
         return tuple(values)
 
+
+class RowMapping(RowValues[R]):
+    """Records of one type to rows of `columns` and back. The columns are the record's
+    fields in their order, so a row's values build it as they come."""
+
+    def __init__(self, make: type[R], columns: Sequence[Column], dialect: Dialect) -> None:
+        super().__init__(columns, dialect)
+        expected = tuple(field.name for field in fields(cast(Any, make)))
+        if self.fields != expected:
+            raise TypeError(f"{make.__name__}'s columns must be its fields in order: {expected}")
+        self.make = make
+        decoders: dict[Codec, Callable[[Any], Any]] = {
+            "json": dialect.from_json,
+            "time": dialect.from_time,
+            "flag": bool,
+        }
+        self.decoders = _by_index(columns, decoders)
+
     def record(self, row: Row) -> R:
         """The record a row of the columns holds."""
         values = list(row)
         for index, decode in self.decoders:
             values[index] = decode(values[index])
-        return self.make(**dict(zip(self.fields, values, strict=True)))
+        return self.make(*values)
 
 
 def _by_index(

@@ -15,7 +15,7 @@ from agentctl.storage.sql.records import RowMapping, columns, names
 from agentctl.storage.sql.table import Table
 
 _COLUMNS = columns(
-    "thread_id, metadata:json, status, interrupts:json, created_at:time, updated_at:time"
+    "thread_id, metadata:json, status, created_at:time, updated_at:time, interrupts:json"
 )
 COLUMNS = names(_COLUMNS)
 _TEXT = ("thread_id", "status")
