@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from agentctl.storage.base import EventLog, Thread, ThreadStatus, now
+from agentctl.storage.base import EventLog, Thread
 from agentctl.storage.postgres.checkpointer import PoolPostgresSaver
 from agentctl.storage.postgres.database import Pool, PostgresTable
 from agentctl.storage.postgres.dialect import POSTGRES, jsonb
-from agentctl.storage.sql.threads import COLUMNS, SqlThreadStore, ThreadSql
+from agentctl.storage.sql.threads import COLUMNS, SqlThreadStore, ThreadChange, ThreadSql
 
 # One statement: concurrent merges of different keys all land.
 _UPDATE = (
@@ -26,16 +24,10 @@ class PostgresThreads(PostgresTable, SqlThreadStore):
         self.checkpointer = checkpointer
         self.events = events
 
-    async def update(
-        self,
-        thread_id: str,
-        *,
-        metadata: dict[str, Any] | None = None,
-        status: ThreadStatus | None = None,
-        interrupts: dict[str, list[dict[str, Any]]] | None = None,
-    ) -> Thread | None:
-        changes = jsonb(metadata or {}), status, None if interrupts is None else jsonb(interrupts)
-        row = await self.row(_UPDATE, (*changes, now(), thread_id))
+    async def apply(self, thread_id: str, change: ThreadChange) -> Thread | None:
+        interrupts = None if change.interrupts is None else jsonb(change.interrupts)
+        changes = jsonb(change.metadata), change.status, interrupts, change.updated_at
+        row = await self.row(_UPDATE, (*changes, thread_id))
         return None if row is None else self.sql.record(row)
 
     async def delete_rows(self, thread_id: str) -> bool:

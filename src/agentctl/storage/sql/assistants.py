@@ -8,6 +8,7 @@ from typing import Any
 from agentctl.storage.base import Assistant, Page, now
 from agentctl.storage.sorts import ASSISTANT_SORT, sort_field
 from agentctl.storage.sql.dialect import Dialect, Query, Row, page_queries
+from agentctl.storage.sql.records import RowMapping, RowValues, columns, names
 from agentctl.storage.sql.table import Table
 
 # A version's `created_at` is when the assistant was last updated.
@@ -17,26 +18,34 @@ _SELECT = (
     "JOIN assistant_versions v ON v.assistant_id = a.assistant_id"
 )
 _CURRENT = f"{_SELECT} AND v.version = a.version"
-_VERSION_COLUMNS = (
-    "assistant_id", "version", "graph_id", "name", "description", "config", "context",
-    "metadata", "created_at",
-)  # fmt: skip
+_RECORD = columns(
+    "assistant_id, graph_id, name, description, config:json, context:json, metadata:json, "
+    "version, created_at:time, updated_at:time"
+)
+_VERSION = columns(
+    "assistant_id, version, graph_id, name, description, config:json, context:json, "
+    "metadata:json, created_at=updated_at:time"
+)
+_CURRENT_ROW = columns("assistant_id, version, created_at:time, updated_at:time")
 _TEXT = ("assistant_id", "graph_id", "name")
 
 
 class AssistantSql:
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = d = dialect
+        self.record = RowMapping(Assistant, _RECORD, d).record
+        self.version_values = RowValues[Assistant](_VERSION, d).values
+        self.current_values = RowValues[Assistant](_CURRENT_ROW, d).values
         p = d.param
-        changed = ", ".join(f"{name} = excluded.{name}" for name in _VERSION_COLUMNS[2:])
+        changed = ", ".join(f"{column.name} = excluded.{column.name}" for column in _VERSION[2:])
         self.put_version = (
-            f"INSERT INTO assistant_versions ({', '.join(_VERSION_COLUMNS)}) "
-            f"VALUES ({d.params(len(_VERSION_COLUMNS))}) "
+            f"INSERT INTO assistant_versions ({names(_VERSION)}) "
+            f"VALUES ({d.params(len(_VERSION))}) "
             f"ON CONFLICT (assistant_id, version) DO UPDATE SET {changed}"
         )
         self.put_current = (
-            "INSERT INTO assistants (assistant_id, version, created_at, updated_at) "
-            f"VALUES ({d.params(4)}) ON CONFLICT (assistant_id) DO UPDATE SET "
+            f"INSERT INTO assistants ({names(_CURRENT_ROW)}) "
+            f"VALUES ({d.params(len(_CURRENT_ROW))}) ON CONFLICT (assistant_id) DO UPDATE SET "
             "version = excluded.version, updated_at = excluded.updated_at"
         )
         self.get = f"{_CURRENT} WHERE a.assistant_id = {p}"
@@ -52,57 +61,15 @@ class AssistantSql:
             f"WHERE assistant_id = {p} AND version = {p})"
         )
 
-    def version_values(self, assistant: Assistant) -> Row:
-        d = self.dialect
-        return (
-            assistant.assistant_id,
-            assistant.version,
-            assistant.graph_id,
-            assistant.name,
-            assistant.description,
-            d.json(assistant.config),
-            d.json(assistant.context),
-            d.json(assistant.metadata),
-            d.time(assistant.updated_at),
-        )
-
-    def current_values(self, assistant: Assistant) -> Row:
-        d = self.dialect
-        return (
-            assistant.assistant_id,
-            assistant.version,
-            d.time(assistant.created_at),
-            d.time(assistant.updated_at),
-        )
-
     def set_latest_values(self, assistant_id: str, version: int) -> Row:
         return (version, self.dialect.time(now()), assistant_id, assistant_id, version)
-
-    def record(self, row: Row) -> Assistant:
-        aid, graph, name, description, config, context, metadata, version, created, updated = row
-        d = self.dialect
-        return Assistant(
-            assistant_id=aid,
-            graph_id=graph,
-            name=name,
-            description=description,
-            config=d.from_json(config),
-            context=d.from_json(context),
-            metadata=d.from_json(metadata),
-            version=version,
-            created_at=d.from_time(created) or now(),
-            updated_at=d.from_time(updated) or now(),
-        )
 
     def search(
         self, graph_id: str | None, name: str | None, metadata: dict[str, Any], page: Page
     ) -> tuple[Query, Query]:
         """The page of matching assistants (their versions in use), and their count."""
         d = self.dialect
-        where, params = d.metadata_filter("v.metadata", metadata)
-        if graph_id is not None:
-            where += f" AND v.graph_id = {d.param}"
-            params.append(graph_id)
+        where, params = d.matching("v.metadata", metadata, {"v.graph_id": graph_id})
         if name is not None:
             where += f" AND v.name {d.like} {d.param} ESCAPE '\\'"
             escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -5,22 +5,27 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from agentctl.storage.base import Cron, Page, now
+from agentctl.storage.base import Cron, Page
 from agentctl.storage.sorts import CRON_SORT, sort_field
 from agentctl.storage.sql.dialect import Dialect, Query, Row, page_queries
+from agentctl.storage.sql.records import RowMapping, columns, names
 from agentctl.storage.sql.table import Table
 
-_NAMES = (
-    "cron_id", "assistant_id", "thread_id", "schedule", "timezone", "payload", "next_run_date",
-    "end_time", "on_run_completed", "metadata", "enabled", "user_id", "created_at", "updated_at",
-)  # fmt: skip
-COLUMNS = ", ".join(_NAMES)
+_COLUMNS = columns(
+    "cron_id, assistant_id, thread_id, schedule, payload:json, next_run_date:time, timezone, "
+    "end_time:time, on_run_completed, metadata:json, enabled:flag, user_id, created_at:time, "
+    "updated_at:time"
+)
+COLUMNS = names(_COLUMNS)
+_NAMES = [column.name for column in _COLUMNS]
 _TEXT = ("cron_id", "assistant_id", "thread_id")
 
 
 class CronSql:
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = d = dialect
+        rows = RowMapping(Cron, _COLUMNS, d)
+        self.values, self.record = rows.values, rows.record
         p = d.param
         self.insert = f"INSERT INTO crons ({COLUMNS}) VALUES ({d.params(len(_NAMES))})"
         # Every column but the key, set from the row being inserted.
@@ -38,48 +43,8 @@ class CronSql:
             f"UPDATE crons SET {sets} WHERE cron_id = {p} AND next_run_date {d.same} {p}"
         )
 
-    def values(self, cron: Cron) -> Row:
-        d = self.dialect
-        return (
-            cron.cron_id,
-            cron.assistant_id,
-            cron.thread_id,
-            cron.schedule,
-            cron.timezone,
-            d.json(cron.payload),
-            d.time(cron.next_run_date),
-            d.time(cron.end_time),
-            cron.on_run_completed,
-            d.json(cron.metadata),
-            cron.enabled,
-            cron.user_id,
-            d.time(cron.created_at),
-            d.time(cron.updated_at),
-        )
-
     def reschedule_values(self, cron: Cron, expected: Any) -> Row:
         return (*self.values(cron)[1:], cron.cron_id, self.dialect.time(expected))
-
-    def record(self, row: Row) -> Cron:
-        (cron_id, assistant_id, thread_id, schedule, tz, payload, next_run, end_time, on_completed,
-         metadata, enabled, user_id, created, updated) = row  # fmt: skip
-        d = self.dialect
-        return Cron(
-            cron_id=cron_id,
-            assistant_id=assistant_id,
-            thread_id=thread_id,
-            schedule=schedule,
-            timezone=tz,
-            payload=d.from_json(payload),
-            next_run_date=d.from_time(next_run),
-            end_time=d.from_time(end_time),
-            on_run_completed=on_completed,
-            metadata=d.from_json(metadata),
-            enabled=bool(enabled),
-            user_id=user_id,
-            created_at=d.from_time(created) or now(),
-            updated_at=d.from_time(updated) or now(),
-        )
 
     def search(
         self, assistant_id: str | None, thread_id: str | None, enabled: bool | None,
@@ -87,14 +52,8 @@ class CronSql:
     ) -> tuple[Query, Query]:  # fmt: skip
         """The page of matching crons, and their count."""
         d = self.dialect
-        where, params = d.metadata_filter("metadata", metadata)
-        for column, value in (("assistant_id", assistant_id), ("thread_id", thread_id)):
-            if value is not None:
-                where += f" AND {column} = {d.param}"
-                params.append(value)
-        if enabled is not None:
-            where += f" AND enabled = {d.param}"
-            params.append(enabled)
+        equal = {"assistant_id": assistant_id, "thread_id": thread_id, "enabled": enabled}
+        where, params = d.matching("metadata", metadata, equal)
         sort = sort_field(page.sort_by, CRON_SORT)
         order = f"{d.order(sort, page.sort_order, sort in _TEXT)}, {d.text('cron_id')}"
         return page_queries(

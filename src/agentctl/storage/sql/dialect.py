@@ -3,7 +3,8 @@ parameter is written, how JSON and timestamps travel, how JSON is filtered and t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -24,25 +25,58 @@ class Query:
 
 
 @dataclass(frozen=True)
-class Dialect:
-    """One database's way of writing what the shared statements need."""
+class Dialect(ABC):
+    """One database's way of writing what the shared statements need: its literals here,
+    its conversions and conditions in the methods a subclass writes."""
 
     param: str  # a positional parameter: "?" or "%s"
     true: str  # the literal TRUE
     like: str  # case-insensitive LIKE
     same: str  # equality under which NULL equals NULL
-    json: Callable[[Any], Any]  # a value as a JSON parameter
-    from_json: Callable[[Any], Any]  # a JSON column's value
-    time: Callable[[datetime | None], Any]  # a datetime as a parameter
-    from_time: Callable[[Any], datetime | None]  # a timestamp column's value, in UTC
-    # SQL matching rows whose JSON column holds every key of the metadata with that value.
-    metadata_filter: Callable[[str, dict[str, Any]], Clause]
-    # SQL matching rows whose column is one of the values.
-    one_of: Callable[[str, Sequence[Any]], Clause]
-    # An ORDER BY term: (column, "asc" | "desc", whether it holds text).
-    order: Callable[[str, str, bool], str]
-    # A text column as a tie-breaker sorts it (bytewise on both).
-    text: Callable[[str], str]
+
+    @abstractmethod
+    def json(self, value: Any) -> Any:
+        """`value` as a JSON parameter."""
+
+    @abstractmethod
+    def from_json(self, value: Any) -> Any:
+        """A JSON column's value."""
+
+    @abstractmethod
+    def time(self, value: datetime | None) -> Any:
+        """A datetime as a parameter."""
+
+    @abstractmethod
+    def from_time(self, value: Any) -> datetime | None:
+        """A timestamp column's value, in UTC."""
+
+    @abstractmethod
+    def metadata_filter(self, column: str, metadata: dict[str, Any]) -> Clause:
+        """SQL matching rows whose JSON `column` holds every key of `metadata` with that
+        value (a None value: the key is missing or null)."""
+
+    @abstractmethod
+    def one_of(self, column: str, values: Sequence[Any]) -> Clause:
+        """SQL matching rows whose `column` is one of `values`."""
+
+    @abstractmethod
+    def order(self, column: str, direction: str, text: bool) -> str:
+        """An ORDER BY term for `column`, `direction` "asc" or "desc" (`text`: it holds
+        text), sorting as SQLite does: text bytewise, NULL before any value."""
+
+    @abstractmethod
+    def text(self, column: str) -> str:
+        """A text column as a tie-breaker sorts it (bytewise on both)."""
+
+    def matching(self, column: str, metadata: dict[str, Any], equal: dict[str, Any]) -> Clause:
+        """SQL matching rows whose JSON `column` holds `metadata` (`metadata_filter`) and
+        whose columns equal the values in `equal` that are not None."""
+        where, params = self.metadata_filter(column, metadata)
+        for name, value in equal.items():
+            if value is not None:
+                where += f" AND {name} = {self.param}"
+                params.append(value)
+        return where, params
 
     def params(self, count: int) -> str:
         """`count` parameters, comma separated."""

@@ -9,14 +9,17 @@ from typing import Any
 
 from agentctl.storage.base import RevisionRecord, now
 from agentctl.storage.sql.dialect import Dialect, Query, Row
+from agentctl.storage.sql.records import RowMapping, columns, names
 from agentctl.storage.sql.table import Table
 
-COLUMNS = "number, revision_id, manifest, secret_names, created_at"
+_COLUMNS = columns("number, revision_id, manifest:json, secret_names:json, created_at:time")
+COLUMNS = names(_COLUMNS)
 
 
 class RevisionSql:
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = d = dialect
+        self.record = RowMapping(RevisionRecord, _COLUMNS, d).record
         p = d.param
         # The number is the database's (never handed out twice, even after a delete).
         self.add = (
@@ -35,17 +38,6 @@ class RevisionSql:
         """The row `add` stores; `payload`: the archive and the sealed secrets."""
         d = self.dialect
         return (revision_id, d.json(manifest), *payload, d.json(list(secret_names)), d.time(now()))
-
-    def record(self, row: Row) -> RevisionRecord:
-        number, revision_id, manifest, secret_names, created = row
-        d = self.dialect
-        return RevisionRecord(
-            number=number,
-            revision_id=revision_id,
-            manifest=d.from_json(manifest),
-            secret_names=d.from_json(secret_names),
-            created_at=d.from_time(created) or now(),
-        )
 
 
 class SqlRevisionStore(Table):

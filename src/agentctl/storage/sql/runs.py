@@ -9,12 +9,15 @@ from typing import Any
 
 from agentctl.storage.base import ACTIVE_RUN_STATUSES, Run, RunStatus, now
 from agentctl.storage.sql.dialect import Dialect, Query, Row
+from agentctl.storage.sql.records import RowMapping, columns, names
 from agentctl.storage.sql.table import Table
 
-COLUMNS = (
-    "run_id, thread_id, assistant_id, status, metadata, multitask_strategy, kwargs, attempt, "
-    "temporary, not_before, error, cancel_reason, created_at, updated_at"
+_COLUMNS = columns(
+    "run_id, thread_id, assistant_id, status, metadata:json, multitask_strategy, kwargs:json, "
+    "attempt, temporary:flag, not_before:time, created_at:time, updated_at:time, error:json, "
+    "cancel_reason"
 )
+COLUMNS = names(_COLUMNS)
 # `status IN (...)` of the runs still to finish, as SQL.
 ACTIVE = ", ".join(f"'{status}'" for status in ACTIVE_RUN_STATUSES)
 
@@ -22,6 +25,8 @@ ACTIVE = ", ".join(f"'{status}'" for status in ACTIVE_RUN_STATUSES)
 class RunSql:
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = d = dialect
+        self._rows = RowMapping(Run, _COLUMNS, d)
+        self.record = self._rows.record
         p = d.param
         oldest_first = f"ORDER BY created_at, {d.text('run_id')}"
         self.insert = f"INSERT INTO runs ({COLUMNS}, owner) VALUES ({d.params(15)})"
@@ -54,46 +59,8 @@ class RunSql:
         )
 
     def values(self, run: Run) -> Row:
-        """The row `insert` stores."""
-        d = self.dialect
-        return (
-            run.run_id,
-            run.thread_id,
-            run.assistant_id,
-            run.status,
-            d.json(run.metadata),
-            run.multitask_strategy,
-            d.json(run.kwargs),
-            run.attempt,
-            run.temporary,
-            d.time(run.not_before),
-            None if run.error is None else d.json(run.error),
-            run.cancel_reason,
-            d.time(run.created_at),
-            d.time(run.updated_at),
-            run.owner,
-        )
-
-    def record(self, row: Row) -> Run:
-        (run_id, thread_id, assistant_id, status, metadata, strategy, kwargs, attempt, temporary,
-         not_before, error, reason, created, updated) = row  # fmt: skip
-        d = self.dialect
-        return Run(
-            run_id=run_id,
-            thread_id=thread_id,
-            assistant_id=assistant_id,
-            status=status,
-            metadata=d.from_json(metadata),
-            multitask_strategy=strategy,
-            kwargs=d.from_json(kwargs),
-            attempt=attempt,
-            temporary=bool(temporary),
-            not_before=d.from_time(not_before),
-            error=d.from_json(error),
-            cancel_reason=reason,
-            created_at=d.from_time(created) or now(),
-            updated_at=d.from_time(updated) or now(),
-        )
+        """The row `insert` stores: the run's columns, then whom it counts against."""
+        return (*self._rows.values(run), run.owner)
 
     def of_thread(self, thread_id: str, status: RunStatus | None, limit: int, offset: int) -> Query:
         """The thread's runs (only those in `status`, when given), newest first."""

@@ -4,20 +4,28 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from agentctl.storage.base import EventLog, Page, Thread, ThreadStatus, now
 from agentctl.storage.sorts import THREAD_SORT, sort_field
-from agentctl.storage.sql.dialect import Dialect, Query, Row, page_queries
+from agentctl.storage.sql.dialect import Dialect, Query, page_queries
+from agentctl.storage.sql.records import RowMapping, columns, names
 from agentctl.storage.sql.table import Table
 
-COLUMNS = "thread_id, metadata, status, interrupts, created_at, updated_at"
+_COLUMNS = columns(
+    "thread_id, metadata:json, status, created_at:time, updated_at:time, interrupts:json"
+)
+COLUMNS = names(_COLUMNS)
 _TEXT = ("thread_id", "status")
 
 
 class ThreadSql:
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = d = dialect
+        rows = RowMapping(Thread, _COLUMNS, d)
+        self.values, self.record = rows.values, rows.record
         self.insert = (
             f"INSERT INTO threads ({COLUMNS}) VALUES ({d.params(6)}) "
             "ON CONFLICT (thread_id) DO NOTHING"
@@ -26,39 +34,13 @@ class ThreadSql:
         self.delete = f"DELETE FROM threads WHERE thread_id = {d.param}"
         self.delete_runs = f"DELETE FROM runs WHERE thread_id = {d.param}"
 
-    def values(self, thread: Thread) -> Row:
-        d = self.dialect
-        return (
-            thread.thread_id,
-            d.json(thread.metadata),
-            thread.status,
-            d.json(thread.interrupts),
-            d.time(thread.created_at),
-            d.time(thread.updated_at),
-        )
-
-    def record(self, row: Row) -> Thread:
-        thread_id, metadata, status, interrupts, created, updated = row
-        d = self.dialect
-        return Thread(
-            thread_id=thread_id,
-            metadata=d.from_json(metadata),
-            status=status,
-            interrupts=d.from_json(interrupts),
-            created_at=d.from_time(created) or now(),
-            updated_at=d.from_time(updated) or now(),
-        )
-
     def search(
         self, metadata: dict[str, Any], status: ThreadStatus | None, ids: Sequence[str] | None,
         page: Page,
     ) -> tuple[Query, Query]:  # fmt: skip
         """The page of matching threads, and their count."""
         d = self.dialect
-        where, params = d.metadata_filter("metadata", metadata)
-        if status is not None:
-            where += f" AND status = {d.param}"
-            params.append(status)
+        where, params = d.matching("metadata", metadata, {"status": status})
         if ids is not None:
             among, values = d.one_of("thread_id", ids)
             where += f" AND {among}"
@@ -76,9 +58,20 @@ class ThreadSql:
         )
 
 
+@dataclass(frozen=True)
+class ThreadChange:
+    """What an update does: merge `metadata` into the thread's, set the other fields that
+    are not None, and `updated_at`."""
+
+    metadata: dict[str, Any]
+    status: ThreadStatus | None
+    interrupts: dict[str, list[dict[str, Any]]] | None
+    updated_at: datetime
+
+
 class SqlThreadStore(Table):
-    """The `ThreadStore` methods both SQL backends share; each adds how a thread is updated
-    and its rows deleted."""
+    """The `ThreadStore` methods both SQL backends share; each adds how a change is applied
+    and a thread's rows deleted."""
 
     sql: ThreadSql
     events: EventLog
@@ -89,6 +82,21 @@ class SqlThreadStore(Table):
         await self.events.delete(thread_id)
         await self.checkpointer.adelete_thread(thread_id)
         return deleted
+
+    async def update(
+        self,
+        thread_id: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        status: ThreadStatus | None = None,
+        interrupts: dict[str, list[dict[str, Any]]] | None = None,
+    ) -> Thread | None:
+        return await self.apply(thread_id, ThreadChange(metadata or {}, status, interrupts, now()))
+
+    @abstractmethod
+    async def apply(self, thread_id: str, change: ThreadChange) -> Thread | None:
+        """Apply `change` at once, so that concurrent changes of different metadata keys
+        all land; the thread after it (None when there is none)."""
 
     @abstractmethod
     async def delete_rows(self, thread_id: str) -> bool:

@@ -16,57 +16,45 @@ def dumps(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def loads(blob: bytes | str | None) -> Any:
-    return None if blob is None else orjson.loads(blob)
-
-
 def timestamp(value: datetime | None) -> str | None:
     return None if value is None else value.astimezone(UTC).isoformat()
 
 
-def parse_time(text: str | None) -> datetime | None:
-    return None if text is None else datetime.fromisoformat(text)
+class SqliteDialect(Dialect):
+    def json(self, value: Any) -> str:
+        return dumps(value)
+
+    def from_json(self, value: bytes | str | None) -> Any:
+        return None if value is None else orjson.loads(value)
+
+    def time(self, value: datetime | None) -> str | None:
+        return timestamp(value)
+
+    def from_time(self, value: str | None) -> datetime | None:
+        return None if value is None else datetime.fromisoformat(value)
+
+    def metadata_filter(self, column: str, metadata: dict[str, Any]) -> Clause:
+        clauses: list[str] = []
+        params: list[Any] = []
+        for key, value in metadata.items():
+            clauses.append(
+                f"json_extract({column}, ?) IS ?"
+                if value is None
+                else f"json_extract({column}, ?) = json_extract(?, '$')"
+            )
+            params.append("$." + '"' + key.replace('"', '""') + '"')
+            params.append(None if value is None else dumps(value))
+        return " AND ".join(clauses) or "1", params
+
+    def one_of(self, column: str, values: Sequence[Any]) -> Clause:
+        return f"{column} IN ({', '.join('?' for _ in values)})", list(values)
+
+    # SQLite sorts text bytewise and NULL before any value already.
+    def order(self, column: str, direction: str, text: bool) -> str:
+        return f"{column} {'ASC' if direction == 'asc' else 'DESC'}"
+
+    def text(self, column: str) -> str:
+        return column
 
 
-def metadata_filter(column: str, metadata: dict[str, Any]) -> Clause:
-    """SQL matching rows whose JSON `column` holds every key of `metadata` with that value."""
-    clauses: list[str] = []
-    params: list[Any] = []
-    for key, value in metadata.items():
-        clauses.append(
-            f"json_extract({column}, ?) IS ?"
-            if value is None
-            else f"json_extract({column}, ?) = json_extract(?, '$')"
-        )
-        params.append("$." + '"' + key.replace('"', '""') + '"')
-        params.append(None if value is None else dumps(value))
-    return " AND ".join(clauses) or "1", params
-
-
-def one_of(column: str, values: Sequence[Any]) -> Clause:
-    return f"{column} IN ({', '.join('?' for _ in values)})", list(values)
-
-
-def order(column: str, direction: str, text: bool) -> str:
-    """SQLite sorts text bytewise and NULL before any value already."""
-    return f"{column} {'ASC' if direction == 'asc' else 'DESC'}"
-
-
-def plain(column: str) -> str:
-    return column
-
-
-SQLITE = Dialect(
-    param="?",
-    true="1",
-    like="LIKE",
-    same="IS",
-    json=dumps,
-    from_json=loads,
-    time=timestamp,
-    from_time=parse_time,
-    metadata_filter=metadata_filter,
-    one_of=one_of,
-    order=order,
-    text=plain,
-)
+SQLITE = SqliteDialect(param="?", true="1", like="LIKE", same="IS")

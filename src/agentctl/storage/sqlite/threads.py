@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from agentctl.storage.base import EventLog, Thread, ThreadStatus, now
-from agentctl.storage.sql.threads import SqlThreadStore, ThreadSql
+from agentctl.storage.base import EventLog, Thread
+from agentctl.storage.sql.threads import SqlThreadStore, ThreadChange, ThreadSql
 from agentctl.storage.sqlite.checkpointer import LoopSqliteSaver
 from agentctl.storage.sqlite.database import Database, SqliteTable
 from agentctl.storage.sqlite.dialect import SQLITE
@@ -24,26 +22,19 @@ class SqliteThreads(SqliteTable, SqlThreadStore):
         self.checkpointer = checkpointer
         self.events = events
 
-    async def update(
-        self,
-        thread_id: str,
-        *,
-        metadata: dict[str, Any] | None = None,
-        status: ThreadStatus | None = None,
-        interrupts: dict[str, list[dict[str, Any]]] | None = None,
-    ) -> Thread | None:
+    async def apply(self, thread_id: str, change: ThreadChange) -> Thread | None:
         # Read, merge, write in one transaction: `get` runs inline, nothing writes in between.
         with self.db.transaction(sees_appends=False):
             thread = await self.get(thread_id)
             if thread is None:
                 return None
-            if metadata:
-                thread.metadata = {**thread.metadata, **metadata}
-            if status is not None:
-                thread.status = status
-            if interrupts is not None:
-                thread.interrupts = interrupts
-            thread.updated_at = now()
+            if change.metadata:
+                thread.metadata = {**thread.metadata, **change.metadata}
+            if change.status is not None:
+                thread.status = change.status
+            if change.interrupts is not None:
+                thread.interrupts = change.interrupts
+            thread.updated_at = change.updated_at
             metadata_, interrupts_ = SQLITE.json(thread.metadata), SQLITE.json(thread.interrupts)
             changes = metadata_, thread.status, interrupts_, SQLITE.time(thread.updated_at)
             self.conn.execute(_UPDATE, (*changes, thread_id))
