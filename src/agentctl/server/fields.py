@@ -188,3 +188,11 @@ StreamModes = Annotated[
 RevisionNumber = Annotated[int, Path(ge=1, le=INT64[1])]
 SortOrder = Literal["asc", "desc"]
 OnConflict = Literal["raise", "do_nothing"]
+
+
+class PageQuery(Body):
+    """The page a search body asks for; each search adds its `sort_by` and `select`."""
+
+    limit: Limit = 10
+    offset: Offset = 0
+    sort_order: SortOrder | None = None

@@ -18,7 +18,7 @@ from agentctl.server import graph_schemas, lookup, views
 from agentctl.server.access import caller_of
 from agentctl.server.assistant_requests import AssistantCreate, AssistantPatch
 from agentctl.server.context import server_of
-from agentctl.server.fields import Body, Limit, Metadata, Offset, SortOrder
+from agentctl.server.fields import Body, Limit, Metadata, Offset, PageQuery
 from agentctl.server.openapi import CONFLICT
 from agentctl.server.routes.common import page, query_xray, select_fields
 from agentctl.server.schemas import ASSISTANT_LIST, AssistantOut
@@ -40,11 +40,8 @@ class AssistantCount(Body):
     name: str | None = None
 
 
-class AssistantSearch(AssistantCount):
-    limit: Limit = 10
-    offset: Offset = 0
+class AssistantSearch(AssistantCount, PageQuery):
     sort_by: AssistantSort | None = None
-    sort_order: SortOrder | None = None
     select: list[AssistantField] | None = None
 
 

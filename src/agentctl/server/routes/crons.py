@@ -10,7 +10,7 @@ from agentctl.server.access import Caller, caller_of
 from agentctl.server.context import Server, server_of
 from agentctl.server.cron_requests import CronCreate, CronPatch
 from agentctl.server.errors import not_found
-from agentctl.server.fields import Body, Limit, Metadata, Offset, SortOrder
+from agentctl.server.fields import Body, Metadata, PageQuery
 from agentctl.server.routes.common import page, select_fields
 from agentctl.server.schemas import CRON_LIST, CronOut
 from agentctl.server.services import crons
@@ -26,12 +26,9 @@ class CronCount(Body):
     metadata: Metadata | None = None
 
 
-class CronSearch(CronCount):
+class CronSearch(CronCount, PageQuery):
     enabled: bool | None = None
-    limit: Limit = 10
-    offset: Offset = 0
     sort_by: CronSort | None = None
-    sort_order: SortOrder | None = None
     select: list[str] | None = None
 
 

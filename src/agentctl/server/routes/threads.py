@@ -19,7 +19,7 @@ from agentctl.server import extract, lookup, views
 from agentctl.server.access import Caller, caller_of, without_owner
 from agentctl.server.context import Server, server_of
 from agentctl.server.errors import not_found
-from agentctl.server.fields import Body, Limit, Metadata, Offset, OnConflict, SortOrder
+from agentctl.server.fields import Body, Metadata, OnConflict, PageQuery
 from agentctl.server.limits import check_messages
 from agentctl.server.openapi import CONFLICT
 from agentctl.server.routes.common import page, select_fields
@@ -66,11 +66,8 @@ class ThreadCount(Body):
     ids: list[str] | None = None
 
 
-class ThreadSearch(ThreadCount):
-    limit: Limit = 10
-    offset: Offset = 0
+class ThreadSearch(ThreadCount, PageQuery):
     sort_by: ThreadSort | None = None
-    sort_order: SortOrder | None = None
     select: list[ThreadField] | None = None
     extract: dict[str, str] | None = None  # see server/extract.py
 

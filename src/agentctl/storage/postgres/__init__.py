@@ -17,6 +17,7 @@ from agentctl.storage.postgres.database import Pool, migrate, open_pool
 from agentctl.storage.postgres.revisions import PostgresRevisions
 from agentctl.storage.postgres.runs import PostgresRuns
 from agentctl.storage.postgres.threads import PostgresThreads
+from agentctl.storage.sql.threads import ThreadData
 
 __all__ = ["PostgresStorage"]
 
@@ -49,7 +50,7 @@ class PostgresStorage:
         self.events = events
         self.bus = bus
         self.assistants = PostgresAssistants(pool)
-        self.threads = PostgresThreads(pool, checkpointer, events)
+        self.threads = PostgresThreads(pool, ThreadData(events, checkpointer))
         self.runs = PostgresRuns(pool)
         self.crons = PostgresCrons(pool)
         self.revisions = PostgresRevisions(pool)

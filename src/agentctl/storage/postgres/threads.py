@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from agentctl.storage.base import EventLog, Thread
-from agentctl.storage.postgres.checkpointer import PoolPostgresSaver
+from agentctl.storage.base import Thread
 from agentctl.storage.postgres.database import Pool, PostgresTable
 from agentctl.storage.postgres.dialect import POSTGRES, jsonb
-from agentctl.storage.sql.threads import COLUMNS, SqlThreadStore, ThreadChange, ThreadSql
+from agentctl.storage.sql.threads import (
+    COLUMNS,
+    SqlThreadStore,
+    ThreadChange,
+    ThreadData,
+    ThreadSql,
+)
 
 # One statement: concurrent merges of different keys all land.
 _UPDATE = (
@@ -19,10 +24,9 @@ _UPDATE = (
 class PostgresThreads(PostgresTable, SqlThreadStore):
     sql = ThreadSql(POSTGRES)
 
-    def __init__(self, pool: Pool, checkpointer: PoolPostgresSaver, events: EventLog) -> None:
+    def __init__(self, pool: Pool, data: ThreadData) -> None:
         super().__init__(pool)
-        self.checkpointer = checkpointer
-        self.events = events
+        self.data = data
 
     async def apply(self, thread_id: str, change: ThreadChange) -> Thread | None:
         interrupts = None if change.interrupts is None else jsonb(change.interrupts)

@@ -69,18 +69,28 @@ class ThreadChange:
     updated_at: datetime
 
 
+@dataclass(frozen=True)
+class ThreadData:
+    """What a thread owns outside its row, deleted with it: its event log and checkpoints."""
+
+    events: EventLog
+    checkpointer: Any  # the backend's langgraph checkpointer
+
+    async def delete(self, thread_id: str) -> None:
+        await self.events.delete(thread_id)
+        await self.checkpointer.adelete_thread(thread_id)
+
+
 class SqlThreadStore(Table):
     """The `ThreadStore` methods both SQL backends share; each adds how a change is applied
     and a thread's rows deleted."""
 
     sql: ThreadSql
-    events: EventLog
-    checkpointer: Any  # the backend's langgraph checkpointer
+    data: ThreadData
 
     async def delete(self, thread_id: str) -> bool:
         deleted = await self.delete_rows(thread_id)
-        await self.events.delete(thread_id)
-        await self.checkpointer.adelete_thread(thread_id)
+        await self.data.delete(thread_id)
         return deleted
 
     async def update(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentctl.storage.bus import LocalBus
+from agentctl.storage.sql.threads import ThreadData
 from agentctl.storage.sqlite.assistants import SqliteAssistants
 from agentctl.storage.sqlite.checkpointer import LoopSqliteSaver, LoopSqliteStore
 from agentctl.storage.sqlite.crons import SqliteCrons
@@ -38,7 +39,7 @@ class SqliteStorage:
         self.store.setup()
         self.assistants = SqliteAssistants(self.database)
         self.events = SqliteEventLog(self.database)
-        self.threads = SqliteThreads(self.database, self.checkpointer, self.events)
+        self.threads = SqliteThreads(self.database, ThreadData(self.events, self.checkpointer))
         self.runs = SqliteRuns(self.database)
         self.crons = SqliteCrons(self.database)
         self.revisions = SqliteRevisions(self.database)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from agentctl.storage.base import EventLog, Thread
-from agentctl.storage.sql.threads import SqlThreadStore, ThreadChange, ThreadSql
-from agentctl.storage.sqlite.checkpointer import LoopSqliteSaver
+from agentctl.storage.base import Thread
+from agentctl.storage.sql.threads import SqlThreadStore, ThreadChange, ThreadData, ThreadSql
 from agentctl.storage.sqlite.database import Database, SqliteTable
 from agentctl.storage.sqlite.dialect import SQLITE
 
@@ -17,10 +16,9 @@ _UPDATE = (
 class SqliteThreads(SqliteTable, SqlThreadStore):
     sql = ThreadSql(SQLITE)
 
-    def __init__(self, db: Database, checkpointer: LoopSqliteSaver, events: EventLog) -> None:
+    def __init__(self, db: Database, data: ThreadData) -> None:
         super().__init__(db)
-        self.checkpointer = checkpointer
-        self.events = events
+        self.data = data
 
     async def apply(self, thread_id: str, change: ThreadChange) -> Thread | None:
         # Read, merge, write in one transaction: `get` runs inline, nothing writes in between.
