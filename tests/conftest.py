@@ -271,15 +271,27 @@ def oidc(oidc_server: OidcIssuer) -> OidcIssuer:
 
 
 @pytest.fixture(scope="session")
-def postgres_admin_url(request: pytest.FixtureRequest) -> str:
-    require_marker(request, "postgres", "PostgreSQL")
+def _postgres_server() -> str:
     return services.postgres_url()
 
 
 @pytest.fixture(scope="session")
+def _redis_server() -> str:
+    return services.redis_url()
+
+
+# Per test, so that every test reaching a service is checked for its marker, also one that
+# asks for it with `request.getfixturevalue` after another test started the service.
+@pytest.fixture
+def postgres_admin_url(request: pytest.FixtureRequest) -> str:
+    require_marker(request, "postgres", "PostgreSQL")
+    return str(request.getfixturevalue("_postgres_server"))
+
+
+@pytest.fixture
 def redis_server_url(request: pytest.FixtureRequest) -> str:
     require_marker(request, "redis", "Redis")
-    return services.redis_url()
+    return str(request.getfixturevalue("_redis_server"))
 
 
 @pytest.fixture

@@ -40,7 +40,7 @@ class AssistantCount(Body):
     name: str | None = None
 
 
-class AssistantSearch(AssistantCount, PageQuery):
+class AssistantSearch(PageQuery, AssistantCount):
     sort_by: AssistantSort | None = None
     select: list[AssistantField] | None = None
 

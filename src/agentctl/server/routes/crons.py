@@ -26,7 +26,7 @@ class CronCount(Body):
     metadata: Metadata | None = None
 
 
-class CronSearch(CronCount, PageQuery):
+class CronSearch(PageQuery, CronCount):
     enabled: bool | None = None
     sort_by: CronSort | None = None
     select: list[str] | None = None

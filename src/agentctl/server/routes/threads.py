@@ -66,7 +66,7 @@ class ThreadCount(Body):
     ids: list[str] | None = None
 
 
-class ThreadSearch(ThreadCount, PageQuery):
+class ThreadSearch(PageQuery, ThreadCount):
     sort_by: ThreadSort | None = None
     select: list[ThreadField] | None = None
     extract: dict[str, str] | None = None  # see server/extract.py

@@ -13,9 +13,10 @@ from agentctl.storage.sql.dialect import Dialect, Row
 
 R = TypeVar("R")
 
-# "value": stored as it is; "json": a JSON column (None stays NULL); "time": a timestamp;
-# "flag": a boolean (SQLite hands back 0 or 1).
-Codec = Literal["value", "json", "time", "flag"]
+# "value": stored as it is; "json": a JSON column (None is JSON null); "json_or_null": a
+# nullable JSON column (None is NULL); "time": a timestamp; "flag": a boolean (SQLite hands
+# back 0 or 1).
+Codec = Literal["value", "json", "json_or_null", "time", "flag"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ class RowValues(Generic[R]):
         # Every table has several columns: the getter hands back a tuple.
         self.get = attrgetter(*self.fields)
         encoders: dict[Codec, Callable[[Any], Any]] = {
-            "json": lambda value: None if value is None else dialect.json(value),
+            "json": dialect.json,
+            "json_or_null": lambda value: None if value is None else dialect.json(value),
             "time": dialect.time,
         }
         self.encoders = _by_index(columns, encoders)
@@ -81,6 +83,7 @@ class RowMapping(RowValues[R]):
         self.make = make
         decoders: dict[Codec, Callable[[Any], Any]] = {
             "json": dialect.from_json,
+            "json_or_null": dialect.from_json,
             "time": dialect.from_time,
             "flag": bool,
         }

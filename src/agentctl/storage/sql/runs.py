@@ -14,8 +14,8 @@ from agentctl.storage.sql.table import Table
 
 _COLUMNS = columns(
     "run_id, thread_id, assistant_id, status, metadata:json, multitask_strategy, kwargs:json, "
-    "attempt, temporary:flag, not_before:time, created_at:time, updated_at:time, error:json, "
-    "cancel_reason"
+    "attempt, temporary:flag, not_before:time, created_at:time, updated_at:time, "
+    "error:json_or_null, cancel_reason"
 )
 COLUMNS = names(_COLUMNS)
 # `status IN (...)` of the runs still to finish, as SQL.
