@@ -14,7 +14,6 @@ from fastapi import APIRouter, Header, Request
 from langgraph.types import StateUpdate
 from starlette.responses import Response
 
-from agentctl.errors import Conflict
 from agentctl.server import extract, lookup, views
 from agentctl.server.access import Caller, caller_of, without_owner
 from agentctl.server.context import Server, server_of
@@ -91,25 +90,16 @@ async def create_thread(request: Request, body: ThreadCreate | None = None) -> R
         for j, update in enumerate(step.updates):
             check_messages(server.limits, f"supersteps[{i}].updates[{j}].values", update.values)
     thread_id = lookup.check_uuid("thread_id", body.thread_id or str(uuid.uuid4()))
-    thread = Thread(thread_id=thread_id, metadata=caller.stamp(body.metadata))
-    if not await server.storage.threads.create(thread):
-        existing = await server.storage.threads.get(thread_id)
-        if existing is not None and not caller.owns(existing.metadata):
-            # Another user's id: the 404 of GET, not "exists", so nothing confirms it.
-            raise not_found("thread", thread_id)
-        if body.if_exists == "do_nothing" and existing is not None:
-            return views.json_response(await thread_json(server, existing))
-        raise Conflict(
-            f'thread {thread_id} already exists — use another id or pass if_exists="do_nothing"'
-        )
-    if body.supersteps:
-        steps = [
-            [StateUpdate(update.values, update.as_node) for update in step.updates]
-            for step in body.supersteps
-        ]
-        await threads.apply_supersteps(server, thread_id, steps)
-        return views.json_response(await thread_json(server, thread))
-    return views.json_response(views.thread_view(thread))
+    steps = [
+        [StateUpdate(update.values, update.as_node) for update in step.updates]
+        for step in body.supersteps or ()
+    ]
+    thread, created = await threads.create_thread(
+        server, caller, thread_id, body.metadata, if_exists=body.if_exists, supersteps=steps
+    )
+    if created and not steps:  # no state yet: nothing to read
+        return views.json_response(views.thread_view(thread))
+    return views.json_response(await thread_json(server, thread))
 
 
 async def _search(

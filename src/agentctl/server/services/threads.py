@@ -1,4 +1,4 @@
-"""Threads: their state built by supersteps, copied, deleted (with everything that hangs
+"""Threads: created (their state built by supersteps), copied, deleted (with everything that hangs
 on them) and their checkpoints pruned."""
 
 from __future__ import annotations
@@ -11,12 +11,41 @@ from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.types import StateUpdate
 
-from agentctl.errors import Unprocessable
+from agentctl.errors import Conflict, Unprocessable
 from agentctl.server.access import Caller
 from agentctl.server.context import Server
+from agentctl.server.errors import not_found
+from agentctl.server.fields import OnConflict
 from agentctl.server.services.crons import delete_crons_where
 from agentctl.server.state_view import thread_config
 from agentctl.storage.base import Page, Thread, now
+
+
+async def create_thread(
+    server: Server,
+    caller: Caller,
+    thread_id: str,
+    metadata: dict[str, Any] | None,
+    *,
+    if_exists: OnConflict = "raise",
+    supersteps: Sequence[Sequence[StateUpdate]] = (),
+) -> tuple[Thread, bool]:
+    """A new thread of `caller`'s, its state built by `supersteps`: (it, True). With
+    `if_exists="do_nothing"`, the caller's thread already of that id: (it, False)."""
+    thread = Thread(thread_id=thread_id, metadata=caller.stamp(metadata))
+    if not await server.storage.threads.create(thread):
+        existing = await server.storage.threads.get(thread_id)
+        if existing is not None and not caller.owns(existing.metadata):
+            # Another user's id: the 404 of GET, not "exists", so nothing confirms it.
+            raise not_found("thread", thread_id)
+        if if_exists == "do_nothing" and existing is not None:
+            return existing, False
+        raise Conflict(
+            f'thread {thread_id} already exists — use another id or pass if_exists="do_nothing"'
+        )
+    if supersteps:
+        await apply_supersteps(server, thread_id, supersteps)
+    return thread, True
 
 
 async def apply_supersteps(
