@@ -8,19 +8,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from psycopg.types.json import Jsonb
 
-from agentctl.storage.sql.dialect import Clause, Dialect
+from agentctl.storage.sql.dialect import Clause, Dialect, json_text
 
 
 def jsonb(value: Any) -> Jsonb:
     """A JSONB parameter, serialized as the SQLite backend does (orjson)."""
-    return Jsonb(value, dumps=_dumps)
-
-
-def _dumps(value: Any) -> str:
-    return orjson.dumps(value).decode()
+    return Jsonb(value, dumps=json_text)
 
 
 class PostgresDialect(Dialect):

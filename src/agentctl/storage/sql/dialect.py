@@ -9,11 +9,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import orjson
+
 from agentctl.storage.base import Page
 
 # (SQL condition, its parameters)
 Clause = tuple[str, list[Any]]
 Row = tuple[Any, ...]
+
+
+def json_text(value: Any) -> str:
+    """A stored JSON value as text: orjson, the same bytes on either database."""
+    return orjson.dumps(value).decode()
 
 
 @dataclass(frozen=True)

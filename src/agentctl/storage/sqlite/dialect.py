@@ -9,11 +9,7 @@ from typing import Any
 
 import orjson
 
-from agentctl.storage.sql.dialect import Clause, Dialect
-
-
-def dumps(value: Any) -> str:
-    return orjson.dumps(value).decode()
+from agentctl.storage.sql.dialect import Clause, Dialect, json_text
 
 
 def timestamp(value: datetime | None) -> str | None:
@@ -22,7 +18,7 @@ def timestamp(value: datetime | None) -> str | None:
 
 class SqliteDialect(Dialect):
     def json(self, value: Any) -> str:
-        return dumps(value)
+        return json_text(value)
 
     def from_json(self, value: bytes | str | None) -> Any:
         return None if value is None else orjson.loads(value)
@@ -43,7 +39,7 @@ class SqliteDialect(Dialect):
                 else f"json_extract({column}, ?) = json_extract(?, '$')"
             )
             params.append("$." + '"' + key.replace('"', '""') + '"')
-            params.append(None if value is None else dumps(value))
+            params.append(None if value is None else json_text(value))
         return " AND ".join(clauses) or "1", params
 
     def one_of(self, column: str, values: Sequence[Any]) -> Clause:
