@@ -15,7 +15,7 @@ from agentctl.server.access import caller_of
 from agentctl.server.context import server_of
 from agentctl.server.errors import not_found
 from agentctl.server.fields import Limit, Offset
-from agentctl.server.openapi import CONFLICT
+from agentctl.server.openapi import CONFLICT, NOT_FOUND
 from agentctl.server.routes.common import checked_event_id, query_modes
 from agentctl.server.run_requests import CancelMany, RunCreate
 from agentctl.server.run_streams import (
@@ -168,7 +168,7 @@ async def create_batch(
     return json_response([run_view(run) for run in runs])
 
 
-@router.post("/runs/cancel", status_code=204)
+@router.post("/runs/cancel", status_code=204, responses=NOT_FOUND)
 async def cancel_many(
     body: CancelMany,
     request: Request,
