@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint format typecheck test test-fast check demo bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost bench-load clean
+.PHONY: install lint format typecheck test test-fast check demo console screenshots bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost bench-load clean
 
 install: $(STAMP)
 
@@ -43,6 +43,16 @@ check: lint typecheck test
 # `exec`: the script is make's child, so the SIGTERM make passes on reaches it and its servers.
 demo: install
 	BIN=$(BIN) exec bash scripts/demo.sh
+
+# The web console (console/, served at /ui/): rebuild it into src/agentctl/server/console/
+# after changing its sources, and commit both (a test checks they agree). Needs Node 20+.
+console:
+	cd console && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
+
+# The console's browser tests, writing their screenshots into docs/images/ for docs/console.md.
+screenshots: install
+	BIN=$(BIN) bash scripts/test-deps.sh
+	AGENTCTL_SCREENSHOTS=docs/images $(BIN)/pytest -q tests/console
 
 # The in-process floor. `make bench-server` measures the server against it and `langgraph dev`.
 bench: install

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Iterator
@@ -25,6 +26,8 @@ from agentctl.testing import ScriptedModelServer, services
 from agentctl.testing.demo import write_demo
 from agentctl.testing.identity import IdpAServer, IdpBServer, OidcIssuer
 from agentctl.testing.mcp_servers import Ledger, calculator, library, serve
+from tests.dev_process import DevProcess, StartDev
+from tests.npm import node_executable
 
 # -- tiers --------------------------------------------------------------------------------
 
@@ -60,6 +63,7 @@ FOLDER_MARKERS = {
     "production": ("postgres", "redis"),
     "sandbox": ("sandbox",),
     "js": ("node",),
+    "console": ("browser", "slow"),
 }
 TESTS = Path(__file__).parent
 
@@ -169,6 +173,51 @@ def _clean_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never see the developer's real keys."""
     for name in ("OPENAI_API_KEY", "PLATFORM_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+
+
+# `agentctl dev` in a subprocess (test_dev.py, tests/console).
+
+
+@pytest.fixture
+def dev_env(model_server: ScriptedModelServer) -> dict[str, str]:
+    """The environment of the process: the scripted model; no platform key; output to a
+    pipe buffered, as in a user's shell (`agentctl dev | tee log`)."""
+    unset = ("PLATFORM_API_KEY", "AGENTCTL_DEBUG", "PYTHONUNBUFFERED")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    return {**env, **model_server.env}
+
+
+@pytest.fixture
+def start_dev(dev_env: dict[str, str], tmp_path: Path) -> Iterator[StartDev]:
+    started: list[DevProcess] = []
+
+    def start(*args: str | Path, env: dict[str, str] | None = None) -> DevProcess:
+        process = DevProcess([str(a) for a in args], env or dev_env, tmp_path)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.close()
+
+
+@pytest.fixture(scope="session")
+def node() -> str:
+    """Node.js 20+ with npm (tests/js, the console's build)."""
+    return node_executable()
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Chromium, for Playwright: $CHROMIUM, else the Debian package's /usr/bin/chromium."""
+    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).is_file():
+        pytest.fail(
+            "the browser tests need Chromium: apt-get install chromium (or set CHROMIUM to "
+            "a Chromium binary)",
+            pytrace=False,
+        )
+    return path
 
 
 # The scripted model and two MCP servers, shared by the whole session (tests/server,

@@ -14,9 +14,8 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -35,12 +34,12 @@ from agentctl.server.http import listen_socket
 from agentctl.testing import ScriptedModelServer
 from agentctl.testing.services import free_port
 from tests.conftest import WriteFiles
+from tests.dev_process import READY_TIMEOUT, DevProcess, StartDev
 
 # Each test runs `agentctl dev` (or `make demo`) as a subprocess: seconds each.
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).parents[1]
-READY_TIMEOUT = 60.0
 
 
 def user(text: str) -> dict[str, Any]:
@@ -51,117 +50,6 @@ def answer(result: Any) -> str:
     assert isinstance(result, dict), result
     assert "__error__" not in result, result["__error__"]
     return str(result["messages"][-1]["content"])
-
-
-class DevProcess:
-    """`agentctl dev ARGS` in a subprocess; its output is collected line by line."""
-
-    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agentctl", "dev", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=cwd,
-        )
-        self.lines: dict[str, list[str]] = {"out": [], "err": []}
-        self._changed = threading.Condition()
-        assert self.proc.stdout is not None
-        assert self.proc.stderr is not None
-        self._readers = [
-            threading.Thread(target=self._read, args=(stream, name), daemon=True)
-            for name, stream in (("out", self.proc.stdout), ("err", self.proc.stderr))
-        ]
-        for reader in self._readers:
-            reader.start()
-
-    def _read(self, stream: Any, name: str) -> None:
-        for line in stream:
-            with self._changed:
-                self.lines[name].append(line.rstrip("\n"))
-                self._changed.notify_all()
-        with self._changed:
-            self._changed.notify_all()
-
-    @property
-    def out(self) -> str:
-        return "\n".join(self.lines["out"])
-
-    @property
-    def err(self) -> str:
-        return "\n".join(self.lines["err"])
-
-    def wait_for(
-        self, pattern: str, stream: str = "out", *, after: int = 0, timeout: float = 30.0
-    ) -> re.Match[str]:
-        """The first line of `stream` (from line number `after`) matching `pattern`."""
-        regex = re.compile(pattern)
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                for line in self.lines[stream][after:]:
-                    if match := regex.search(line):
-                        return match
-                if self.proc.poll() is not None and not any(r.is_alive() for r in self._readers):
-                    break
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                self._changed.wait(min(remaining, 0.5))
-        raise AssertionError(
-            f"no line matching {pattern!r} on std{stream}\n"
-            f"--- stdout\n{self.out}\n--- stderr\n{self.err}"
-        )
-
-    def ready(self) -> str:
-        """Wait until it serves (the whole ready message is out); its URL."""
-        self.wait_for(r"^Watching .* Press Ctrl-C to stop\.$", timeout=READY_TIMEOUT)
-        return self.wait_for(r"^  API   (http://\S+)$").group(1)
-
-    def stop(self, sig: int = signal.SIGINT, timeout: float = 30.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout)
-        finally:
-            self.close()
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        for reader in self._readers:
-            reader.join(5)
-        for stream in (self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                stream.close()
-
-
-StartDev = Callable[..., DevProcess]
-
-
-@pytest.fixture
-def dev_env(model_server: ScriptedModelServer) -> dict[str, str]:
-    """The environment of the process: the scripted model; no platform key; output to a
-    pipe buffered, as in a user's shell (`agentctl dev | tee log`)."""
-    unset = ("PLATFORM_API_KEY", "AGENTCTL_DEBUG", "PYTHONUNBUFFERED")
-    env = {k: v for k, v in os.environ.items() if k not in unset}
-    return {**env, **model_server.env}
-
-
-@pytest.fixture
-def start_dev(dev_env: dict[str, str], tmp_path: Path) -> Iterator[StartDev]:
-    started: list[DevProcess] = []
-
-    def start(*args: str | Path, env: dict[str, str] | None = None) -> DevProcess:
-        process = DevProcess([str(a) for a in args], env or dev_env, tmp_path)
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        process.close()
 
 
 # -- the server ------------------------------------------------------------------------

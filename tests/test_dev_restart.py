@@ -18,7 +18,7 @@ from agentctl.testing.mcp_servers import Ledger
 from agentctl.testing.services import free_port
 from tests.conftest import PAYING_SCRIPT as SCRIPT
 from tests.conftest import ledger_project
-from tests.test_dev import DevProcess
+from tests.dev_process import DevProcess
 
 # `agentctl dev` killed and started again mid-run: seconds.
 pytestmark = pytest.mark.slow

@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,71 +18,15 @@ from typing import Any
 import pytest
 
 from agentctl.testing import ScriptedModelServer
+from tests.npm import npm_ci
 
 JS_DIR = Path(__file__).parent
-NODE_MODULES = JS_DIR / "node_modules"
-NODE_MAJOR = 20
-
-
-def _missing(what: str, install: str) -> None:
-    pytest.fail(f"the JS tests (tests/js) need {what}: {install}", pytrace=False)
-
-
-@pytest.fixture(scope="session")
-def node() -> str:
-    """The `node` executable (20 or newer), with npm beside it."""
-    path = shutil.which("node")
-    if path is None or shutil.which("npm") is None:
-        _missing("Node.js 20+ and npm", "apt-get install nodejs npm (or Node 20 from nodejs.org)")
-    assert path is not None
-    version = subprocess.run([path, "--version"], capture_output=True, text=True).stdout
-    major = re.match(r"v(\d+)\.", version)
-    if major is None or int(major.group(1)) < NODE_MAJOR:
-        _missing(f"Node.js {NODE_MAJOR} or newer (found {version.strip()})", "install Node 20+")
-    return path
-
-
-def _installed_from_lock() -> bool:
-    """Whether node_modules holds exactly the packages of package-lock.json (npm's own record
-    of what it installed, node_modules/.package-lock.json, against the lock file)."""
-    installed = NODE_MODULES / ".package-lock.json"
-    if not installed.is_file():
-        return False
-    wanted = json.loads((JS_DIR / "package-lock.json").read_text())["packages"]
-    have = json.loads(installed.read_text())["packages"]
-    required = {path for path, entry in wanted.items() if path and not entry.get("optional")}
-    return required <= have.keys() and all(
-        path in wanted and wanted[path].get("version") == entry.get("version")
-        for path, entry in have.items()
-    )
 
 
 @pytest.fixture(scope="session")
 def js_packages(node: str) -> Path:
-    """tests/js/node_modules, installed by `npm ci` unless it already holds the packages of
-    package-lock.json."""
-    if not _installed_from_lock():
-        npm = shutil.which("npm")
-        assert npm is not None
-        done = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-            cwd=JS_DIR,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if done.returncode != 0:
-            pytest.fail(f"npm ci in {JS_DIR} failed:\n{done.stdout}\n{done.stderr}", pytrace=False)
-    return NODE_MODULES
-
-
-@pytest.fixture(scope="session")
-def chromium() -> str:
-    """Chromium for playwright-core: $CHROMIUM, else the Debian package's /usr/bin/chromium."""
-    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    if not Path(path).is_file():
-        _missing("Chromium", "apt-get install chromium (or set CHROMIUM to a Chromium binary)")
-    return path
+    """tests/js/node_modules, installed by `npm ci` when it does not match the lock file."""
+    return npm_ci(JS_DIR)
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 """`agentctl dev [--config PATH] [--port 2024] [--host 127.0.0.1] [--cors-origin ORIGIN]...
-[--allow-blocking] [--max-runs N]`."""
+[--allow-blocking] [--max-runs N] [--open]`."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import asyncio
 import os
 import signal
 import sys
+import threading
+import webbrowser
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,6 +53,12 @@ if TYPE_CHECKING:
     type=click.IntRange(min=1),
     help="Runs executed at once, at most; more wait [AGENTCTL_MAX_RUNS, 256].",
 )
+@click.option(
+    "--open",
+    "open_console",
+    is_flag=True,
+    help="Open the web console (/ui/) in a browser once the server is ready.",
+)
 def dev(
     config: Path,
     port: int,
@@ -58,6 +66,7 @@ def dev(
     cors_origins: tuple[str, ...],
     allow_blocking: bool,
     max_runs: int | None,
+    open_console: bool,
 ) -> None:
     """Run the project locally: one process on an embedded SQLite database, reloaded when a
     file of the project changes.
@@ -85,7 +94,7 @@ def dev(
                 first,
                 lambda: prepare(config, environ, quiet=True),
                 sock=sock,
-                events=_Printer(),
+                events=_Printer(open_console),
                 allow_blocking=allow_blocking,
                 environ=environ,
                 origins=OriginPolicy.for_dev(cors_origins, host),
@@ -147,7 +156,11 @@ def prepare(config: Path, environ: Mapping[str, str], *, quiet: bool) -> Build:
 
 
 class _Printer:
-    """What the dev server reports, as the user sees it."""
+    """What the dev server reports, as the user sees it; `open_console`: open the console
+    in a browser once ready."""
+
+    def __init__(self, open_console: bool = False) -> None:
+        self.open_console = open_console
 
     def ready(self, dev: DevServer) -> None:
         build = dev.build
@@ -157,6 +170,7 @@ class _Printer:
         )
         click.echo(f"  API   {dev.url}")
         click.echo(f"  Docs  {dev.url}/docs")
+        click.echo(f"  UI    {dev.url}/ui/")
         self._try(dev)
         click.echo(f"  Data  {dev.data_dir}")
         self._auth(dev)
@@ -166,6 +180,9 @@ class _Printer:
             else "a blocking call on the event loop fails its run (--allow-blocking to allow)"
         )
         click.echo(f"Watching {dev.root} for changes; {blocking}. Press Ctrl-C to stop.")
+        if self.open_console:
+            # Off the event loop: finding and starting a browser blocks.
+            threading.Thread(target=webbrowser.open, args=(f"{dev.url}/ui/",), daemon=True).start()
 
     def reloaded(self, dev: DevServer, previous: Build) -> None:
         build = dev.build

@@ -63,17 +63,18 @@ async def run(settings: Settings, sock: socket.socket) -> None:
     def started() -> None:
         settle_heap()
         deployment = server.deployment
+        public = settings.public_url or url
         if deployment.ready:
             what = f"revision {deployment.number} ({deployment.revision_id[:12]}) of agent "
             what += f'"{deployment.graph_id}"'
             log.info("listening on %s: %s, on %s", url, what, server.storage.kind)
             header = BEARER if deployment.runtime.project.auth is not None else API_KEY
-            public = settings.public_url or url
             log.info("try: %s", example_call(public, deployment.graph_id, header))
         else:
             log.info("listening on %s, on %s: no revision deployed yet — run "
                      "PLATFORM_URL=%s agentctl deploy", url, server.storage.kind,
-                     settings.public_url or url)  # fmt: skip
+                     public)  # fmt: skip
+        log.info("console: %s/ui/", public)
 
     async def stopping() -> None:
         log.info("stopping: runs in flight get %s s to finish", settings.shutdown_grace_seconds)

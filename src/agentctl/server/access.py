@@ -41,6 +41,16 @@ PUBLIC_PATHS = frozenset(
         "/.well-known/agent-card.json",  # A2A agent cards are public metadata
     }
 )
+# The web console's files: the page holds no data, it calls the API with the visitor's
+# credentials.
+CONSOLE_PREFIX = "/ui"
+
+
+def is_public(path: str) -> bool:
+    """Whether `path` is served to anyone, without credentials."""
+    return path in PUBLIC_PATHS or path == CONSOLE_PREFIX or path.startswith(CONSOLE_PREFIX + "/")
+
+
 DEV_UI_HEADER = (b"x-auth-scheme", b"langsmith")
 _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
@@ -146,7 +156,7 @@ class Authentication:
         self.policy = policy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or scope["path"] in PUBLIC_PATHS:
+        if scope["type"] not in ("http", "websocket") or is_public(scope["path"]):
             await self.app(scope, receive, send)
             return
         refuse = _refuse if scope["type"] == "http" else _refuse_socket(receive)

@@ -7,6 +7,7 @@ from fastapi import APIRouter
 from agentctl.server.routes import (
     a2a,
     assistants,
+    console,
     crons,
     mcp,
     platform,
@@ -34,4 +35,5 @@ ROUTERS: list[APIRouter] = [
     mcp.router,
     a2a.router,
     platform.router,
+    console.router,
 ]

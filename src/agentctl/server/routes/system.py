@@ -67,6 +67,7 @@ async def info(request: Request) -> Response:
     server = server_of(request)
     deployment = server.deployment
     ready = deployment.ready
+    access = server.access
     return views.json_response(
         {
             **server.info,
@@ -76,6 +77,13 @@ async def info(request: Request) -> Response:
             "assistant_id": deployment.assistant_id if ready else None,
             "revision": deployment.revision_id if ready else None,
             "revision_number": deployment.number,
+            # What the web console offers at sign-in, and whether it shows the deploys.
+            "credentials": {
+                "bearer": access.authenticator is not None,
+                "api_key": access.api_key is not None,
+                "anonymous": access.anonymous,
+            },
+            "deploys": server.deployments is not None,
             "flags": {
                 "assistants": True,
                 "crons": True,

@@ -1,0 +1,93 @@
+// Sign-in: a user's bearer token ([auth]) or the deployment key (the operator). The console
+// checks the credentials with one request before keeping them, and only ever shows what the
+// API lets them see.
+import { useState } from "react";
+import { describeError, makeClient } from "./api.js";
+import { useConsole } from "./context.js";
+
+export function SignIn() {
+  const { info, credentials, caller, signIn, signOut } = useConsole();
+  const [open, setOpen] = useState(false);
+  const [kind, setKind] = useState(info.credentials?.bearer ? "token" : "key");
+  const [value, setValue] = useState("");
+  const [error, setError] = useState(null);
+  const [checking, setChecking] = useState(false);
+  const kinds = [
+    info.credentials?.bearer && { id: "token", label: "User token" },
+    info.credentials?.api_key && { id: "key", label: "Deployment key" },
+  ].filter(Boolean);
+
+  if (credentials) {
+    return (
+      <div className="signin">
+        <span data-testid="signed-in-as">
+          {caller === "operator" ? "Operator (deployment key)" : "Signed in with a user token"}
+        </span>
+        <button type="button" onClick={signOut}>
+          Sign out
+        </button>
+      </div>
+    );
+  }
+  if (!kinds.length) return <div className="signin">No sign-in: open to anyone who can reach it</div>;
+  if (!open) {
+    return (
+      <div className="signin">
+        <button type="button" onClick={() => setOpen(true)}>
+          Sign in
+        </button>
+      </div>
+    );
+  }
+  const submit = async (event) => {
+    event.preventDefault();
+    const given = { kind, value: value.trim() };
+    setChecking(true);
+    setError(null);
+    try {
+      await makeClient(given).threads.search({ limit: 1 });
+      signIn(given);
+      setOpen(false);
+      setValue("");
+    } catch (failure) {
+      setError(describeError(failure));
+    } finally {
+      setChecking(false);
+    }
+  };
+  return (
+    <form className="signin" onSubmit={submit} aria-label="Sign in">
+      {kinds.length > 1 ? (
+        <label>
+          With
+          <select value={kind} onChange={(event) => setKind(event.target.value)}>
+            {kinds.map((k) => (
+              <option key={k.id} value={k.id}>
+                {k.label}
+              </option>
+            ))}
+          </select>
+        </label>
+      ) : null}
+      <label>
+        {kinds.find((k) => k.id === kind)?.label ?? kinds[0].label}
+        <input
+          type="password"
+          name="credential"
+          autoComplete="off"
+          required
+          value={value}
+          onChange={(event) => setValue(event.target.value)}
+        />
+      </label>
+      <button type="submit" disabled={checking}>
+        {checking ? "Checking…" : "Sign in"}
+      </button>
+      {error ? (
+        <p role="alert" className="error">
+          {error}
+        </p>
+      ) : null}
+    </form>
+  );
+}

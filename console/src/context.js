@@ -1,0 +1,9 @@
+import { createContext, useContext } from "react";
+
+/** What every view uses: `info` (GET /info), `credentials`, `client` (the SDK's, acting with
+ * them), `caller` ("user", "operator" or "anonymous") and `signOut`. */
+export const ConsoleContext = createContext(null);
+
+export function useConsole() {
+  return useContext(ConsoleContext);
+}

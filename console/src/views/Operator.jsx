@@ -1,0 +1,4 @@
+// The Operator view (being built).
+export function Operator() {
+  return <p>Operator: coming in this change.</p>;
+}

@@ -1,0 +1,59 @@
+"""The web console's files at /ui/: public, cached by ETag, gzipped for clients that take
+it, under a content security policy that lets the page load only its own files and call
+only its own server."""
+
+from __future__ import annotations
+
+import gzip
+
+import httpx
+
+from tests.server.conftest import Running
+
+
+async def test_the_console_is_served_with_its_security_headers(agent: Running) -> None:
+    async with httpx.AsyncClient(base_url=agent.url) as http:
+        moved = await http.get("/ui")
+        assert moved.status_code == 308
+        assert moved.headers["location"] == "ui/"  # relative: right behind a path prefix
+
+        page = await http.get("/ui/", headers={"Accept-Encoding": "identity"})
+        assert page.status_code == 200
+        assert page.headers["content-type"] == "text/html; charset=utf-8"
+        assert '<script type="module" src="console.js">' in page.text
+        policy = page.headers["content-security-policy"]
+        assert "script-src 'self'" in policy
+        assert "connect-src 'self'" in policy
+        assert "frame-ancestors 'none'" in policy
+        assert page.headers["x-content-type-options"] == "nosniff"
+        assert page.headers["cache-control"] == "no-cache"
+
+        again = await http.get("/ui/", headers={"If-None-Match": page.headers["etag"]})
+        assert again.status_code == 304
+        assert again.content == b""
+
+        script = await http.get("/ui/console.js", headers={"Accept-Encoding": "gzip"})
+        assert script.headers["content-encoding"] == "gzip"
+        assert script.headers["content-type"] == "text/javascript; charset=utf-8"
+        raw = await http.get("/ui/console.js", headers={"Accept-Encoding": "identity"})
+        assert "content-encoding" not in raw.headers
+        assert gzip.decompress(await _raw(http, "/ui/console.js")) == raw.content
+
+        missing = await http.get("/ui/secrets.txt")
+        assert missing.status_code == 404
+        assert missing.json() == {"detail": "the console has no file 'secrets.txt' — open /ui/"}
+        assert (await http.get("/ui/../agent.toml")).status_code == 404
+
+
+async def test_info_says_how_the_console_signs_in(agent: Running) -> None:
+    async with httpx.AsyncClient(base_url=agent.url) as http:
+        info = (await http.get("/info")).json()
+    # `agentctl dev` without [auth]: anyone may call; it takes no deploys.
+    assert info["credentials"] == {"bearer": False, "api_key": False, "anonymous": True}
+    assert info["deploys"] is False
+
+
+async def _raw(http: httpx.AsyncClient, path: str) -> bytes:
+    """The body as sent (httpx decodes gzip when it reads the whole response)."""
+    async with http.stream("GET", path, headers={"Accept-Encoding": "gzip"}) as response:
+        return b"".join([chunk async for chunk in response.aiter_raw()])
