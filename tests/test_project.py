@@ -236,8 +236,9 @@ def test_a_linked_skill_folder_inside_the_project_is_followed_once(
     )
 
 
-def _auth_project(write_files: WriteFiles, auth: str) -> Path:
-    return write_files({"agent.toml": f'[agent]\nname = "a"\n[auth]\n{auth}', "AGENTS.md": "Hi\n"})
+def _auth_project(write_files: WriteFiles, auth: str, folder: str = "project") -> Path:
+    files = {"agent.toml": f'[agent]\nname = "a"\n[auth]\n{auth}', "AGENTS.md": "Hi\n"}
+    return write_files(files, folder)
 
 
 def test_oidc_auth_takes_an_issuer_and_an_audience(write_files: WriteFiles) -> None:
@@ -284,14 +285,29 @@ def test_oidc_issuer_with_a_query_or_of_the_wrong_type_is_refused(write_files: W
         assert problem.startswith(f"agent.toml: [auth].issuer: {start}")
 
 
-def test_issuer_and_audience_belong_to_oidc_only(write_files: WriteFiles) -> None:
+def test_issuer_audience_and_client_id_belong_to_oidc_only(write_files: WriteFiles) -> None:
     root = _auth_project(
-        write_files, 'provider = "idp_b"\nissuer = "https://x.example.com"\naudience = "a"\n'
+        write_files,
+        'provider = "idp_b"\nissuer = "https://x.example.com"\naudience = "a"\nclient_id = "c"\n',
     )
-    allowed = 'provider (issuer and audience are for provider = "oidc", not "idp_b")'
+    allowed = 'provider (issuer, audience and client_id are for provider = "oidc", not "idp_b")'
     assert problems(root) == [
         f"agent.toml: [auth].audience: unknown key — use only these keys here: {allowed}",
+        f"agent.toml: [auth].client_id: unknown key — use only these keys here: {allowed}",
         f"agent.toml: [auth].issuer: unknown key — use only these keys here: {allowed}",
+    ]
+
+
+def test_oidc_client_id_is_the_console_s_public_client(write_files: WriteFiles) -> None:
+    oidc = 'provider = "oidc"\nissuer = "https://login.example.com"\naudience = "a"\n'
+    root = _auth_project(write_files, oidc + 'client_id = "agentctl-console"\n')
+    auth = load_project(root).auth
+    assert auth is not None
+    assert auth.client_id == "agentctl-console"
+    empty = _auth_project(write_files, oidc + 'client_id = ""\n', "empty")
+    assert problems(empty) == [
+        "agent.toml: [auth].client_id: must not be empty — set it to the id of the public "
+        "client the web console signs in with, or leave client_id out"
     ]
 
 

@@ -3,6 +3,7 @@
 import { useEffect, useMemo, useState } from "react";
 import { describeError, loadCredentials, makeClient, request, saveCredentials } from "./api.js";
 import { ConsoleContext } from "./context.js";
+import { finishSignIn } from "./oidc.js";
 import { href, useRoute } from "./route.js";
 import { SignIn } from "./SignIn.jsx";
 import { VIEWS } from "./views/index.js";
@@ -19,9 +20,23 @@ export function App() {
   const [infoError, setInfoError] = useState(null);
   const [credentials, setCredentials] = useState(loadCredentials);
 
+  const [signInError, setSignInError] = useState(null);
+
   useEffect(() => {
     request(null, "/info").then(setInfo, setInfoError);
   }, []);
+
+  // Back from the identity provider's sign-in page: exchange its code for a token.
+  const provider = info?.credentials?.oidc;
+  useEffect(() => {
+    if (!provider) return;
+    finishSignIn(provider).then((token) => {
+      if (!token) return;
+      const given = { kind: "token", value: token };
+      saveCredentials(given);
+      setCredentials(given);
+    }, setSignInError);
+  }, [provider]);
 
   const context = useMemo(() => {
     const signIn = (given) => {
@@ -72,6 +87,11 @@ export function App() {
         <SignIn />
       </header>
       <main className="page" id="main">
+        {signInError ? (
+          <p role="alert" className="error">
+            Signing in failed: {describeError(signInError)}
+          </p>
+        ) : null}
         {needsSignIn ? (
           <section className="panel" aria-labelledby="signin-needed">
             <h1 id="signin-needed">Sign in</h1>

@@ -4,6 +4,7 @@
 import { useState } from "react";
 import { describeError, makeClient } from "./api.js";
 import { useConsole } from "./context.js";
+import { startSignIn } from "./oidc.js";
 
 export function SignIn() {
   const { info, credentials, caller, signIn, signOut } = useConsole();
@@ -30,12 +31,26 @@ export function SignIn() {
     );
   }
   if (!kinds.length) return <div className="signin">No sign-in: open to anyone who can reach it</div>;
+  const provider = info.credentials?.oidc;
   if (!open) {
     return (
       <div className="signin">
-        <button type="button" onClick={() => setOpen(true)}>
-          Sign in
+        {provider ? (
+          <button
+            type="button"
+            onClick={() => startSignIn(provider).catch((failure) => setError(describeError(failure)))}
+          >
+            Sign in with {new URL(provider.issuer).host}
+          </button>
+        ) : null}
+        <button type="button" className={provider ? "secondary" : undefined} onClick={() => setOpen(true)}>
+          {provider ? "Use a token" : "Sign in"}
         </button>
+        {error ? (
+          <p role="alert" className="error">
+            {error}
+          </p>
+        ) : null}
       </div>
     );
   }

@@ -5,10 +5,13 @@ only its own server."""
 from __future__ import annotations
 
 import gzip
+from pathlib import Path
 
 import httpx
 
-from tests.server.conftest import Running
+from agentctl.testing.identity import OidcIssuer
+from tests.js.conftest import chat_project
+from tests.server.conftest import Running, running_server
 
 
 async def test_the_console_is_served_with_its_security_headers(agent: Running) -> None:
@@ -23,7 +26,7 @@ async def test_the_console_is_served_with_its_security_headers(agent: Running) -
         assert '<script type="module" src="console.js">' in page.text
         policy = page.headers["content-security-policy"]
         assert "script-src 'self'" in policy
-        assert "connect-src 'self'" in policy
+        assert "connect-src 'self';" in policy
         assert "frame-ancestors 'none'" in policy
         assert page.headers["x-content-type-options"] == "nosniff"
         assert page.headers["cache-control"] == "no-cache"
@@ -49,7 +52,12 @@ async def test_info_says_how_the_console_signs_in(agent: Running) -> None:
     async with httpx.AsyncClient(base_url=agent.url) as http:
         info = (await http.get("/info")).json()
     # `agentctl dev` without [auth]: anyone may call; it takes no deploys.
-    assert info["credentials"] == {"bearer": False, "api_key": False, "anonymous": True}
+    assert info["credentials"] == {
+        "bearer": False,
+        "api_key": False,
+        "anonymous": True,
+        "oidc": None,
+    }
     assert info["deploys"] is False
 
 
@@ -57,3 +65,29 @@ async def _raw(http: httpx.AsyncClient, path: str) -> bytes:
     """The body as sent (httpx decodes gzip when it reads the whole response)."""
     async with http.stream("GET", path, headers={"Accept-Encoding": "gzip"}) as response:
         return b"".join([chunk async for chunk in response.aiter_raw()])
+
+
+async def test_with_a_console_client_the_provider_is_named_and_reachable(
+    tmp_path: Path, oidc: OidcIssuer
+) -> None:
+    """`[auth] client_id`: /info names the provider and client the console signs in with, and
+    the console's policy lets it reach the provider (discovery, token) and nothing else."""
+    project = chat_project(tmp_path / "chat")
+    with (project / "agent.toml").open("a") as config:
+        config.write(
+            f'\n[auth]\nprovider = "oidc"\nissuer = "{oidc.issuer}"\n'
+            f'audience = "{oidc.audience}"\nclient_id = "agentctl-console"\n'
+        )
+    async with (
+        running_server(project, tmp_path / "data") as running,
+        httpx.AsyncClient(base_url=running.url) as http,
+    ):
+        credentials = (await http.get("/info")).json()["credentials"]
+        page = await http.get("/ui/")
+    assert credentials == {
+        "bearer": True,
+        "api_key": False,
+        "anonymous": False,
+        "oidc": {"issuer": oidc.issuer, "client_id": "agentctl-console"},
+    }
+    assert f"connect-src 'self' {oidc.url};" in page.headers["content-security-policy"]

@@ -12,7 +12,7 @@ import hashlib
 import io
 import json
 import tarfile
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -107,9 +107,7 @@ def _contents(project: Project) -> dict[str, bytes]:
 def _auth(project: Project) -> dict[str, str] | None:
     if project.auth is None:
         return None
-    fields = {"provider": project.auth.provider, "issuer": project.auth.issuer,
-              "audience": project.auth.audience}  # fmt: skip
-    return {key: value for key, value in fields.items() if value is not None}
+    return {key: value for key, value in asdict(project.auth).items() if value is not None}
 
 
 def _manifest(project: Project, contents: dict[str, bytes]) -> dict[str, Any]:

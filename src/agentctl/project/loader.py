@@ -204,26 +204,34 @@ def _auth(
         )
         return None
     if provider != "oidc":
-        allowed = f'provider (issuer and audience are for provider = "oidc", not "{provider}")'
+        allowed = (
+            f'provider (issuer, audience and client_id are for provider = "oidc", not "{provider}")'
+        )
         problems += [
             rule("unknown-key").problem(file, f"[auth].{key}", allowed=allowed)
-            for key in _OIDC_KEYS
+            for key in (*_OIDC_KEYS, "client_id")
             if key in section
         ]
         return AuthConfig(provider=provider)
     before = len(problems)
     for key in _OIDC_KEYS:
         _oidc_value(file, key, section.get(key), _declared_in(data, "auth", key), problems)
+    client_id = section.get("client_id")
+    if client_id is not None and not client_id.strip():
+        fix = _OIDC_FIXES["client_id"]
+        problems.append(rule("empty").problem(file, "[auth].client_id", fix=fix))
     issuer, audience = section.get("issuer"), section.get("audience")
     if len(problems) > before or issuer is None or audience is None:
         return None  # wrong types were reported by the schema check
-    return AuthConfig(provider="oidc", issuer=issuer, audience=audience)
+    return AuthConfig(provider="oidc", issuer=issuer, audience=audience, client_id=client_id)
 
 
-_OIDC_KEYS = ("issuer", "audience")
+_OIDC_KEYS = ("issuer", "audience")  # required; `client_id` is optional
 _OIDC_FIXES = {
     "issuer": "set it to your identity provider's issuer URL, e.g. https://login.example.com",
     "audience": "set it to the audience (client id) your identity provider puts in tokens' aud",
+    "client_id": "set it to the id of the public client the web console signs in with, or "
+    "leave client_id out",
 }
 
 

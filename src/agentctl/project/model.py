@@ -38,11 +38,13 @@ class SandboxConfig:
 
 @dataclass(frozen=True)
 class AuthConfig:
-    """`[auth]`. `issuer` and `audience` are set for `provider = "oidc"` only (and required)."""
+    """`[auth]`. `issuer` and `audience` are set for `provider = "oidc"` only (and required);
+    so is `client_id`, optional: the public client the web console signs in with."""
 
     provider: AuthProvider
     issuer: str | None = None
     audience: str | None = None
+    client_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ MAIN_SCHEMA: Schema = {
         "provider": '"idp_a"',
         "issuer": '"https://login.example.com"',
         "audience": '"my-agent"',
+        "client_id": '"agentctl-console"',
     },
     # Keys are tool names; values are checked by the loader (see `approval_gates`).
     "interrupt_on": {},

@@ -99,6 +99,15 @@ class Server:
         await self.ensure_default_assistant()
         resettle_heap()
 
+    def browser_sign_in(self) -> dict[str, str] | None:
+        """The OpenID Connect provider and public client the web console signs users in
+        with (`[auth] client_id`), or None when it has none."""
+        deployment = self.deployment
+        auth = deployment.runtime.project.auth if deployment.ready else None
+        if auth is None or auth.issuer is None or auth.client_id is None:
+            return None
+        return {"issuer": auth.issuer, "client_id": auth.client_id}
+
     async def ensure_default_assistant(self) -> None:
         """The agent itself is an assistant whose id is a uuid5 of its name."""
         deployment = self.deployment

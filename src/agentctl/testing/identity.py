@@ -8,7 +8,9 @@ Each is a small Starlette app served on 127.0.0.1 and a free port while the obje
   a `calls` counter.
 - `IdpBServer` serves the idp_b key set at ``GET /v1/jwks`` (only with ``Authorization: Bearer
   <secret key>``) and `mint`s RS256 session tokens with real RSA keys; `rotate` adds a key.
-- `OidcIssuer` serves an OpenID Connect discovery document and key set, and `mint`s tokens.
+- `OidcIssuer` serves an OpenID Connect discovery document and key set, and `mint`s tokens;
+  a public client it knows (`register`) signs users in through its sign-in page by the
+  authorization code flow with PKCE (S256), as a browser app does.
 
 `mint` can also make the tokens an attacker would try: expired, not yet valid, signed with
 another key, ``alg: none``, or HS256 "signed" with the public key (`public_pem`).
@@ -17,15 +19,20 @@ another key, ``alg: none``, or HS256 "signed" with the public key (`public_pem`)
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import html
 import secrets
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict
+from urllib.parse import urlencode
 
 from cryptography.hazmat.primitives.asymmetric import rsa
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from agentctl.testing.serving import LoopbackServer
@@ -232,6 +239,8 @@ class OidcIssuer(_JwtIssuer):
         self.path = path.rstrip("/")
         self.signing_algs = ["RS256"] if signing_algs is None else signing_algs
         self.discovery_fetches = 0
+        self.clients: dict[str, set[str]] = {}  # public client id -> its redirect URIs
+        self.codes: dict[str, _Grant] = {}  # authorization code -> what it grants
 
     @property
     def issuer(self) -> str:
@@ -267,13 +276,93 @@ class OidcIssuer(_JwtIssuer):
         }
         return self._mint(claims, **options)
 
+    def register(self, client_id: str, redirect_uri: str) -> None:
+        """Let the public client `client_id` sign users in by the authorization code flow
+        with PKCE, sending them back to `redirect_uri` (exactly)."""
+        self.clients.setdefault(client_id, set()).add(redirect_uri)
+
     def app(self) -> Starlette:
         routes = [
             Route(f"{self.path}/.well-known/openid-configuration", self._discovery),
             Route(f"{self.path}/jwks", self._jwks),
+            Route(f"{self.path}/authorize", self._authorize, methods=["GET", "POST"]),
+            Route(f"{self.path}/token", self._token, methods=["POST"]),
         ]
         return Starlette(routes=routes)
 
     async def _discovery(self, request: Request) -> JSONResponse:
         self.discovery_fetches += 1
-        return self._down() or JSONResponse(self.discovery())
+        return _cors(self._down() or JSONResponse(self.discovery()))
+
+    async def _authorize(self, request: Request) -> Response:
+        """The provider's sign-in page: GET shows a form asking for the user name; POST
+        signs that user in and sends the browser back to the client with a code."""
+        params = dict(request.query_params)
+        if request.method == "POST":
+            params.update({k: str(v) for k, v in (await request.form()).items()})
+        problem = self._authorize_problem(params)
+        if problem is not None:
+            return HTMLResponse(f"<p>sign-in refused: {html.escape(problem)}</p>", 400)
+        if request.method == "GET" or not params.get("username"):
+            hidden = "".join(
+                f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">'
+                for k, v in params.items()
+            )
+            return HTMLResponse(
+                '<form method="post"><label>User name <input name="username"></label>'
+                f'{hidden}<button type="submit">Sign in to the provider</button></form>'
+            )
+        code = secrets.token_urlsafe(16)
+        self.codes[code] = _Grant(
+            params["client_id"], params["redirect_uri"], params["code_challenge"],
+            params["username"], time.monotonic() + 60,
+        )  # fmt: skip
+        back = {"code": code, "state": params.get("state", "")}
+        return RedirectResponse(f"{params['redirect_uri']}?{urlencode(back)}", 303)
+
+    def _authorize_problem(self, params: Mapping[str, str]) -> str | None:
+        if params.get("response_type") != "code":
+            return "response_type must be code"
+        if params.get("redirect_uri") not in self.clients.get(params.get("client_id", ""), ()):
+            return "unknown client or redirect_uri"
+        if params.get("code_challenge_method") != "S256" or not params.get("code_challenge"):
+            return "PKCE with S256 is required"
+        return None
+
+    async def _token(self, request: Request) -> JSONResponse:
+        form = {k: str(v) for k, v in (await request.form()).items()}
+        grant = self.codes.pop(form.get("code", ""), None)
+        verifier = form.get("code_verifier", "").encode()
+        challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier).digest()).rstrip(b"=")
+        if (
+            form.get("grant_type") != "authorization_code"
+            or grant is None
+            or grant.expires < time.monotonic()
+            or (form.get("client_id"), form.get("redirect_uri")) != (grant.client, grant.redirect)
+            or challenge.decode() != grant.challenge
+        ):
+            return _cors(JSONResponse({"error": "invalid_grant"}, status_code=400))
+        tokens = {
+            "access_token": self.mint(grant.user),
+            "id_token": self.mint(grant.user, audience=grant.client),
+            "token_type": "Bearer",
+            "expires_in": 300,
+        }
+        return _cors(JSONResponse(tokens))
+
+
+@dataclass(frozen=True)
+class _Grant:
+    """An authorization code's grant, until the client redeems it."""
+
+    client: str
+    redirect: str
+    challenge: str
+    user: str
+    expires: float
+
+
+def _cors(response: JSONResponse) -> JSONResponse:
+    """What a provider's public endpoints answer browsers: readable by any page."""
+    response.headers["Access-Control-Allow-Origin"] = "*"
+    return response

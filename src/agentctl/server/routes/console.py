@@ -12,12 +12,14 @@ import hashlib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Request
 from starlette.responses import RedirectResponse, Response
 
 from agentctl.errors import NotFound
 from agentctl.server.access import CONSOLE_PREFIX
+from agentctl.server.context import Server, server_of
 
 TYPES = {
     "html": "text/html; charset=utf-8",
@@ -25,13 +27,14 @@ TYPES = {
     "css": "text/css; charset=utf-8",
     "svg": "image/svg+xml",
 }
-# Only the console's own files run and load; it talks to its own server only. `data:`
-# images are the SDK's and React's inline icons, if any.
+# Only the console's own files run and load; it talks to its own server only (and to the
+# identity provider it signs users in with, when there is one). `data:` images are inline
+# icons.
+POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'{provider}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
 SECURITY_HEADERS = {
-    "Content-Security-Policy": (
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-    ),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-cache",  # revalidated on every load: the ETag makes that cheap
@@ -63,6 +66,15 @@ def assets() -> dict[str, Asset]:
     return found
 
 
+def policy(server: Server) -> str:
+    """The content security policy of the console's files on `server`."""
+    sign_in = server.browser_sign_in()
+    if sign_in is None:
+        return POLICY.format(provider="")
+    issuer = urlsplit(sign_in["issuer"])
+    return POLICY.format(provider=f" {issuer.scheme}://{issuer.netloc}")
+
+
 @router.get(CONSOLE_PREFIX)
 async def console_root() -> Response:
     # Relative, so it stays right behind a path prefix: /prefix/ui → /prefix/ui/.
@@ -76,6 +88,7 @@ async def console_file(request: Request, name: str = "index.html") -> Response:
     if asset is None:
         raise NotFound(f"the console has no file {name!r} — open {CONSOLE_PREFIX}/")
     headers = {**SECURITY_HEADERS, "ETag": asset.etag, "Vary": "Accept-Encoding"}
+    headers["Content-Security-Policy"] = policy(server_of(request))
     if request.headers.get("if-none-match") == asset.etag:
         return Response(status_code=304, headers=headers)
     body = asset.body

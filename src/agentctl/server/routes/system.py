@@ -82,6 +82,7 @@ async def info(request: Request) -> Response:
                 "bearer": access.authenticator is not None,
                 "api_key": access.api_key is not None,
                 "anonymous": access.anonymous,
+                "oidc": server.browser_sign_in(),
             },
             "deploys": server.deployments is not None,
             "flags": {

@@ -1,0 +1,85 @@
+// Signing in through the agent's OpenID Connect provider ([auth] client_id): the
+// authorization code flow with PKCE (S256), as a browser app without a secret does it. The
+// provider sends the browser back to this page (/ui/) with a code, which is exchanged for
+// the access token the API takes as `Authorization: Bearer`.
+const PENDING_KEY = "agentctl:oidc-pending";
+
+function base64url(bytes) {
+  return btoa(String.fromCharCode(...new Uint8Array(bytes)))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
+}
+
+function randomText() {
+  return base64url(crypto.getRandomValues(new Uint8Array(32)));
+}
+
+function redirectUri() {
+  return `${window.location.origin}${window.location.pathname}`;
+}
+
+async function discover(issuer) {
+  const url = `${issuer.replace(/\/$/, "")}/.well-known/openid-configuration`;
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`the provider's discovery document: ${response.status}`);
+  return await response.json();
+}
+
+/** Leave for the provider's sign-in page; the browser comes back to `finishSignIn`. */
+export async function startSignIn({ issuer, client_id: clientId }) {
+  const { authorization_endpoint: endpoint } = await discover(issuer);
+  const verifier = randomText();
+  const state = randomText();
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier));
+  sessionStorage.setItem(
+    PENDING_KEY,
+    JSON.stringify({ verifier, state, hash: window.location.hash }),
+  );
+  const query = new URLSearchParams({
+    response_type: "code",
+    client_id: clientId,
+    redirect_uri: redirectUri(),
+    scope: "openid",
+    state,
+    code_challenge: base64url(digest),
+    code_challenge_method: "S256",
+  });
+  window.location.assign(`${endpoint}?${query}`);
+}
+
+/** When the provider sent the browser back here: the access token for the code (the
+ * address is cleaned up, the view the visitor left restored); null when it did not. Throws
+ * an Error saying what went wrong. */
+export async function finishSignIn({ issuer, client_id: clientId }) {
+  const query = new URLSearchParams(window.location.search);
+  if (!query.has("code") && !query.has("error")) return null;
+  const pending = JSON.parse(sessionStorage.getItem(PENDING_KEY) || "null");
+  sessionStorage.removeItem(PENDING_KEY);
+  const hash = pending?.hash || window.location.hash;
+  window.history.replaceState(null, "", `${window.location.pathname}${hash}`);
+  window.dispatchEvent(new HashChangeEvent("hashchange")); // the view the visitor left
+  if (query.has("error")) {
+    throw new Error(`the provider refused the sign-in: ${query.get("error_description") || query.get("error")}`);
+  }
+  if (!pending || pending.state !== query.get("state")) {
+    throw new Error("the sign-in answer does not belong to a sign-in started here: sign in again");
+  }
+  const { token_endpoint: endpoint } = await discover(issuer);
+  const response = await fetch(endpoint, {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({
+      grant_type: "authorization_code",
+      code: query.get("code"),
+      redirect_uri: redirectUri(),
+      client_id: clientId,
+      code_verifier: pending.verifier,
+    }),
+  });
+  const tokens = await response.json().catch(() => ({}));
+  if (!response.ok || !tokens.access_token) {
+    throw new Error(`the provider did not give a token: ${tokens.error || response.status}`);
+  }
+  return tokens.access_token;
+}
