@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint format typecheck test test-fast check demo console screenshots bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost bench-load clean
+.PHONY: install lint format typecheck test test-fast check demo console screenshots bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost bench-load bench-console clean
 
 install: $(STAMP)
 
@@ -79,6 +79,11 @@ bench-production: install
 # langgraph dev; ARGS="--users 32 --seconds 10 --server-env AGENTCTL_WORKERS=256" for example.
 bench-load: bench-setup
 	$(BIN)/python bench/load.py $(ARGS)
+
+# The web console in Chromium on loopback: first paint, ready, chat latency (bench/console.py).
+bench-console: install
+	BIN=$(BIN) bash scripts/test-deps.sh
+	$(BIN)/python bench/console.py $(ARGS)
 
 # PostgreSQL and Redis stopped and started again under streamed runs on two replicas.
 bench-outages: install
