@@ -31,6 +31,7 @@ from agentctl.testing import ScriptedModelServer
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+LENGTH = "content-length"
 ANSWER = "one two three four five six seven eight nine ten"
 
 
@@ -82,7 +83,7 @@ async def measure(url: str, browser: Browser, loads: int, chats: int) -> None:
         context = await browser.new_context()
         page = await context.new_page()
         if index == 0:
-            page.on("response", lambda r: sizes.update({r.url: int(r.headers["content-length"])}))
+            page.on("response", lambda r: sizes.update({r.url: int(r.headers.get(LENGTH, 0))}))
         for key, value in (await load(page, url, reload=False)).items():
             cold[key].append(value)
         await context.close()
