@@ -1,6 +1,6 @@
 // The console's frame: who the visitor is (sign-in), the agent it talks to (GET /info), the
 // navigation and the view the address names.
-import { useEffect, useMemo, useState } from "react";
+import { useCallback, useEffect, useMemo, useState } from "react";
 import { describeError, loadCredentials, makeClient, request, saveCredentials } from "./api.js";
 import { ConsoleContext } from "./context.js";
 import { finishSignIn } from "./oidc.js";
@@ -25,6 +25,8 @@ export function App() {
   useEffect(() => {
     request(null, "/info").then(setInfo, setInfoError);
   }, []);
+  // After a rollback: the revision the header names.
+  const refreshInfo = useCallback(() => request(null, "/info").then(setInfo), []);
 
   // Back from the identity provider's sign-in page: exchange its code for a token.
   const provider = info?.credentials?.oidc;
@@ -50,8 +52,9 @@ export function App() {
       client: makeClient(credentials),
       signIn,
       signOut: () => signIn(null),
+      refreshInfo,
     };
-  }, [info, credentials]);
+  }, [info, credentials, refreshInfo]);
 
   if (infoError) {
     return (
@@ -73,6 +76,11 @@ export function App() {
         <a className="brand" href={href("chat")}>
           agentctl <span className="agent">{info.graph ?? "no agent yet"}</span>
         </a>
+        {info.revision_number ? (
+          <span className="revision" data-testid="revision">
+            revision {info.revision_number}
+          </span>
+        ) : null}
         <nav aria-label="Console">
           {views.map((view) => (
             <a

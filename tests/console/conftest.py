@@ -17,6 +17,7 @@ import pytest
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright, expect
 
 from tests.dev_process import StartDev
+from tests.production.conftest import cluster  # noqa: F401 (`agentctl serve` replicas, a fixture)
 
 ROOT = Path(__file__).parents[2]
 SCREENSHOTS = Path(os.environ.get("AGENTCTL_SCREENSHOTS") or ROOT / "build" / "screenshots")

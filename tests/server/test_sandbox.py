@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
@@ -102,3 +103,20 @@ async def test_without_bubblewrap_the_agent_does_not_load(
         async with running_server(project, tmp_path / "data"):
             pass
     assert "apt-get install bubblewrap" in str(caught.value)
+
+
+async def test_the_operator_lists_the_sandboxes(tmp_path: Path, sandbox_dir: Path) -> None:
+    project = sandbox_project(tmp_path / "coder")
+    async with running_server(project, tmp_path / "data") as agent:
+        thread = (await agent.client.threads.create())["thread_id"]
+        await answer(agent.client, thread, run_and_say("echo here"))
+        async with httpx.AsyncClient(base_url=agent.url) as http:
+            listed = (await http.get("/platform/sandboxes")).json()
+    assert listed["settings"]["provider"] == "platform_sandbox"
+    assert listed["settings"]["scope"] == "thread"
+    [box] = listed["sandboxes"]
+    assert box["scope"] == "thread"
+    assert box["name"].startswith("t.")
+    assert box["name"].endswith(thread)
+    assert box["image"] == listed["settings"]["image"]
+    assert box["created_at"] <= box["last_used_at"]

@@ -140,6 +140,27 @@ class RevisionOut(BaseModel):
     active: bool
 
 
+class SandboxSettingsOut(BaseModel):
+    provider: str
+    scope: str
+    image: str
+    template: str
+
+
+class SandboxOut(BaseModel):
+    name: str
+    scope: str
+    image: str
+    template: str
+    created_at: datetime
+    last_used_at: datetime
+
+
+class SandboxesOut(BaseModel):
+    settings: SandboxSettingsOut | None
+    sandboxes: list[SandboxOut]
+
+
 def selected(model: type[BaseModel]) -> type[BaseModel]:
     """`model` as a search answers it: only the fields `select` names (all by default)."""
     fields: dict[str, Any] = {}

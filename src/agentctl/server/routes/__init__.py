@@ -10,6 +10,7 @@ from agentctl.server.routes import (
     console,
     crons,
     mcp,
+    operator,
     platform,
     protocol,
     runs,
@@ -35,5 +36,6 @@ ROUTERS: list[APIRouter] = [
     mcp.router,
     a2a.router,
     platform.router,
+    operator.router,
     console.router,
 ]

@@ -33,12 +33,13 @@ class RevisionUpload(Body):
 
 
 def deployments_of(request: Request) -> Deployments[AccessPolicy]:
-    """The server's deployments, for the operator only."""
-    if not caller_of(request).operator:
-        raise Forbidden("deploying needs the deployment key: send PLATFORM_API_KEY as x-api-key")
+    """The server's deployments, for the operator only (404 first on a server that takes
+    no deploys, which `/info` says to anyone)."""
     deployments = server_of(request).deployments
     if deployments is None:
         raise NotFound("this server takes no deploys (agentctl dev) — use agentctl serve")
+    if not caller_of(request).operator:
+        raise Forbidden("deploying needs the deployment key: send PLATFORM_API_KEY as x-api-key")
     return deployments
 
 
