@@ -14,7 +14,7 @@ from agentctl.testing.identity import IdpBServer
 from tests.console.conftest import DevUrl, OpenConsole
 from tests.console.test_memory import memory_project
 from tests.js.conftest import chat_project
-from tests.server.conftest import ALICE, BOB, user, with_auth
+from tests.server.conftest import ALICE, BOB, user, with_auth, write_gated
 
 NOTE = '{"file_path": "/notes.md", "content": "a note"}'
 
@@ -179,3 +179,29 @@ async def test_two_users_never_see_each_others_threads(
             )
             await expect(console.page.get_by_text(f"hello from {other}")).to_have_count(0)
             await console.screenshot(f"thread-not-found-{name.split('@')[0]}")
+
+
+async def test_a_thread_waiting_at_a_gate_is_found_by_its_status(
+    open_console: OpenConsole, dev_url: DevUrl, tmp_path: Path
+) -> None:
+    url = dev_url(write_gated(tmp_path / "gated"))
+    client = get_client(url=url, api_key=None)
+    waiting = await client.threads.create()
+    await client.runs.wait(waiting["thread_id"], "gated", input=user(f"@call write_file {NOTE}"))
+    done = await client.threads.create()
+    await client.runs.wait(done["thread_id"], "gated", input=user("@say nothing to approve"))
+    async with open_console(url) as console:
+        page = console.page
+        await console.open("threads")
+        rows = page.get_by_test_id("threads").locator("tbody tr")
+        await expect(rows).to_have_count(2)
+        search = page.get_by_role("search", name="Search threads")
+        await search.get_by_label("Status").select_option("interrupted")
+        await search.get_by_role("button", name="Search").click()
+        await expect(rows).to_have_count(1)
+        await expect(rows.first).to_have_attribute("data-thread-id", waiting["thread_id"])
+        await rows.first.get_by_role("link").click()
+        await expect(page.get_by_test_id("thread-status")).to_have_text("interrupted")
+        await expect(page.get_by_text("The agent waits at an approval gate")).to_be_visible()
+        await expect(page.locator(".facts")).to_contain_text("Next")
+    await client.http.client.aclose()

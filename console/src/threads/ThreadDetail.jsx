@@ -85,6 +85,9 @@ export function ThreadDetail({ threadId }) {
           </>
         ) : null}
       </dl>
+      {thread.status === "interrupted" ? (
+        <p className="hint">The agent waits at an approval gate: continue in chat to answer it.</p>
+      ) : null}
       <div className="actions">
         <a className="button" href={href("chat", thread.thread_id)}>
           Continue in chat

@@ -1,6 +1,6 @@
 // The caller's threads, most recently updated first, a page at a time; filtered by id,
 // status and metadata as `POST /threads/search` takes them.
-import { useCallback, useEffect, useState } from "react";
+import { useCallback, useEffect, useRef, useState } from "react";
 import { describeError, request } from "../api.js";
 import { useConsole } from "../context.js";
 import { href } from "../route.js";
@@ -55,9 +55,11 @@ export function ThreadList() {
   const [more, setMore] = useState(false);
   const [loading, setLoading] = useState(true);
   const [error, setError] = useState(null);
+  const latest = useRef(0); // only the last search's answer is shown
 
   const load = useCallback(
     async (offset) => {
+      const asked = ++latest.current;
       setLoading(true);
       setError(null);
       try {
@@ -65,13 +67,15 @@ export function ThreadList() {
           method: "POST",
           body: searchBody(filters, offset),
         });
+        if (asked !== latest.current) return;
         setThreads((shown) => (offset ? [...shown, ...found] : found));
         setMore(found.length === PAGE_SIZE);
       } catch (failure) {
+        if (asked !== latest.current) return;
         setError(failure.status ? describeError(failure) : failure.message);
         if (!offset) setThreads([]);
       } finally {
-        setLoading(false);
+        if (asked === latest.current) setLoading(false);
       }
     },
     [credentials, filters],
