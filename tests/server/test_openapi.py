@@ -87,6 +87,7 @@ async def test_answers_match_their_documented_models(
         ("/assistants/{assistant_id}", "/assistants/demo"),
         ("/ok", "/ok"),
         ("/info", "/info"),
+        ("/agent", "/agent"),
     ]:
         check(doc, "GET", path, await http.get(real))
     for path, body in [

@@ -1,4 +1,62 @@
-// The Memory view (being built).
+// The Memory view: the signed-in user's own memory file (view and edit), and the running
+// revision's instructions, skills and subagents (read only), from GET /agent.
+import { useEffect, useState } from "react";
+import { describeError, request } from "../api.js";
+import { useConsole } from "../context.js";
+import { AgentFiles } from "../memory/AgentFiles.jsx";
+import { UserMemory } from "../memory/UserMemory.jsx";
+
+function YourMemory({ memory }) {
+  const { info } = useConsole();
+  if (!memory) {
+    return <p className="empty">This agent keeps no per-user memory (its project has no user/ folder).</p>;
+  }
+  if (!memory.namespace) {
+    return (
+      <p className="hint" data-testid="memory-needs-user">
+        {info.credentials?.bearer
+          ? "Memory needs a signed-in user: sign in with your user token to see and edit yours."
+          : "Memory needs a signed-in user, and this server signs no users in: add [auth] to agent.toml."}
+      </p>
+    );
+  }
+  return <UserMemory memory={memory} />;
+}
+
 export function Memory() {
-  return <p>Memory: coming in this change.</p>;
+  const { credentials } = useConsole();
+  const [agent, setAgent] = useState(null);
+  const [error, setError] = useState(null);
+
+  useEffect(() => {
+    let live = true;
+    request(credentials, "/agent").then(
+      (found) => live && setAgent(found),
+      (failure) => live && setError(failure),
+    );
+    return () => {
+      live = false;
+    };
+  }, [credentials]);
+
+  return (
+    <section className="memory" aria-labelledby="memory-title">
+      <h1 id="memory-title">Memory</h1>
+      {error ? (
+        <p role="alert" className="error">
+          {describeError(error)}
+        </p>
+      ) : null}
+      {agent ? (
+        <>
+          <section aria-labelledby="your-memory-title">
+            <h2 id="your-memory-title">Your memory</h2>
+            <YourMemory memory={agent.user_memory} />
+          </section>
+          <AgentFiles agent={agent} />
+        </>
+      ) : null}
+      {!agent && !error ? <p className="status">Loading…</p> : null}
+    </section>
+  );
 }

@@ -39,6 +39,7 @@ from agentctl.runtime.namespaces import shared_namespace, subagent_namespace, us
 MEMORIES = "/memories"
 USER_ID_KEY = "graph_auth_user_id"  # in config["configurable"], set by the server
 USER_MEMORY_FILE = f"{MEMORIES}/user/AGENTS.md"
+USER_MEMORY_KEY = "/AGENTS.md"  # its key in the user's namespace
 NO_USER = "User memory is not available in this conversation: no user is signed in."
 
 T = TypeVar("T")
@@ -289,12 +290,12 @@ class SeedUserMemory(AgentMiddleware):  # type: ignore[misc]
         user = current_user_id()
         if user is not None and runtime.store is not None:
             namespace = user_namespace(self._assistant, user)
-            if runtime.store.get(namespace, "/AGENTS.md") is None:
-                runtime.store.put(namespace, "/AGENTS.md", self._template)
+            if runtime.store.get(namespace, USER_MEMORY_KEY) is None:
+                runtime.store.put(namespace, USER_MEMORY_KEY, self._template)
 
     async def abefore_agent(self, state: Any, runtime: Any) -> None:
         user = current_user_id()
         if user is not None and runtime.store is not None:
             namespace = user_namespace(self._assistant, user)
-            if await runtime.store.aget(namespace, "/AGENTS.md") is None:
-                await runtime.store.aput(namespace, "/AGENTS.md", self._template)
+            if await runtime.store.aget(namespace, USER_MEMORY_KEY) is None:
+                await runtime.store.aput(namespace, USER_MEMORY_KEY, self._template)

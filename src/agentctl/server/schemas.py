@@ -176,3 +176,32 @@ def selected(model: type[BaseModel]) -> type[BaseModel]:
 ASSISTANT_LIST: Any = list[selected(AssistantOut)]  # type: ignore[misc]
 THREAD_LIST: Any = list[selected(ThreadOut)]  # type: ignore[misc]
 CRON_LIST: Any = list[selected(CronOut)]  # type: ignore[misc]
+
+
+class SkillOut(BaseModel):
+    name: str
+    description: str
+    content: str  # its SKILL.md
+
+
+class SubagentOut(BaseModel):
+    name: str
+    description: str
+    instructions: str
+    skills: list[SkillOut]
+
+
+class UserMemoryOut(BaseModel):
+    path: str  # as the agent sees it: /memories/user/AGENTS.md
+    template: str  # what a user's file starts as
+    namespace: list[str] | None  # the caller's store namespace; None without a user
+    key: str
+
+
+class AgentOut(BaseModel):
+    name: str
+    revision: str
+    instructions: str
+    skills: list[SkillOut]
+    subagents: list[SubagentOut]
+    user_memory: UserMemoryOut | None  # None: the agent keeps no per-user memory

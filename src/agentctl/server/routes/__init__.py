@@ -6,6 +6,7 @@ from fastapi import APIRouter
 
 from agentctl.server.routes import (
     a2a,
+    agent,
     assistants,
     console,
     crons,
@@ -33,6 +34,7 @@ ROUTERS: list[APIRouter] = [
     crons.router,
     store.router,
     system.router,
+    agent.router,
     mcp.router,
     a2a.router,
     platform.router,
