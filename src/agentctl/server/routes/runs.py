@@ -16,7 +16,12 @@ from agentctl.server.context import server_of
 from agentctl.server.errors import not_found
 from agentctl.server.fields import Limit, Offset
 from agentctl.server.openapi import CONFLICT, NOT_FOUND
-from agentctl.server.routes.common import checked_event_id, query_modes, select_fields
+from agentctl.server.routes.common import (
+    checked_event_id,
+    query_modes,
+    query_names,
+    select_fields,
+)
 from agentctl.server.run_requests import CancelMany, RunCreate
 from agentctl.server.run_streams import (
     run_paths,
@@ -33,10 +38,10 @@ from agentctl.storage.base import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES, Run, 
 router = APIRouter(tags=["runs"])
 
 # What `select` may name on a run list (the SDKs' `RunSelectField`, and `attempt`).
-RunField = Literal[
+RUN_FIELDS = (
     "run_id", "thread_id", "assistant_id", "created_at", "updated_at", "status", "metadata",
     "kwargs", "multitask_strategy", "cancel_reason", "attempt",
-]  # fmt: skip
+)  # fmt: skip
 
 
 def _created(run: Run) -> Response:
@@ -73,12 +78,13 @@ async def list_runs(
     limit: Annotated[Limit, Query()] = 10,
     offset: Annotated[Offset, Query()] = 0,
     status: RunStatus | None = None,
-    select: Annotated[list[RunField] | None, Query()] = None,
+    select: Annotated[list[str] | None, Query()] = None,
 ) -> Response:
+    fields = query_names("select", "field", select, RUN_FIELDS)
     server = server_of(request)
     await lookup.get_thread(server, thread_id, caller_of(request))
     runs = await server.storage.runs.list(thread_id, status=status, limit=limit, offset=offset)
-    return json_response([select_fields(run_view(run), select) for run in runs])
+    return json_response([select_fields(run_view(run), fields) for run in runs])
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}", response_model=RunOut)
