@@ -239,6 +239,19 @@ async def test_cancel_a_running_run(agent: Running) -> None:
     # As the reference answers: there is no run in flight to cancel.
     with pytest.raises(NotFoundError, match="already ended"):
         await agent.client.runs.cancel(thread_id, run["run_id"])
+    # The list says why the run stopped, and answers only the fields `select` names.
+    listed: list[Any] = await agent.client.runs.list(thread_id)
+    assert [(r["cancel_reason"], r["attempt"]) for r in listed] == [("cancelled", 1)]
+    picked: list[Any] = await agent.client.runs.list(thread_id, select=["run_id", "cancel_reason"])
+    assert picked == [{"run_id": run["run_id"], "cancel_reason": "cancelled"}]
+    # Older JS SDKs send the list as one JSON value.
+    http = agent.client.http.client
+    as_json = await http.get(f"/threads/{thread_id}/runs", params={"select": '["status"]'})
+    assert as_json.json() == [{"status": "interrupted"}]
+    for select in ("nope", '["status", "nope"]', "[1]"):
+        response = await http.get(f"/threads/{thread_id}/runs", params={"select": select})
+        assert response.status_code == 422, select
+        assert response.json()["detail"].startswith("query parameter select: "), select
 
 
 async def test_after_seconds_delays_the_start(agent: Running) -> None:
