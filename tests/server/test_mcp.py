@@ -24,7 +24,7 @@ from agentctl.auth.idp_b import IdpBAuthenticator
 from agentctl.runtime.agent import summary
 from agentctl.server.access import AccessPolicy
 from agentctl.server.routes.mcp import last_answer
-from agentctl.storage.base import OWNER
+from agentctl.storage.base import OWNER, Page, ThreadFilter
 from agentctl.testing.identity import IdpBServer
 from tests.server.conftest import Running, call, running_server, user
 
@@ -106,9 +106,7 @@ async def test_initialize_list_and_call(agent: Running) -> None:
     assert text_of(result) == "hello from demo"
     assert result.structuredContent is not None
     assert result.structuredContent["status"] == "success"
-    threads, total = await agent.server.storage.threads.search(
-        metadata={}, status=None, ids=None, page=_page()
-    )
+    threads, total = await agent.server.storage.threads.search(ThreadFilter(), Page(limit=100))
     assert total == 0, threads  # a call without thread_id is a stateless run
 
 
@@ -386,9 +384,3 @@ async def test_an_agent_uses_another_agent_through_its_mcp_json(
         assert "demo" in boss.server.deployment.runtime.tool_names
         values: Any = await boss.client.runs.wait(None, "boss", input=user(script))
     assert values["messages"][-1]["content"] == "demo answered: pong"
-
-
-def _page() -> Any:
-    from agentctl.storage.base import Page
-
-    return Page(limit=100)

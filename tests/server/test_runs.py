@@ -13,6 +13,7 @@ import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError
 from langgraph_sdk.schema import StreamPart
 
+from agentctl.storage.base import Page, ThreadFilter
 from tests.conftest import eventually
 from tests.server.conftest import Running, call, running_server, user
 from tests.server.test_system import samples
@@ -54,9 +55,7 @@ async def test_stateless_wait_and_stream_leave_nothing_behind(agent: Running) ->
     parts = await collect(agent.client.runs.stream(None, "demo", input=user("streamed")))
     assert [parts[0].event, parts[-1].event] == ["metadata", "end"]
     assert last_answer(parts[-2].data) == "scripted reply to: streamed"
-    threads, total = await agent.server.storage.threads.search(
-        metadata={}, status=None, ids=None, page=_page()
-    )
+    threads, total = await agent.server.storage.threads.search(ThreadFilter(), Page(limit=100))
     assert total == 0, threads
 
 
@@ -240,6 +239,19 @@ async def test_cancel_a_running_run(agent: Running) -> None:
     # As the reference answers: there is no run in flight to cancel.
     with pytest.raises(NotFoundError, match="already ended"):
         await agent.client.runs.cancel(thread_id, run["run_id"])
+    # The list says why the run stopped, and answers only the fields `select` names.
+    listed: list[Any] = await agent.client.runs.list(thread_id)
+    assert [(r["cancel_reason"], r["attempt"]) for r in listed] == [("cancelled", 1)]
+    picked: list[Any] = await agent.client.runs.list(thread_id, select=["run_id", "cancel_reason"])
+    assert picked == [{"run_id": run["run_id"], "cancel_reason": "cancelled"}]
+    # Older JS SDKs send the list as one JSON value.
+    http = agent.client.http.client
+    as_json = await http.get(f"/threads/{thread_id}/runs", params={"select": '["status"]'})
+    assert as_json.json() == [{"status": "interrupted"}]
+    for select in ("nope", '["status", "nope"]', "[1]"):
+        response = await http.get(f"/threads/{thread_id}/runs", params={"select": select})
+        assert response.status_code == 422, select
+        assert response.json()["detail"].startswith("query parameter select: "), select
 
 
 async def test_after_seconds_delays_the_start(agent: Running) -> None:
@@ -308,12 +320,6 @@ async def _until_status(agent: Running, thread_id: str, run_id: str, status: str
             return
         await asyncio.sleep(0.02)
     raise AssertionError(f"run never became {status}")
-
-
-def _page() -> Any:
-    from agentctl.storage.base import Page
-
-    return Page(limit=100)
 
 
 WRITE = call("write_file", file_path="/notes.md", content="hello") + "\n@say {last_tool_result}"

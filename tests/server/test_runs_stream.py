@@ -148,8 +148,8 @@ async def test_join_stream_takes_modes_as_a_json_list_or_repeated(agent: Running
             events = sse_events((await http.get(f"{path}?{query}")).text)
             assert set(events) == {"metadata", "end", *modes}, query
         for query, detail in (
-            ('stream_mode=["updates"', "is not a JSON list of modes"),
-            ("stream_mode=[1]", "is not a JSON list of modes"),
+            ('stream_mode=["updates"', "is not a JSON list of stream modes"),
+            ("stream_mode=[1]", "is not a JSON list of stream modes"),
             ('stream_mode=["everything"]', "unknown stream mode 'everything'"),
         ):
             response = await http.get(f"{path}?{query}")

@@ -398,6 +398,30 @@ async def test_history(agent: Running, http: httpx.AsyncClient) -> None:
     assert (await http.get(f"/threads/{thread_id}/history?limit=0")).status_code == 422
 
 
+async def test_history_maps_a_subagents_tool_call_to_its_namespace(gated: Running) -> None:
+    """A task's `path` (`["__pregel_push", i, …]`: the i-th tool call of the step) and its
+    result's tool message name the subagent's namespace (`tools:<task id>`), whose history
+    holds the subagent's own conversation (what the JS SDK's `useStream` rebuilds a
+    subagent's card from after a reload)."""
+    thread_id = str(uuid.uuid4())
+    delegate = '@call task {"description": "say hi", "subagent_type": "helper"}\n@say done'
+    await gated.client.runs.wait(thread_id, "gated", input=user(delegate), if_not_exists="create")
+    history: list[Any] = await gated.client.threads.get_history(thread_id, limit=20)
+    tasks = [task for state in history for task in state["tasks"]]
+    assert all(isinstance(task["path"], list) and task["path"] for task in tasks)
+    [pushed] = [task for task in tasks if task["path"][0] == "__pregel_push"]
+    assert pushed["path"][1] == 0
+    [call] = [m for m in pushed["result"]["messages"] if m["type"] == "tool"]
+    namespace = f"{pushed['name']}:{pushed['id']}"
+    [sub] = await gated.client.threads.get_history(
+        thread_id,
+        limit=1,
+        checkpoint={"checkpoint_ns": namespace},  # type: ignore[arg-type]
+    )
+    assert contents(sub["values"]) == ["say hi", "scripted reply to: say hi"]
+    assert call["content"] == "scripted reply to: say hi"
+
+
 @pytest.mark.parametrize(
     ("method", "path", "body", "status", "detail"),
     [

@@ -22,7 +22,22 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.graph import END, START, StateGraph
 
 from agentctl.errors import RuntimeFailure
-from agentctl.storage.base import Assistant, Cron, EventLog, Page, Run, Storage, Thread, new_id, now
+from agentctl.storage.base import (
+    Assistant,
+    AssistantFilter,
+    Cron,
+    CronFilter,
+    EventLog,
+    NewRevision,
+    Page,
+    Run,
+    Storage,
+    Thread,
+    ThreadFilter,
+    ThreadUpdate,
+    new_id,
+    now,
+)
 from agentctl.storage.bus import LocalBus
 from agentctl.storage.postgres import PostgresStorage
 from agentctl.storage.postgres import database as postgres_database
@@ -110,9 +125,8 @@ async def test_assistant_search(storage: Storage) -> None:
     for name, graph, metadata in specs:
         await storage.assistants.put(Assistant(new_id(), graph, name, metadata=metadata))
 
-    async def names(**kw: Any) -> tuple[list[str], int]:
-        kw = {"graph_id": None, "name": None, "metadata": {}, "page": Page(), **kw}
-        found, total = await storage.assistants.search(**kw)
+    async def names(page: Page | None = None, **kw: Any) -> tuple[list[str], int]:
+        found, total = await storage.assistants.search(AssistantFilter(**kw), page or Page())
         return [a.name for a in found], total
 
     assert await names(page=Page(sort_by="name", sort_order="asc")) == (
@@ -140,12 +154,12 @@ async def test_thread_crud(storage: Storage) -> None:
     assert stored == thread
     assert is_utc(stored.created_at)
 
-    updated = await storage.threads.update(
-        thread.thread_id,
+    change = ThreadUpdate(
         metadata={"a": 2, "c": None},
         status="interrupted",
         interrupts={"task": [{"value": "ok?", "id": "i1"}]},
     )
+    updated = await storage.threads.update(thread.thread_id, change)
     assert updated is not None
     assert updated.metadata == {"owner": "ann", "a": 2, "c": None}
     assert updated.status == "interrupted"
@@ -153,21 +167,20 @@ async def test_thread_crud(storage: Storage) -> None:
     assert updated.updated_at > thread.updated_at
     assert await storage.threads.get(thread.thread_id) == updated
     # Only the fields given change.
-    again = await storage.threads.update(thread.thread_id, status="idle")
+    again = await storage.threads.update(thread.thread_id, ThreadUpdate(status="idle"))
     assert again is not None
     assert (again.metadata, again.interrupts) == (updated.metadata, updated.interrupts)
-    assert await storage.threads.update(new_id(), status="busy") is None
+    assert await storage.threads.update(new_id(), ThreadUpdate(status="busy")) is None
 
 
 async def test_thread_search(storage: Storage) -> None:
     a = await add_thread(storage, owner="ann", kind="chat", tags=["x"])
     b = await add_thread(storage, owner="bob", kind="chat", flag=None)
     c = await add_thread(storage, owner="ann")
-    await storage.threads.update(c.thread_id, status="busy")
+    await storage.threads.update(c.thread_id, ThreadUpdate(status="busy"))
 
-    async def found(**kw: Any) -> tuple[list[str], int]:
-        kw = {"metadata": {}, "status": None, "ids": None, "page": Page(), **kw}
-        threads, total = await storage.threads.search(**kw)
+    async def found(page: Page | None = None, **kw: Any) -> tuple[list[str], int]:
+        threads, total = await storage.threads.search(ThreadFilter(**kw), page or Page())
         return ids(threads), total
 
     assert await found() == ([c.thread_id, b.thread_id, a.thread_id], 3)  # newest first
@@ -540,10 +553,9 @@ async def test_cron_records(storage: Storage) -> None:
     assert is_utc(stored.next_run_date)
     assert await storage.crons.get(new_id()) is None
 
-    async def found(**kw: Any) -> tuple[list[str], int]:
-        kw = {"assistant_id": None, "thread_id": None, "enabled": None, "metadata": {},
-              "page": Page(sort_order="asc"), **kw}  # fmt: skip
-        crons, total = await storage.crons.search(**kw)
+    async def found(page: Page | None = None, **kw: Any) -> tuple[list[str], int]:
+        page = page or Page(sort_order="asc")
+        crons, total = await storage.crons.search(CronFilter(**kw), page)
         return [cron.cron_id for cron in crons], total
 
     assert await found() == ([a.cron_id, b.cron_id, c.cron_id, d.cron_id], 4)
@@ -596,7 +608,9 @@ async def test_revisions(storage: Storage) -> None:
     archive, sealed = bytes(range(256)) * 4, b"\x00sealed\xff"
     manifest = {"name": "demo", "files": ["agent.toml"]}
     records = [
-        await storage.revisions.add("sha256:abc", manifest, archive, sealed, ["KEY", "TOKEN"])
+        await storage.revisions.add(
+            NewRevision("sha256:abc", manifest, archive, sealed, ["KEY", "TOKEN"])
+        )
         for _ in range(3)
     ]
     assert [r.number for r in records] == [1, 2, 3]  # the same content deploys anew
@@ -621,7 +635,7 @@ async def test_revisions(storage: Storage) -> None:
     with pytest.raises(LookupError, match="revision 9 does not exist"):
         await storage.revisions.activate(9)
     assert await storage.revisions.active() == 3
-    fourth = await storage.revisions.add("sha256:def", {}, b"", b"", [])
+    fourth = await storage.revisions.add(NewRevision("sha256:def", {}, b"", b""))
     assert (fourth.number, fourth.secret_names) == (4, [])
 
 

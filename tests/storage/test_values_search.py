@@ -17,7 +17,7 @@ from agentctl.server.context import Server
 from agentctl.server.limits import Limits
 from agentctl.server.state_view import thread_config
 from agentctl.server.values_search import search_by_values
-from agentctl.storage.base import Page, Storage, Thread, new_id
+from agentctl.storage.base import Page, Storage, Thread, ThreadFilter, new_id
 from agentctl.testing import ScriptedModelServer
 
 
@@ -49,10 +49,8 @@ async def test_values_search(
     said = await _thread(server, "b", {"messages": hello})
 
     async def search(wanted: dict[str, Any], group: str | None = None, **page: Any) -> Any:
-        found, total = await search_by_values(
-            server, wanted, metadata={"group": group} if group else {}, status=None, ids=None,
-            page=Page(**{"limit": 10, **page}),
-        )  # fmt: skip
+        where = ThreadFilter({"group": group} if group else {})
+        found, total = await search_by_values(server, wanted, where, Page(**{"limit": 10, **page}))
         return {t.thread_id for t in found}, total
 
     assert await search({"pinned_skills": ["review"]}) == (set(pinned), 2)

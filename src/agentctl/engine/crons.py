@@ -24,7 +24,7 @@ from croniter import CroniterBadDateError, CroniterError, croniter
 from agentctl.aio import stop_task
 from agentctl.engine.engine import RunEngine
 from agentctl.errors import ThreadBusyError
-from agentctl.storage.base import OWNER, Cron, Page, Run, Storage, Thread, new_id, now
+from agentctl.storage.base import OWNER, Cron, CronFilter, Page, Run, Storage, Thread, new_id, now
 
 log = logging.getLogger("agentctl.engine")
 
@@ -148,9 +148,8 @@ class CronScheduler:
 
     async def _seconds_to_next(self) -> float:
         upcoming, _ = await self.storage.crons.search(
-            assistant_id=None, thread_id=None, enabled=True, metadata={},
-            page=Page(limit=1, sort_by="next_run_date", sort_order="asc"),
-        )  # fmt: skip
+            CronFilter(enabled=True), Page(limit=1, sort_by="next_run_date", sort_order="asc")
+        )
         if not upcoming or upcoming[0].next_run_date is None:
             return self.max_sleep
         delay = (upcoming[0].next_run_date - now()).total_seconds()

@@ -28,7 +28,7 @@ from agentctl.engine.deployment import Deployment
 from agentctl.engine.wire import END_EVENT
 from agentctl.errors import ThreadBusyError
 from agentctl.observability import bind_run, run_finished, run_span, run_started
-from agentctl.storage.base import Message, Run, RunStatus, Storage, now
+from agentctl.storage.base import Message, Run, RunStatus, Storage, ThreadUpdate, now
 from agentctl.storage.outages import outages, ride_out, service_down
 
 log = logging.getLogger("agentctl.engine")
@@ -320,7 +320,9 @@ class RunEngine:
         graph_id = assistant.graph_id if assistant is not None else self.deployment.graph_id
         labels = thread_labels(graph_id, run.assistant_id)
         await ride_out(
-            lambda: self.storage.threads.update(run.thread_id, status="busy", metadata=labels)
+            lambda: self.storage.threads.update(
+                run.thread_id, ThreadUpdate(metadata=labels, status="busy")
+            )
         )
 
         async def publish(event: str, data: Any) -> None:
@@ -387,11 +389,8 @@ class RunEngine:
         thread_status = {"error": "error", "interrupted": "interrupted"}.get(status, "idle")
         if status == "interrupted" and not interrupts:
             thread_status = "idle"
-        await self.storage.threads.update(
-            run.thread_id,
-            status=thread_status,  # type: ignore[arg-type]
-            interrupts=interrupts,
-        )
+        change = ThreadUpdate(status=thread_status, interrupts=interrupts)  # type: ignore[arg-type]
+        await self.storage.threads.update(run.thread_id, change)
 
     async def _append_end(self, run: Run, status: RunStatus, *, cancelled: bool = False) -> None:
         end: dict[str, Any] = {"run_id": run.run_id, "status": status}

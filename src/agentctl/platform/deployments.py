@@ -34,7 +34,7 @@ from agentctl.project.model import Project
 from agentctl.runtime import load_agent
 from agentctl.runtime.agent import AgentRuntime
 from agentctl.sandbox import Sandboxes
-from agentctl.storage.base import Message, RevisionRecord, Storage
+from agentctl.storage.base import Message, NewRevision, RevisionRecord, Storage
 
 log = logging.getLogger("agentctl.platform")
 
@@ -126,9 +126,9 @@ class Deployments(Generic[Access]):
                     "server's environment sets — add them to the project's .env"
                 )
             runtime = await self._runtime(project, manifest["id"], secrets)
-            record = await self.storage.revisions.add(
-                manifest["id"], manifest, archive, self.box.seal(secrets), sorted(secrets)
-            )
+            sealed = self.box.seal(secrets)
+            new = NewRevision(manifest["id"], manifest, archive, sealed, sorted(secrets))
+            record = await self.storage.revisions.add(new)
             await self._activate(Loaded(record, runtime))
         log.info("revision %d (%s) deployed", record.number, record.revision_id[:12])
         return record

@@ -60,6 +60,7 @@ class RunOut(BaseModel):
     kwargs: dict[str, Any]
     multitask_strategy: str
     attempt: int
+    cancel_reason: str | None = None
 
 
 class CronOut(BaseModel):
@@ -176,6 +177,7 @@ def selected(model: type[BaseModel]) -> type[BaseModel]:
 ASSISTANT_LIST: Any = list[selected(AssistantOut)]  # type: ignore[misc]
 THREAD_LIST: Any = list[selected(ThreadOut)]  # type: ignore[misc]
 CRON_LIST: Any = list[selected(CronOut)]  # type: ignore[misc]
+RUN_LIST: Any = list[selected(RunOut)]  # type: ignore[misc]
 
 
 class SkillOut(BaseModel):

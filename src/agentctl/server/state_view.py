@@ -56,6 +56,9 @@ def task_view(task: Any) -> dict[str, Any]:
     return {
         "id": task.id,
         "name": task.name,
+        # Where the task sits in the graph (`["__pregel_push", i, …]` for the i-th tool call
+        # a step sent): the JS SDK's `useStream` maps a subagent's tool call to its namespace.
+        "path": list(task.path),
         "error": _error_text(task.error),
         "interrupts": [interrupt_view(i) for i in task.interrupts],
         "checkpoint": checkpoint_view(state) if isinstance(state, Mapping) else None,

@@ -10,7 +10,7 @@ between threads so that other requests keep being served meanwhile.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from langgraph._internal._constants import NULL_TASK_ID
@@ -22,7 +22,7 @@ from agentctl.errors import Unprocessable
 from agentctl.server.context import Server
 from agentctl.server.limits import beyond
 from agentctl.server.state_view import thread_config, thread_values
-from agentctl.storage.base import Page, Thread, ThreadStatus
+from agentctl.storage.base import Page, Thread, ThreadFilter
 
 BATCH = 200  # threads fetched from the database at a time
 YIELD_AFTER = 0.005  # seconds of reading before other requests get the loop
@@ -31,22 +31,19 @@ YIELD_AFTER = 0.005  # seconds of reading before other requests get the loop
 async def search_by_values(
     server: Server,
     wanted: dict[str, Any],
-    *,
-    metadata: dict[str, Any],
-    status: ThreadStatus | None,
-    ids: Sequence[str] | None,
+    where: ThreadFilter,
     page: Page,
 ) -> tuple[list[Thread], int]:
-    """The page of threads whose values hold `wanted` among those matching the other
-    filters, and how many match in all."""
+    """The page of threads whose values hold `wanted` among those `where` selects, and how
+    many match in all."""
     threads = server.storage.threads
     loop = asyncio.get_running_loop()
     offset, matched, shown, yielded = 0, 0, [], loop.time()
     while True:
         batch, total = await threads.search(
-            metadata=metadata, status=status, ids=ids,
-            page=Page(limit=BATCH, offset=offset, sort_by=page.sort_by, sort_order=page.sort_order),
-        )  # fmt: skip
+            where,
+            Page(limit=BATCH, offset=offset, sort_by=page.sort_by, sort_order=page.sort_order),
+        )
         limit = server.limits.max_search_scan
         if offset == 0 and total > limit:
             what = f"a values filter reads each thread the other filters select: {total} here"

@@ -68,6 +68,7 @@ def run_view(run: Run) -> dict[str, Any]:
         "kwargs": kwargs,
         "multitask_strategy": run.multitask_strategy,
         "attempt": run.attempt,
+        "cancel_reason": run.cancel_reason,
     }
 
 

@@ -137,15 +137,54 @@ class Page:
     sort_order: Literal["asc", "desc"] = "desc"
 
 
+@dataclass(frozen=True)
+class AssistantFilter:
+    """Which assistants a search finds: those of `graph_id`, whose name contains `name`
+    (case-insensitive), whose metadata holds every pair of `metadata`; None matches any."""
+
+    graph_id: str | None = None
+    name: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ThreadFilter:
+    """Which threads a search finds: metadata holding every pair of `metadata`, in `status`,
+    among `ids`; None matches any."""
+
+    metadata: dict[str, Any] = field(default_factory=dict)
+    status: ThreadStatus | None = None
+    ids: Sequence[str] | None = None
+
+
+@dataclass(frozen=True)
+class ThreadUpdate:
+    """A change of a thread: merge `metadata` into the thread's, set the fields that are not
+    None (and `updated_at`)."""
+
+    metadata: dict[str, Any] = field(default_factory=dict)
+    status: ThreadStatus | None = None
+    interrupts: dict[str, list[dict[str, Any]]] | None = None
+
+
+@dataclass(frozen=True)
+class CronFilter:
+    """Which crons a search finds: those of `assistant_id`, on `thread_id`, `enabled` or not,
+    whose metadata holds every pair of `metadata`; None matches any."""
+
+    assistant_id: str | None = None
+    thread_id: str | None = None
+    enabled: bool | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
 class AssistantStore(Protocol):
     async def put(self, assistant: Assistant) -> None:
         """Insert `assistant` as a new version and make that version the latest."""
 
     async def get(self, assistant_id: str) -> Assistant | None: ...
 
-    async def search(
-        self, *, graph_id: str | None, name: str | None, metadata: dict[str, Any], page: Page
-    ) -> tuple[list[Assistant], int]:
+    async def search(self, where: AssistantFilter, page: Page) -> tuple[list[Assistant], int]:
         """One page of matching assistants and the total count."""
 
     async def delete(self, assistant_id: str) -> bool: ...
@@ -166,27 +205,14 @@ class ThreadStore(Protocol):
 
     async def get(self, thread_id: str) -> Thread | None: ...
 
-    async def update(
-        self,
-        thread_id: str,
-        *,
-        metadata: dict[str, Any] | None = None,
-        status: ThreadStatus | None = None,
-        interrupts: dict[str, list[dict[str, Any]]] | None = None,
-    ) -> Thread | None:
-        """Merge `metadata` into the thread's and set the other fields given."""
+    async def update(self, thread_id: str, change: ThreadUpdate) -> Thread | None:
+        """Apply `change` at once, so that concurrent changes of different metadata keys all
+        land; the thread after it (None when there is none)."""
 
     async def delete(self, thread_id: str) -> bool:
         """Delete the thread with its runs, events and checkpoints."""
 
-    async def search(
-        self,
-        *,
-        metadata: dict[str, Any],
-        status: ThreadStatus | None,
-        ids: Sequence[str] | None,
-        page: Page,
-    ) -> tuple[list[Thread], int]: ...
+    async def search(self, where: ThreadFilter, page: Page) -> tuple[list[Thread], int]: ...
 
 
 class RunStore(Protocol):
@@ -292,15 +318,7 @@ class CronStore(Protocol):
 
     async def delete(self, cron_id: str) -> bool: ...
 
-    async def search(
-        self,
-        *,
-        assistant_id: str | None,
-        thread_id: str | None,
-        enabled: bool | None,
-        metadata: dict[str, Any],
-        page: Page,
-    ) -> tuple[list[Cron], int]: ...
+    async def search(self, where: CronFilter, page: Page) -> tuple[list[Cron], int]: ...
 
     async def due(self, at: datetime) -> list[Cron]:
         """Enabled crons whose `next_run_date` has passed."""
@@ -322,17 +340,22 @@ class RevisionRecord:
     created_at: datetime = field(default_factory=now)
 
 
+@dataclass(frozen=True)
+class NewRevision:
+    """A revision to store: its record's fields and its payload, the archive and the
+    secrets (already encrypted)."""
+
+    revision_id: str
+    manifest: dict[str, Any]
+    archive: bytes
+    sealed_secrets: bytes
+    secret_names: Sequence[str] = ()
+
+
 class RevisionStore(Protocol):
-    async def add(
-        self,
-        revision_id: str,
-        manifest: dict[str, Any],
-        archive: bytes,
-        sealed_secrets: bytes,
-        secret_names: Sequence[str],
-    ) -> RevisionRecord:
+    async def add(self, revision: NewRevision) -> RevisionRecord:
         """Store a new revision under the next number (never reused, even for the same
-        content) and return its record. `sealed_secrets` is already encrypted."""
+        content) and return its record."""
 
     async def get(self, number: int) -> RevisionRecord | None: ...
 

@@ -68,3 +68,18 @@ export function record(page, origin) {
   });
   return log;
 }
+
+/** Chromium with a page on the API's origin that serves `pageDir`, its requests recorded:
+ * `{browser, page, log, url}` (the page is not loaded yet: `page.goto(url + "?…")`). */
+export async function openPage(api, pageDir) {
+  const browser = await launch();
+  try {
+    const context = await browser.newContext();
+    const url = await servePage(context, api, pageDir);
+    const page = await context.newPage();
+    return { browser, page, log: record(page, api), url };
+  } catch (error) {
+    await browser.close();
+    throw error;
+  }
+}

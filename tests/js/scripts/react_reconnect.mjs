@@ -2,17 +2,13 @@
 // the answer is still streaming, and wait for the whole answer on the reloaded page.
 // Arguments (JSON in argv[2]): {api, pageDir, assistant, prompt, expected, timeoutMs}.
 // Prints one JSON object: what the page showed before and after the reload, and the requests.
-import { launch, record, servePage } from "./browser.mjs";
+import { openPage } from "./browser.mjs";
 
 const args = JSON.parse(process.argv[2]);
 const timeout = args.timeoutMs ?? 20000;
 const result = { ok: false };
-const browser = await launch();
+const { browser, page, log, url } = await openPage(args.api, args.pageDir);
 try {
-  const context = await browser.newContext();
-  const url = await servePage(context, args.api, args.pageDir);
-  const page = await context.newPage();
-  const log = record(page, args.api);
   result.log = log;
   await page.goto(`${url}?assistant=${encodeURIComponent(args.assistant)}`);
   await page.fill("#prompt", args.prompt);

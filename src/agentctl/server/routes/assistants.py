@@ -23,7 +23,7 @@ from agentctl.server.openapi import CONFLICT
 from agentctl.server.routes.common import page, query_xray, select_fields
 from agentctl.server.schemas import ASSISTANT_LIST, AssistantOut
 from agentctl.server.services import assistants
-from agentctl.storage.base import Page
+from agentctl.storage.base import AssistantFilter, Page
 from agentctl.storage.sorts import AssistantSort
 
 router = APIRouter(tags=["assistants"])
@@ -38,6 +38,9 @@ class AssistantCount(Body):
     metadata: Metadata | None = None
     graph_id: str | None = None
     name: str | None = None
+
+    def where(self) -> AssistantFilter:
+        return AssistantFilter(self.graph_id, self.name, self.metadata or {})
 
 
 class AssistantSearch(PageQuery, AssistantCount):
@@ -68,10 +71,7 @@ async def search_assistants(request: Request, body: AssistantSearch | None = Non
     server = server_of(request)
     body = body or AssistantSearch()
     found, total = await server.storage.assistants.search(
-        graph_id=body.graph_id,
-        name=body.name,
-        metadata=body.metadata or {},
-        page=page(body.limit, body.offset, body.sort_by, body.sort_order),
+        body.where(), page(body.limit, body.offset, body.sort_by, body.sort_order)
     )
     return views.json_response(
         [select_fields(views.assistant_view(a), body.select) for a in found],
@@ -83,9 +83,7 @@ async def search_assistants(request: Request, body: AssistantSearch | None = Non
 async def count_assistants(request: Request, body: AssistantCount | None = None) -> Response:
     server = server_of(request)
     body = body or AssistantCount()
-    _, total = await server.storage.assistants.search(
-        graph_id=body.graph_id, name=body.name, metadata=body.metadata or {}, page=Page(limit=1)
-    )
+    _, total = await server.storage.assistants.search(body.where(), Page(limit=1))
     return views.json_response(total)
 
 

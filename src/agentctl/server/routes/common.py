@@ -45,30 +45,37 @@ def query_xray(value: str | None) -> bool | int:
     return depth
 
 
-def query_modes(values: Sequence[str] | None, known: Collection[str]) -> list[str]:
-    """`?stream_mode=` as the SDKs send it: repeated (`?stream_mode=values&stream_mode=
-    updates`), or one JSON list (`?stream_mode=["values","updates"]`, the JS SDK's
-    `joinStream`); empty values (the Python SDK's "none") are dropped. An unknown mode is
-    a 422, not a stream that silently carries nothing."""
-    modes: list[str] = []
+def query_names(
+    parameter: str, what: str, values: Sequence[str] | None, known: Collection[str]
+) -> list[str]:
+    """A list in the query as the SDKs send it: repeated (`?select=a&select=b`: the Python
+    SDK and newer JS SDKs), or one JSON list (`?select=["a","b"]`: older JS SDKs, and the JS
+    SDK's `joinStream` for `stream_mode`); empty values (the Python SDK's "none") are
+    dropped. An unknown name is a 422, not an answer that silently leaves it out."""
+    names: list[str] = []
     for value in values or ():
         if value.startswith("["):
             try:
                 listed = json.loads(value)
             except ValueError:
                 listed = None
-            if not isinstance(listed, list) or not all(isinstance(m, str) for m in listed):
+            if not isinstance(listed, list) or not all(isinstance(n, str) for n in listed):
                 raise Unprocessable(
-                    f"query parameter stream_mode: {value!r} is not a JSON list of modes"
+                    f"query parameter {parameter}: {value!r} is not a JSON list of {what}s"
                 )
-            modes.extend(listed)
+            names.extend(listed)
         else:
-            modes.append(value)
-    modes = [mode for mode in dict.fromkeys(modes) if mode]
-    problem = unknown_names("stream mode", modes, known, use="one or more of")
+            names.append(value)
+    names = [name for name in dict.fromkeys(names) if name]
+    problem = unknown_names(what, names, known, use="one or more of")
     if problem:
-        raise Unprocessable(f"query parameter stream_mode: {problem}")
-    return modes
+        raise Unprocessable(f"query parameter {parameter}: {problem}")
+    return names
+
+
+def query_modes(values: Sequence[str] | None, known: Collection[str]) -> list[str]:
+    """`?stream_mode=`, repeated or one JSON list (`query_names`)."""
+    return query_names("stream_mode", "stream mode", values, known)
 
 
 # `<ms>-<seq>` (or `<ms>`) within what both backends store (64-bit signed).

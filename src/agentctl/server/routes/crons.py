@@ -14,7 +14,7 @@ from agentctl.server.fields import Body, Metadata, PageQuery
 from agentctl.server.routes.common import page, select_fields
 from agentctl.server.schemas import CRON_LIST, CronOut
 from agentctl.server.services import crons
-from agentctl.storage.base import Cron, Page
+from agentctl.storage.base import Cron, CronFilter, Page
 from agentctl.storage.sorts import CronSort
 
 router = APIRouter(tags=["crons"])
@@ -51,13 +51,8 @@ async def _search(
     metadata = caller.narrow(body.metadata)
     if metadata is None:
         return [], 0
-    return await server.storage.crons.search(
-        assistant_id=assistant_id or None,
-        thread_id=body.thread_id,
-        enabled=enabled,
-        metadata=metadata,
-        page=page_,
-    )
+    where = CronFilter(assistant_id or None, body.thread_id, enabled, metadata)
+    return await server.storage.crons.search(where, page_)
 
 
 @router.post("/runs/crons/search", response_model=CRON_LIST)

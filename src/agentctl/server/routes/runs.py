@@ -16,7 +16,12 @@ from agentctl.server.context import server_of
 from agentctl.server.errors import not_found
 from agentctl.server.fields import Limit, Offset
 from agentctl.server.openapi import CONFLICT, NOT_FOUND
-from agentctl.server.routes.common import checked_event_id, query_modes
+from agentctl.server.routes.common import (
+    checked_event_id,
+    query_modes,
+    query_names,
+    select_fields,
+)
 from agentctl.server.run_requests import CancelMany, RunCreate
 from agentctl.server.run_streams import (
     run_paths,
@@ -24,13 +29,19 @@ from agentctl.server.run_streams import (
     wait_for_result,
     waiting_response,
 )
-from agentctl.server.schemas import RunOut
+from agentctl.server.schemas import RUN_LIST, RunOut
 from agentctl.server.services.runs import start_run
 from agentctl.server.sse import EventStream
 from agentctl.server.views import json_response, run_view
 from agentctl.storage.base import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES, Run, RunStatus
 
 router = APIRouter(tags=["runs"])
+
+# What `select` may name on a run list (the SDKs' `RunSelectField`, and `attempt`).
+RUN_FIELDS = (
+    "run_id", "thread_id", "assistant_id", "created_at", "updated_at", "status", "metadata",
+    "kwargs", "multitask_strategy", "cancel_reason", "attempt",
+)  # fmt: skip
 
 
 def _created(run: Run) -> Response:
@@ -60,18 +71,20 @@ async def wait_run(thread_id: str, body: RunCreate, request: Request) -> Respons
     return waiting_response(wait_for_result(server, run, from_events=False), run, "join")
 
 
-@router.get("/threads/{thread_id}/runs", response_model=list[RunOut])
+@router.get("/threads/{thread_id}/runs", response_model=RUN_LIST)
 async def list_runs(
     thread_id: str,
     request: Request,
     limit: Annotated[Limit, Query()] = 10,
     offset: Annotated[Offset, Query()] = 0,
     status: RunStatus | None = None,
+    select: Annotated[list[str] | None, Query()] = None,
 ) -> Response:
+    fields = query_names("select", "field", select, RUN_FIELDS)
     server = server_of(request)
     await lookup.get_thread(server, thread_id, caller_of(request))
     runs = await server.storage.runs.list(thread_id, status=status, limit=limit, offset=offset)
-    return json_response([run_view(run) for run in runs])
+    return json_response([select_fields(run_view(run), fields) for run in runs])
 
 
 @router.get("/threads/{thread_id}/runs/{run_id}", response_model=RunOut)

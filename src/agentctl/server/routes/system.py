@@ -27,7 +27,15 @@ from agentctl.server.access import caller_of
 from agentctl.server.context import Server, server_of
 from agentctl.server.openapi import UNAVAILABLE
 from agentctl.server.schemas import OkOut
-from agentctl.storage.base import ACTIVE_RUN_STATUSES, FINAL_RUN_STATUSES, Page, ThreadStatus
+from agentctl.storage.base import (
+    ACTIVE_RUN_STATUSES,
+    FINAL_RUN_STATUSES,
+    AssistantFilter,
+    CronFilter,
+    Page,
+    ThreadFilter,
+    ThreadStatus,
+)
 from agentctl.storage.outages import RETRY_AFTER_SECONDS, outages
 
 router = APIRouter(tags=["system"])
@@ -141,19 +149,12 @@ class StoredGauges:
             self.runs.labels(status=status).set(count)
         observed.run_queue_depth.set(counts["pending"])
         for status in THREAD_STATUSES:
-            _, total = await storage.threads.search(
-                metadata={}, status=status, ids=None, page=Page(limit=1)
-            )
+            _, total = await storage.threads.search(ThreadFilter(status=status), Page(limit=1))
             self.threads.labels(status=status).set(total)
-        _, assistants = await storage.assistants.search(
-            graph_id=None, name=None, metadata={}, page=Page(limit=1)
-        )
+        _, assistants = await storage.assistants.search(AssistantFilter(), Page(limit=1))
         self.assistants.set(assistants)
         for enabled in (True, False):
-            _, crons = await storage.crons.search(
-                assistant_id=None, thread_id=None, enabled=enabled, metadata={},
-                page=Page(limit=1),
-            )  # fmt: skip
+            _, crons = await storage.crons.search(CronFilter(enabled=enabled), Page(limit=1))
             self.crons.labels(enabled=str(enabled).lower()).set(crons)
         self.max_runs.set(server.engine.max_runs)
         self.admission_limit.set(server.engine.admission.limit)

@@ -26,7 +26,7 @@ from agentctl.server.schemas import THREAD_LIST, PrunedOut, ThreadOut
 from agentctl.server.services import threads
 from agentctl.server.state_view import thread_values
 from agentctl.server.values_search import search_by_values
-from agentctl.storage.base import Page, Thread, ThreadStatus
+from agentctl.storage.base import Page, Thread, ThreadFilter, ThreadStatus, ThreadUpdate
 from agentctl.storage.sorts import ThreadSort
 
 router = APIRouter(tags=["threads"])
@@ -109,14 +109,11 @@ async def _search(
     metadata = caller.narrow(body.metadata)
     if metadata is None:
         return [], 0
-    if not body.values:
-        found, total = await storage.threads.search(
-            metadata=metadata, status=body.status, ids=body.ids, page=page_
-        )
-        return [await thread_json(server, t, values=with_values) for t in found], total
-    found, total = await search_by_values(
-        server, body.values, metadata=metadata, status=body.status, ids=body.ids, page=page_
-    )
+    where = ThreadFilter(metadata, body.status, body.ids)
+    if body.values:
+        found, total = await search_by_values(server, body.values, where, page_)
+    else:
+        found, total = await storage.threads.search(where, page_)
     return [await thread_json(server, t, values=with_values) for t in found], total
 
 
@@ -186,7 +183,8 @@ async def patch_thread(
 ) -> Response:
     server = server_of(request)
     await lookup.get_thread(server, thread_id, caller_of(request))
-    thread = await server.storage.threads.update(thread_id, metadata=without_owner(body.metadata))
+    change = ThreadUpdate(metadata=without_owner(body.metadata))
+    thread = await server.storage.threads.update(thread_id, change)
     if thread is None:  # deleted in between
         raise not_found("thread", thread_id)
     if prefer and "return=minimal" in prefer:

@@ -10,7 +10,7 @@ from agentctl.server import lookup
 from agentctl.server.access import Caller, without_owner
 from agentctl.server.context import Server
 from agentctl.server.cron_requests import PAYLOAD_FIELDS, CronCreate, CronFields, CronPatch
-from agentctl.storage.base import Cron, Page, new_id, now
+from agentctl.storage.base import Cron, CronFilter, Page, new_id, now
 
 
 async def _check(body: CronFields, schedule_text: str | None) -> None:
@@ -99,12 +99,10 @@ async def delete_crons_where(
     """Delete every cron of a thread or of an assistant (both deleted with them)."""
     if thread_id is None and assistant_id is None:
         raise ValueError("delete_crons_where needs a thread or an assistant")
+    where = CronFilter(assistant_id=assistant_id, thread_id=thread_id)
     deleted = 0
     while True:
-        found, _ = await server.storage.crons.search(
-            assistant_id=assistant_id, thread_id=thread_id, enabled=None, metadata={},
-            page=Page(limit=100),
-        )  # fmt: skip
+        found, _ = await server.storage.crons.search(where, Page(limit=100))
         if not found:
             return deleted
         for cron in found:

@@ -11,7 +11,7 @@ from agentctl import serde
 from agentctl.errors import Conflict, Unprocessable
 from agentctl.server.context import Server
 from agentctl.server.state_view import checkpoint_view, thread_config
-from agentctl.storage.base import ThreadStatus
+from agentctl.storage.base import ThreadStatus, ThreadUpdate
 
 # The event a state update leaves in the thread's log (the thread stream's `state_update`).
 STATE_UPDATE_EVENT = "state_update"
@@ -60,4 +60,5 @@ async def settle_thread(server: Server, thread_id: str, *, busy: bool) -> None:
         if task.interrupts
     }
     status: ThreadStatus = "busy" if busy else ("interrupted" if interrupts else "idle")
-    await server.storage.threads.update(thread_id, status=status, interrupts=interrupts)
+    change = ThreadUpdate(status=status, interrupts=interrupts)
+    await server.storage.threads.update(thread_id, change)

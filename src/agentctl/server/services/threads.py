@@ -18,7 +18,7 @@ from agentctl.server.errors import not_found
 from agentctl.server.fields import OnConflict
 from agentctl.server.services.crons import delete_crons_where
 from agentctl.server.state_view import thread_config
-from agentctl.storage.base import Page, Thread, now
+from agentctl.storage.base import Page, Thread, ThreadFilter, now
 
 
 async def create_thread(
@@ -85,9 +85,7 @@ async def delete_threads_where(server: Server, metadata: dict[str, Any]) -> int:
     """Delete every thread whose metadata has `metadata`; how many were deleted."""
     deleted = 0
     while True:
-        found, _ = await server.storage.threads.search(
-            metadata=metadata, status=None, ids=None, page=Page(limit=100)
-        )
+        found, _ = await server.storage.threads.search(ThreadFilter(metadata), Page(limit=100))
         if not found:
             return deleted
         for thread in found:

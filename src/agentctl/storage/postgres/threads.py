@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from agentctl.storage.base import Thread
+from datetime import datetime
+
+from agentctl.storage.base import Thread, ThreadUpdate
 from agentctl.storage.postgres.database import Pool, PostgresTable
 from agentctl.storage.postgres.dialect import POSTGRES, jsonb
-from agentctl.storage.sql.threads import (
-    COLUMNS,
-    SqlThreadStore,
-    ThreadChange,
-    ThreadData,
-    ThreadSql,
-)
+from agentctl.storage.sql.threads import COLUMNS, SqlThreadStore, ThreadData, ThreadSql
 
 # One statement: concurrent merges of different keys all land.
 _UPDATE = (
@@ -28,11 +24,10 @@ class PostgresThreads(PostgresTable, SqlThreadStore):
         super().__init__(pool)
         self.data = data
 
-    async def apply(self, thread_id: str, change: ThreadChange) -> Thread | None:
+    async def apply(self, thread_id: str, change: ThreadUpdate, at: datetime) -> Thread | None:
         interrupts = None if change.interrupts is None else jsonb(change.interrupts)
-        changes = jsonb(change.metadata), change.status, interrupts, change.updated_at
-        row = await self.row(_UPDATE, (*changes, thread_id))
-        return None if row is None else self.sql.record(row)
+        changes = jsonb(change.metadata), change.status, interrupts, at
+        return await self.one(_UPDATE, (*changes, thread_id))
 
     async def delete_rows(self, thread_id: str) -> bool:
         async with self.pool.connection() as conn, conn.transaction():

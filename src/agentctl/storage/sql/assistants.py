@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentctl.storage.base import Assistant, Page, now
+from agentctl.storage.base import Assistant, AssistantFilter, Page, now
 from agentctl.storage.sorts import ASSISTANT_SORT, sort_field
 from agentctl.storage.sql.dialect import Dialect, Query, Row, page_queries
 from agentctl.storage.sql.records import RowMapping, RowValues, columns, names
-from agentctl.storage.sql.table import Table
+from agentctl.storage.sql.table import RecordTable
 
 # A version's `created_at` is when the assistant was last updated.
 _SELECT = (
@@ -64,21 +64,19 @@ class AssistantSql:
     def set_latest_values(self, assistant_id: str, version: int) -> Row:
         return (version, self.dialect.time(now()), assistant_id, assistant_id, version)
 
-    def search(
-        self, graph_id: str | None, name: str | None, metadata: dict[str, Any], page: Page
-    ) -> tuple[Query, Query]:
+    def search(self, where: AssistantFilter, page: Page) -> tuple[Query, Query]:
         """The page of matching assistants (their versions in use), and their count."""
         d = self.dialect
-        where, params = d.matching("v.metadata", metadata, {"v.graph_id": graph_id})
-        if name is not None:
-            where += f" AND v.name {d.like} {d.param} ESCAPE '\\'"
+        condition, params = d.matching("v.metadata", where.metadata, {"v.graph_id": where.graph_id})
+        if (name := where.name) is not None:
+            condition += f" AND v.name {d.like} {d.param} ESCAPE '\\'"
             escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             params.append(f"%{escaped}%")
         sort = sort_field(page.sort_by, ASSISTANT_SORT)
         column = {"created_at": "a.created_at", "updated_at": "v.created_at"}.get(sort, f"v.{sort}")
         order = f"{d.order(column, page.sort_order, sort in _TEXT)}, {d.text('v.assistant_id')}"
         return page_queries(
-            d, _CURRENT, (where, params), order, page, f"({_CURRENT} WHERE {{where}}) found"
+            d, _CURRENT, (condition, params), order, page, f"({_CURRENT} WHERE {{where}}) found"
         )
 
     def versions(
@@ -94,20 +92,16 @@ class AssistantSql:
         )
 
 
-class SqlAssistantStore(Table):
+class SqlAssistantStore(RecordTable[Assistant]):
     """The `AssistantStore` reads both SQL backends share; each adds the writes."""
 
     sql: AssistantSql
 
     async def get(self, assistant_id: str) -> Assistant | None:
-        row = await self.row(self.sql.get, (assistant_id,))
-        return None if row is None else self.sql.record(row)
+        return await self.one(self.sql.get, (assistant_id,))
 
-    async def search(
-        self, *, graph_id: str | None, name: str | None, metadata: dict[str, Any], page: Page
-    ) -> tuple[list[Assistant], int]:
-        found, total = await self.page(*self.sql.search(graph_id, name, metadata, page))
-        return [self.sql.record(row) for row in found], total
+    async def search(self, where: AssistantFilter, page: Page) -> tuple[list[Assistant], int]:
+        return await self.found(self.sql.search(where, page))
 
     async def versions(
         self, assistant_id: str, *, metadata: dict[str, Any], limit: int, offset: int

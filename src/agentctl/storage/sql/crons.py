@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from agentctl.storage.base import Cron, Page
+from agentctl.storage.base import Cron, CronFilter, Page
 from agentctl.storage.sorts import CRON_SORT, sort_field
 from agentctl.storage.sql.dialect import Dialect, Query, Row, page_queries
 from agentctl.storage.sql.records import RowMapping, columns, names
-from agentctl.storage.sql.table import Table
+from agentctl.storage.sql.table import RecordTable
 
 _COLUMNS = columns(
     "cron_id, assistant_id, thread_id, schedule, payload:json, next_run_date:time, timezone, "
@@ -46,22 +46,23 @@ class CronSql:
     def reschedule_values(self, cron: Cron, expected: Any) -> Row:
         return (*self.values(cron)[1:], cron.cron_id, self.dialect.time(expected))
 
-    def search(
-        self, assistant_id: str | None, thread_id: str | None, enabled: bool | None,
-        metadata: dict[str, Any], page: Page,
-    ) -> tuple[Query, Query]:  # fmt: skip
+    def search(self, where: CronFilter, page: Page) -> tuple[Query, Query]:
         """The page of matching crons, and their count."""
         d = self.dialect
-        equal = {"assistant_id": assistant_id, "thread_id": thread_id, "enabled": enabled}
-        where, params = d.matching("metadata", metadata, equal)
+        equal = {
+            "assistant_id": where.assistant_id,
+            "thread_id": where.thread_id,
+            "enabled": where.enabled,
+        }
+        condition = d.matching("metadata", where.metadata, equal)
         sort = sort_field(page.sort_by, CRON_SORT)
         order = f"{d.order(sort, page.sort_order, sort in _TEXT)}, {d.text('cron_id')}"
         return page_queries(
-            d, f"SELECT {COLUMNS} FROM crons", (where, params), order, page, "crons WHERE {where}"
+            d, f"SELECT {COLUMNS} FROM crons", condition, order, page, "crons WHERE {where}"
         )
 
 
-class SqlCronStore(Table):
+class SqlCronStore(RecordTable[Cron]):
     """The `CronStore` written once for both SQL backends."""
 
     sql: CronSql
@@ -82,21 +83,10 @@ class SqlCronStore(Table):
         return await self.write(self.sql.reschedule, values) == 1
 
     async def get(self, cron_id: str) -> Cron | None:
-        row = await self.row(self.sql.get, (cron_id,))
-        return None if row is None else self.sql.record(row)
+        return await self.one(self.sql.get, (cron_id,))
 
-    async def search(
-        self,
-        *,
-        assistant_id: str | None,
-        thread_id: str | None,
-        enabled: bool | None,
-        metadata: dict[str, Any],
-        page: Page,
-    ) -> tuple[list[Cron], int]:
-        query = self.sql.search(assistant_id, thread_id, enabled, metadata, page)
-        found, total = await self.page(*query)
-        return [self.sql.record(row) for row in found], total
+    async def search(self, where: CronFilter, page: Page) -> tuple[list[Cron], int]:
+        return await self.found(self.sql.search(where, page))
 
     async def due(self, at: datetime) -> list[Cron]:
         return [

@@ -10,7 +10,7 @@ from typing import Any
 from agentctl.storage.base import ACTIVE_RUN_STATUSES, Run, RunStatus, now
 from agentctl.storage.sql.dialect import Dialect, Query, Row
 from agentctl.storage.sql.records import RowMapping, columns, names
-from agentctl.storage.sql.table import Table
+from agentctl.storage.sql.table import RecordTable
 
 _COLUMNS = columns(
     "run_id, thread_id, assistant_id, status, metadata:json, multitask_strategy, kwargs:json, "
@@ -85,7 +85,7 @@ class RunSql:
         )
 
 
-class SqlRunStore(Table):
+class SqlRunStore(RecordTable[Run]):
     """The `RunStore` methods both SQL backends share; each adds how runs are claimed and
     which runs are orphans."""
 
@@ -132,8 +132,7 @@ class SqlRunStore(Table):
         return await self.write(self.sql.delete, (run_id,)) == 1
 
     async def get(self, run_id: str) -> Run | None:
-        row = await self.row(self.sql.get, (run_id,))
-        return None if row is None else self.sql.record(row)
+        return await self.one(self.sql.get, (run_id,))
 
     async def list(
         self, thread_id: str, *, status: RunStatus | None, limit: int, offset: int

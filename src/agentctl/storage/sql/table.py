@@ -5,10 +5,13 @@ shape the row mapping reads."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 from agentctl.storage.sql.dialect import Query, Row
+
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 
 
 class Table(ABC):
@@ -39,3 +42,26 @@ class Table(ABC):
         self, query: str, params: Sequence[Any] = (), *, durable: bool = False
     ) -> list[Row]:
         """Run `query`, which changes rows and returns some (RETURNING); the rows."""
+
+
+class Statements(Protocol[R_co]):
+    """A table's statements, with how one of its rows reads back (`RowMapping.record`)."""
+
+    @property
+    def record(self) -> Callable[[Row], R_co]: ...
+
+
+class RecordTable(Table, Generic[R]):
+    """A table whose rows read back as records of one type."""
+
+    sql: Statements[R]
+
+    async def one(self, query: str, params: Sequence[Any] = ()) -> R | None:
+        """The record of the first row `query` returns (None when none)."""
+        row = await self.row(query, params)
+        return None if row is None else self.sql.record(row)
+
+    async def found(self, queries: tuple[Query, Query]) -> tuple[list[R], int]:
+        """The records of one page and the count of every match (`page_queries`)."""
+        rows, total = await self.page(*queries)
+        return [self.sql.record(row) for row in rows], total

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from agentctl.storage.base import EventLog, Page, Thread, ThreadStatus, now
+from agentctl.storage.base import EventLog, Page, Thread, ThreadFilter, ThreadUpdate, now
 from agentctl.storage.sorts import THREAD_SORT, sort_field
 from agentctl.storage.sql.dialect import Dialect, Query, page_queries
 from agentctl.storage.sql.records import RowMapping, columns, names
-from agentctl.storage.sql.table import Table
+from agentctl.storage.sql.table import RecordTable
 
 _COLUMNS = columns(
     "thread_id, metadata:json, status, created_at:time, updated_at:time, interrupts:json"
@@ -34,16 +33,13 @@ class ThreadSql:
         self.delete = f"DELETE FROM threads WHERE thread_id = {d.param}"
         self.delete_runs = f"DELETE FROM runs WHERE thread_id = {d.param}"
 
-    def search(
-        self, metadata: dict[str, Any], status: ThreadStatus | None, ids: Sequence[str] | None,
-        page: Page,
-    ) -> tuple[Query, Query]:  # fmt: skip
+    def search(self, where: ThreadFilter, page: Page) -> tuple[Query, Query]:
         """The page of matching threads, and their count."""
         d = self.dialect
-        where, params = d.matching("metadata", metadata, {"status": status})
-        if ids is not None:
-            among, values = d.one_of("thread_id", ids)
-            where += f" AND {among}"
+        condition, params = d.matching("metadata", where.metadata, {"status": where.status})
+        if where.ids is not None:
+            among, values = d.one_of("thread_id", where.ids)
+            condition += f" AND {among}"
             params.extend(values)
         sort = sort_field(page.sort_by, THREAD_SORT)
         sort = "updated_at" if sort == "state_updated_at" else sort
@@ -51,22 +47,11 @@ class ThreadSql:
         return page_queries(
             d,
             f"SELECT {COLUMNS} FROM threads",
-            (where, params),
+            (condition, params),
             order,
             page,
             "threads WHERE {where}",
         )
-
-
-@dataclass(frozen=True)
-class ThreadChange:
-    """What an update does: merge `metadata` into the thread's, set the other fields that
-    are not None, and `updated_at`."""
-
-    metadata: dict[str, Any]
-    status: ThreadStatus | None
-    interrupts: dict[str, list[dict[str, Any]]] | None
-    updated_at: datetime
 
 
 @dataclass(frozen=True)
@@ -81,7 +66,7 @@ class ThreadData:
         await self.checkpointer.adelete_thread(thread_id)
 
 
-class SqlThreadStore(Table):
+class SqlThreadStore(RecordTable[Thread]):
     """The `ThreadStore` methods both SQL backends share; each adds how a change is applied
     and a thread's rows deleted."""
 
@@ -93,20 +78,12 @@ class SqlThreadStore(Table):
         await self.data.delete(thread_id)
         return deleted
 
-    async def update(
-        self,
-        thread_id: str,
-        *,
-        metadata: dict[str, Any] | None = None,
-        status: ThreadStatus | None = None,
-        interrupts: dict[str, list[dict[str, Any]]] | None = None,
-    ) -> Thread | None:
-        return await self.apply(thread_id, ThreadChange(metadata or {}, status, interrupts, now()))
+    async def update(self, thread_id: str, change: ThreadUpdate) -> Thread | None:
+        return await self.apply(thread_id, change, now())
 
     @abstractmethod
-    async def apply(self, thread_id: str, change: ThreadChange) -> Thread | None:
-        """Apply `change` at once, so that concurrent changes of different metadata keys
-        all land; the thread after it (None when there is none)."""
+    async def apply(self, thread_id: str, change: ThreadUpdate, at: datetime) -> Thread | None:
+        """`update`, with `at` as the thread's `updated_at`."""
 
     @abstractmethod
     async def delete_rows(self, thread_id: str) -> bool:
@@ -116,16 +93,7 @@ class SqlThreadStore(Table):
         return await self.write(self.sql.insert, self.sql.values(thread), durable=True) == 1
 
     async def get(self, thread_id: str) -> Thread | None:
-        row = await self.row(self.sql.get, (thread_id,))
-        return None if row is None else self.sql.record(row)
+        return await self.one(self.sql.get, (thread_id,))
 
-    async def search(
-        self,
-        *,
-        metadata: dict[str, Any],
-        status: ThreadStatus | None,
-        ids: Sequence[str] | None,
-        page: Page,
-    ) -> tuple[list[Thread], int]:
-        found, total = await self.page(*self.sql.search(metadata, status, ids, page))
-        return [self.sql.record(row) for row in found], total
+    async def search(self, where: ThreadFilter, page: Page) -> tuple[list[Thread], int]:
+        return await self.found(self.sql.search(where, page))

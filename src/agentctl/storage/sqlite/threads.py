@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from agentctl.storage.base import Thread
-from agentctl.storage.sql.threads import SqlThreadStore, ThreadChange, ThreadData, ThreadSql
+from datetime import datetime
+
+from agentctl.storage.base import Thread, ThreadUpdate
+from agentctl.storage.sql.threads import SqlThreadStore, ThreadData, ThreadSql
 from agentctl.storage.sqlite.database import Database, SqliteTable
 from agentctl.storage.sqlite.dialect import SQLITE
 
@@ -20,7 +22,7 @@ class SqliteThreads(SqliteTable, SqlThreadStore):
         super().__init__(db)
         self.data = data
 
-    async def apply(self, thread_id: str, change: ThreadChange) -> Thread | None:
+    async def apply(self, thread_id: str, change: ThreadUpdate, at: datetime) -> Thread | None:
         # Read, merge, write in one transaction: `get` runs inline, nothing writes in between.
         with self.db.transaction(sees_appends=False):
             thread = await self.get(thread_id)
@@ -32,7 +34,7 @@ class SqliteThreads(SqliteTable, SqlThreadStore):
                 thread.status = change.status
             if change.interrupts is not None:
                 thread.interrupts = change.interrupts
-            thread.updated_at = change.updated_at
+            thread.updated_at = at
             metadata_, interrupts_ = SQLITE.json(thread.metadata), SQLITE.json(thread.interrupts)
             changes = metadata_, thread.status, interrupts_, SQLITE.time(thread.updated_at)
             self.conn.execute(_UPDATE, (*changes, thread_id))
