@@ -49,10 +49,13 @@ demo: install
 console:
 	cd console && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
 
-# The console's browser tests, writing their screenshots into docs/images/ for docs/console.md.
+# The console's browser tests, then the screenshots docs/console.md shows copied into docs/images/.
 screenshots: install
 	BIN=$(BIN) bash scripts/test-deps.sh
-	AGENTCTL_SCREENSHOTS=docs/images $(BIN)/pytest -q tests/console
+	AGENTCTL_SCREENSHOTS=build/screenshots $(BIN)/pytest -q tests/console
+	mkdir -p docs/images
+	for image in $$(grep -o 'images/console-[a-z0-9-]*\.png' docs/console.md | sort -u); do \
+		cp build/screenshots/$${image#images/} docs/$$image; done
 
 # The in-process floor. `make bench-server` measures the server against it and `langgraph dev`.
 bench: install

@@ -103,8 +103,8 @@ if [ -n "${DEMO_ONCE:-}" ]; then
     exit 0
 fi
 echo
-echo "The agent keeps serving on $URL: try the curl line above, or edit $DIR/AGENTS.md and"
-echo "watch it reload. Press Ctrl-C to stop."
+echo "The agent keeps serving on $URL: open the web console at $URL/ui/, try the curl line"
+echo "above, or edit $DIR/AGENTS.md and watch it reload. Press Ctrl-C to stop."
 while kill -0 "$dev_pid" 2>/dev/null; do
     if ! kill -0 "$parent" 2>/dev/null; then
         exit 0 # whoever started us is gone: stop with it
