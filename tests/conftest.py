@@ -264,6 +264,14 @@ def ledger() -> Iterator[tuple[Ledger, int]]:
 PAYING_SCRIPT = '@call record {"entry": "paid"}\n@sleep 1.5 @say done'
 
 
+def chat_project(root: Path, name: str = "chat") -> Path:
+    """The smallest project: one agent on the scripted model, no tools of its own."""
+    root.mkdir(parents=True)
+    (root / "agent.toml").write_text(f'[agent]\nname = "{name}"\nmodel = "openai:scripted"\n')
+    (root / "AGENTS.md").write_text("You chat.\n")
+    return root
+
+
 def ledger_project(root: Path, port: int) -> Path:
     """The `payer` project: its agent has the ledger as its only MCP server."""
     root.mkdir()

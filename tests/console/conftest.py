@@ -7,6 +7,7 @@ screenshots` writes them into docs/images/, where docs/console.md shows them."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import AsyncIterator, Callable
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright, expect
 
+from tests.conftest import chat_project
 from tests.dev_process import StartDev
 from tests.production.conftest import cluster  # noqa: F401 (`agentctl serve` replicas, a fixture)
 
@@ -129,3 +131,32 @@ def dev_url(start_dev: StartDev) -> DevUrl:
         return start_dev("--config", root / "agent.toml", "--port", "0", *args).ready()
 
     return start
+
+
+TEMPLATE = "# About the user\n"
+SKILL = "---\nname: review\ndescription: Reviews drafts\n---\n# Review\nRead it twice.\n"
+
+
+def memory_project(root: Path) -> Path:
+    """The chat project with a user memory template, a skill and a subagent."""
+    chat_project(root)
+    for path, text in {
+        "user/AGENTS.md": TEMPLATE,
+        "skills/review/SKILL.md": SKILL,
+        "subagents/writer/agent.toml": '[agent]\nname = "writer"\ndescription = "Writes prose"\n',
+        "subagents/writer/AGENTS.md": "You write.\n",
+    }.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    return root
+
+
+def write_call(path: str, content: str) -> str:
+    return "@call write_file " + json.dumps({"file_path": path, "content": content})
+
+
+async def expect_file_shown(page: Page, path: str, content: str) -> None:
+    """The Files panel lists `path`; opened, it shows `content`."""
+    files = page.get_by_role("region", name="Files")
+    await files.get_by_role("button", name=path).click()
+    await expect(files.get_by_label(f"Content of {path}")).to_have_text(content)

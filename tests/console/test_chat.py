@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from playwright.async_api import Page, expect
+from playwright.async_api import expect
 
-from tests.console.conftest import DevUrl, OpenConsole
-from tests.js.conftest import chat_project
+from tests.conftest import chat_project
+from tests.console.conftest import DevUrl, OpenConsole, expect_file_shown, write_call
 
 ANSWER = "one two three four five six seven eight nine ten"
 
@@ -39,17 +39,6 @@ async def test_tokens_stream_in_and_the_thread_survives_a_reload(
         )
         assert await console.thread_id() == thread_id
         await console.screenshot("chat")
-
-
-def write_call(path: str, content: str) -> str:
-    return "@call write_file " + json.dumps({"file_path": path, "content": content})
-
-
-async def expect_file_shown(page: Page, path: str, content: str) -> None:
-    """The Files panel lists `path`; opened, it shows `content`."""
-    files = page.get_by_role("region", name="Files")
-    await files.get_by_role("button", name=path).click()
-    await expect(files.get_by_label(f"Content of {path}")).to_have_text(content)
 
 
 async def test_a_tool_call_shows_its_arguments_and_result_and_the_file_it_wrote(

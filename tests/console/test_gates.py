@@ -11,8 +11,7 @@ from typing import Any
 from langgraph_sdk import get_client
 from playwright.async_api import expect
 
-from tests.console.conftest import Console, DevUrl, OpenConsole
-from tests.console.test_chat import expect_file_shown, write_call
+from tests.console.conftest import Console, DevUrl, OpenConsole, expect_file_shown, write_call
 from tests.server.conftest import write_gated
 
 WRITE = write_call("/notes.md", "hello") + "\n@say {last_tool_result}"

@@ -10,27 +10,10 @@ from playwright.async_api import expect
 
 from agentctl.runtime.namespaces import user_namespace
 from agentctl.testing.identity import IdpBServer
-from tests.console.conftest import DevUrl, OpenConsole
-from tests.js.conftest import chat_project
+from tests.console.conftest import SKILL, TEMPLATE, DevUrl, OpenConsole, memory_project
 from tests.server.conftest import ALICE, sdk, with_auth
 
-TEMPLATE = "# About the user\n"
-SKILL = "---\nname: review\ndescription: Reviews drafts\n---\n# Review\nRead it twice.\n"
 MARKER = "Always answer in French (memory marker 7f3a)."
-
-
-def memory_project(root: Path) -> Path:
-    """The chat project with a user memory template, a skill and a subagent."""
-    chat_project(root)
-    for path, text in {
-        "user/AGENTS.md": TEMPLATE,
-        "skills/review/SKILL.md": SKILL,
-        "subagents/writer/agent.toml": '[agent]\nname = "writer"\ndescription = "Writes prose"\n',
-        "subagents/writer/AGENTS.md": "You write.\n",
-    }.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text)
-    return root
 
 
 async def test_a_user_edits_their_memory_and_the_next_conversation_has_it(

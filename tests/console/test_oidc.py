@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 from playwright.async_api import expect
 
 from agentctl.testing.identity import OidcIssuer
+from tests.conftest import chat_project
 from tests.console.conftest import DevUrl, OpenConsole
-from tests.js.conftest import chat_project
 from tests.server.conftest import sdk
 
 CLIENT_ID = "agentctl-console"

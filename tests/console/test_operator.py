@@ -12,10 +12,9 @@ import httpx
 from playwright.async_api import expect
 
 from agentctl.testing.identity import IdpBServer
+from tests.conftest import chat_project
 from tests.console.conftest import DevUrl, OpenConsole
-from tests.js.conftest import chat_project
-from tests.production.conftest import KEY, Cluster, info
-from tests.production.test_replicas import serving
+from tests.production.conftest import KEY, Cluster, info, serving
 from tests.server.conftest import ALICE, user, with_auth
 
 # A run without a stream asks the model for one answer: `@sleep` (not `@slow`) delays it.

@@ -11,9 +11,8 @@ from langgraph_sdk.errors import NotFoundError
 from playwright.async_api import expect
 
 from agentctl.testing.identity import IdpBServer
-from tests.console.conftest import DevUrl, OpenConsole
-from tests.console.test_memory import memory_project
-from tests.js.conftest import chat_project
+from tests.conftest import chat_project
+from tests.console.conftest import DevUrl, OpenConsole, memory_project
 from tests.server.conftest import ALICE, BOB, user, with_auth, write_gated
 
 NOTE = '{"file_path": "/notes.md", "content": "a note"}'

@@ -90,11 +90,3 @@ def _restore_environ() -> Iterator[None]:
     for name in os.environ.keys() - saved.keys():
         del os.environ[name]
     os.environ.update(saved)
-
-
-def chat_project(root: Path, name: str = "chat") -> Path:
-    """The smallest project: one agent on the scripted model, no tools of its own."""
-    root.mkdir(parents=True)
-    (root / "agent.toml").write_text(f'[agent]\nname = "{name}"\nmodel = "openai:scripted"\n')
-    (root / "AGENTS.md").write_text("You chat.\n")
-    return root

@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.js.conftest import chat_project, run_node
+from tests.conftest import chat_project
+from tests.js.conftest import run_node
 from tests.server.conftest import running_server
 
 

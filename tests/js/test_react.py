@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.js.conftest import chat_project, run_node
+from tests.conftest import chat_project
+from tests.js.conftest import run_node
 from tests.server.conftest import running_server, write_gated
 
 ANSWER = "the answer streams in word by word and survives a reload of the page"

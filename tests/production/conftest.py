@@ -16,7 +16,7 @@ from langgraph_sdk.client import LangGraphClient
 
 from agentctl.testing import ScriptedModelServer
 from agentctl.testing.replicas import Replica, start_replica
-from tests.conftest import CliResult, RunCli
+from tests.conftest import CliResult, RunCli, eventually
 
 KEY = "pk-test-deployment-key-0123456789"
 MODEL_KEY = "sk-test-8c1f0e-must-never-leak"
@@ -88,3 +88,13 @@ async def info(replica: Replica) -> dict[str, Any]:
     async with httpx.AsyncClient(base_url=replica.url) as http:
         answer: dict[str, Any] = (await http.get("/info")).json()
         return answer
+
+
+async def serving(replica: Replica, number: int) -> None:
+    """Wait until `replica` serves revision `number` (a deploy reaches it within seconds)."""
+
+    async def switched() -> bool:
+        served: int = (await info(replica))["revision_number"]
+        return served == number
+
+    await eventually(switched, 10, f"the replica to serve revision {number}")

@@ -18,9 +18,9 @@ import psycopg
 from agentctl.storage.base import event_position
 from agentctl.testing.identity import IdpBServer
 from agentctl.testing.mcp_servers import Ledger
-from agentctl.testing.replicas import Replica, start_replica
+from agentctl.testing.replicas import start_replica
 from tests.conftest import PAYING_SCRIPT, eventually, ledger_project
-from tests.production.conftest import KEY, Cluster, info
+from tests.production.conftest import KEY, Cluster, info, serving
 from tests.server.conftest import ALICE, BOB, user, with_auth
 from tests.server.test_isolation import remember
 
@@ -254,16 +254,6 @@ async def test_sigterm_lets_runs_in_flight_finish(cluster: Cluster, demo: Path) 
     with psycopg.connect(cluster.env["DATABASE_URL"]) as conn:
         row = conn.execute("SELECT status FROM runs WHERE run_id = %s", (run["run_id"],))
         assert row.fetchone() == ("success",)
-
-
-async def serving(replica: Replica, number: int) -> None:
-    """Wait until `replica` serves revision `number` (a deploy reaches it within seconds)."""
-
-    async def switched() -> bool:
-        served: int = (await info(replica))["revision_number"]
-        return served == number
-
-    await eventually(switched, 10, f"the replica to serve revision {number}")
 
 
 async def _is(client: Any, thread_id: str, run_id: str, status: str) -> bool:

@@ -8,8 +8,7 @@ from typing import Any
 
 from agentctl.testing.replicas import start_replica
 from tests.conftest import sandbox_project
-from tests.production.conftest import KEY, Cluster
-from tests.production.test_replicas import serving
+from tests.production.conftest import KEY, Cluster, serving
 from tests.server.conftest import call, user
 
 

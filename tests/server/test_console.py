@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 
 from agentctl.testing.identity import OidcIssuer
-from tests.js.conftest import chat_project
+from tests.conftest import chat_project
 from tests.server.conftest import Running, running_server
 
 
