@@ -12,19 +12,13 @@ from playwright.async_api import expect
 from agentctl.testing.identity import OidcIssuer
 from tests.conftest import chat_project
 from tests.console.conftest import DevUrl, OpenConsole
-from tests.server.conftest import sdk
+from tests.server.conftest import console_auth, sdk, with_auth
 
 CLIENT_ID = "agentctl-console"
 
 
 def oidc_project(root: Path, oidc: OidcIssuer) -> Path:
-    project = chat_project(root)
-    with (project / "agent.toml").open("a") as config:
-        config.write(
-            f'\n[auth]\nprovider = "oidc"\nissuer = "{oidc.issuer}"\n'
-            f'audience = "{oidc.audience}"\nclient_id = "{CLIENT_ID}"\n'
-        )
-    return project
+    return with_auth(chat_project(root / "source"), root / "chat", console_auth(oidc, CLIENT_ID))
 
 
 async def test_a_user_signs_in_through_the_provider_and_chats_as_themselves(

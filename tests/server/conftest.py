@@ -26,7 +26,7 @@ from agentctl.server.context import Server
 from agentctl.server.embedded import open_embedded_server
 from agentctl.server.http import uvicorn_config
 from agentctl.testing import ScriptedModelServer
-from agentctl.testing.identity import IdpBServer
+from agentctl.testing.identity import IdpBServer, OidcIssuer
 
 # model_server, calc_port, library_port and demo are in tests/conftest.py.
 
@@ -161,6 +161,16 @@ def with_auth(
     with (dest / ".env").open("a") as dotenv:
         dotenv.writelines(f"{name}={value}\n" for name, value in (env or {}).items())
     return dest
+
+
+def console_auth(oidc: OidcIssuer, client_id: str = "agentctl-console") -> dict[str, str]:
+    """`[auth]` on `oidc`, with the public client the web console signs in with."""
+    return {
+        "provider": "oidc",
+        "issuer": oidc.issuer,
+        "audience": oidc.audience,
+        "client_id": client_id,
+    }
 
 
 def sdk(

@@ -120,3 +120,24 @@ async def test_the_operator_lists_the_sandboxes(tmp_path: Path, sandbox_dir: Pat
     assert box["name"].endswith(thread)
     assert box["image"] == listed["settings"]["image"]
     assert box["created_at"] <= box["last_used_at"]
+
+
+async def test_the_operator_sees_only_this_server_s_sandboxes(
+    tmp_path: Path, sandbox_dir: Path
+) -> None:
+    """A sandbox service shared by two deployments: each operator's list holds only the
+    sandboxes of its own agent."""
+    other = sandbox_project(tmp_path / "other")
+    config = other / "agent.toml"
+    config.write_text(config.read_text().replace('name = "coder"', 'name = "other"'))
+    async with (
+        running_server(sandbox_project(tmp_path / "coder"), tmp_path / "data") as coder,
+        running_server(other, tmp_path / "other-data") as agent,
+        httpx.AsyncClient() as http,
+    ):
+        thread = (await coder.client.threads.create())["thread_id"]
+        await answer(coder.client, thread, run_and_say("echo here"))
+        [mine] = (await http.get(f"{coder.url}/platform/sandboxes")).json()["sandboxes"]
+        others = (await http.get(f"{agent.url}/platform/sandboxes")).json()["sandboxes"]
+    assert mine["name"].endswith(thread)
+    assert others == []

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["DISCOVERY_PATH", "OidcAuthenticator"]
 
 DISCOVERY_PATH = "/.well-known/openid-configuration"
+HTTP_SCHEMES = ("http://", "https://")
 _FIX = "check [auth].issuer in agent.toml"
 
 
@@ -41,6 +42,7 @@ _FIX = "check [auth].issuer in agent.toml"
 class _Discovered:
     jwks_uri: str
     algorithms: tuple[str, ...]
+    token_endpoint: str | None  # where a browser app exchanges its code (the web console)
 
 
 class OidcAuthenticator(KeySetVerifier):
@@ -80,6 +82,11 @@ class OidcAuthenticator(KeySetVerifier):
         )
         return Identity(id=subject(claims), provider=self.provider)
 
+    async def token_endpoint(self) -> str | None:
+        """The provider's token endpoint (an http(s) URL), if its discovery document names
+        one; `AuthUnavailable` when the document cannot be had."""
+        return (await self._discovered.current(self.discovery_ttl, self._discover)).token_endpoint
+
     async def _discover(self) -> _Discovered:
         """Fetch the discovery document; a new `jwks_uri` gets a new key cache."""
         found = await self._fetch()
@@ -118,12 +125,15 @@ class OidcAuthenticator(KeySetVerifier):
                 "— set [auth].issuer in agent.toml to exactly the provider's issuer"
             )
         jwks_uri = document.get("jwks_uri")
-        if not isinstance(jwks_uri, str) or not jwks_uri.startswith(("http://", "https://")):
+        if not isinstance(jwks_uri, str) or not jwks_uri.startswith(HTTP_SCHEMES):
             raise AuthUnavailable(
                 f"the discovery document at {host} has no jwks_uri — the provider must publish "
                 "its signing keys"
             )
-        return _Discovered(jwks_uri, _algorithms(host, document))
+        token_endpoint = document.get("token_endpoint")
+        if not isinstance(token_endpoint, str) or not token_endpoint.startswith(HTTP_SCHEMES):
+            token_endpoint = None
+        return _Discovered(jwks_uri, _algorithms(host, document), token_endpoint)
 
 
 def _algorithms(host: str, document: dict[str, Any]) -> tuple[str, ...]:

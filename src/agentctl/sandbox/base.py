@@ -30,7 +30,7 @@ from deepagents.backends.protocol import (
 from langgraph.config import get_config
 
 from agentctl.project.model import SandboxScope
-from agentctl.runtime.namespaces import escape_id
+from agentctl.runtime.namespaces import escape_id, unescape_id
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,19 @@ class SandboxKey:
         if self.thread is None:
             return f"a.{escape_id(self.assistant)}"
         return f"t.{escape_id(self.assistant)}.{escape_id(self.thread)}"
+
+    @classmethod
+    def of_name(cls, name: str) -> SandboxKey | None:
+        """The key `name` was made from (escaped ids hold no `.`); None for another name."""
+        kind, _, ids = name.partition(".")
+        parts = ids.split(".")
+        if not all(parts):
+            return None
+        if kind == "a" and len(parts) == 1:
+            return cls(unescape_id(parts[0]))
+        if kind == "t" and len(parts) == 2:
+            return cls(unescape_id(parts[0]), unescape_id(parts[1]))
+        return None
 
 
 class SandboxPool(Protocol):

@@ -47,8 +47,12 @@ CONSOLE_PREFIX = "/ui"
 
 
 def is_public(path: str) -> bool:
-    """Whether `path` is served to anyone, without credentials."""
-    return path in PUBLIC_PATHS or path == CONSOLE_PREFIX or path.startswith(CONSOLE_PREFIX + "/")
+    """Whether `path` is served to anyone, without credentials: the public paths, and the
+    console's page and files (`/ui`, `/ui/`, `/ui/<file>`, no deeper path)."""
+    if path in PUBLIC_PATHS or path == CONSOLE_PREFIX:
+        return True
+    folder, _, name = path.rpartition("/")
+    return folder == CONSOLE_PREFIX and name not in (".", "..")
 
 
 DEV_UI_HEADER = (b"x-auth-scheme", b"langsmith")

@@ -239,6 +239,7 @@ class OidcIssuer(_JwtIssuer):
         self.path = path.rstrip("/")
         self.signing_algs = ["RS256"] if signing_algs is None else signing_algs
         self.discovery_fetches = 0
+        self.token_url: str | None = None  # the discovery's token endpoint, if not ours
         self.clients: dict[str, set[str]] = {}  # public client id -> its redirect URIs
         self.codes: dict[str, _Grant] = {}  # authorization code -> what it grants
 
@@ -251,7 +252,7 @@ class OidcIssuer(_JwtIssuer):
             "issuer": self.issuer,
             "jwks_uri": f"{self.issuer}/jwks",
             "authorization_endpoint": f"{self.issuer}/authorize",
-            "token_endpoint": f"{self.issuer}/token",
+            "token_endpoint": self.token_url or f"{self.issuer}/token",
             "response_types_supported": ["code"],
             "subject_types_supported": ["public"],
         }

@@ -7,6 +7,7 @@ the console works behind any path prefix."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import hashlib
 from dataclasses import dataclass
@@ -17,7 +18,8 @@ from urllib.parse import urlsplit
 from fastapi import APIRouter, Request
 from starlette.responses import RedirectResponse, Response
 
-from agentctl.errors import NotFound
+from agentctl.auth.oidc import OidcAuthenticator
+from agentctl.errors import AuthUnavailable, NotFound
 from agentctl.server.access import CONSOLE_PREFIX
 from agentctl.server.context import Server, server_of
 
@@ -48,7 +50,7 @@ class Asset:
     body: bytes
     gzipped: bytes
     media_type: str
-    etag: str
+    digest: str  # of the body: the ETag, with `-gz` for the gzipped body
 
 
 @cache
@@ -61,18 +63,43 @@ def assets() -> dict[str, Asset]:
         if media_type is None:
             continue
         body = entry.read_bytes()
-        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-        found[entry.name] = Asset(body, gzip.compress(body, mtime=0), media_type, etag)
+        digest = hashlib.sha256(body).hexdigest()[:32]
+        found[entry.name] = Asset(body, gzip.compress(body, mtime=0), media_type, digest)
     return found
 
 
-def policy(server: Server) -> str:
+async def loaded_assets() -> dict[str, Asset]:
+    """`assets`, read off the event loop the first time (reading files blocks)."""
+    if assets.cache_info().currsize:
+        return assets()
+    return await asyncio.to_thread(assets)
+
+
+async def policy(server: Server) -> str:
     """The content security policy of the console's files on `server`."""
+    origins = await provider_origins(server)
+    return POLICY.format(provider="".join(f" {origin}" for origin in origins))
+
+
+async def provider_origins(server: Server) -> list[str]:
+    """Where the console's sign-in through the OIDC provider connects: the issuer (discovery)
+    and the token endpoint, which some providers keep on another origin."""
     sign_in = server.browser_sign_in()
     if sign_in is None:
-        return POLICY.format(provider="")
-    issuer = urlsplit(sign_in["issuer"])
-    return POLICY.format(provider=f" {issuer.scheme}://{issuer.netloc}")
+        return []
+    origins = [_origin(sign_in["issuer"])]
+    authenticator = server.access.authenticator
+    if isinstance(authenticator, OidcAuthenticator):
+        with contextlib.suppress(AuthUnavailable):  # the page still loads; sign-in will say
+            endpoint = await authenticator.token_endpoint()
+            if endpoint is not None and _origin(endpoint) not in origins:
+                origins.append(_origin(endpoint))
+    return origins
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 @router.get(CONSOLE_PREFIX)
@@ -81,17 +108,24 @@ async def console_root() -> Response:
     return RedirectResponse("ui/", status_code=308)
 
 
-@router.get(CONSOLE_PREFIX + "/{name}")
-@router.get(CONSOLE_PREFIX + "/", name="console_index")
+@router.api_route(CONSOLE_PREFIX + "/{name}", methods=["GET", "HEAD"])
+@router.api_route(CONSOLE_PREFIX + "/", methods=["GET", "HEAD"], name="console_index")
 async def console_file(request: Request, name: str = "index.html") -> Response:
-    asset = (await asyncio.to_thread(assets)).get(name)  # read once; files block the loop
+    asset = (await loaded_assets()).get(name)
     if asset is None:
         raise NotFound(f"the console has no file {name!r} — open {CONSOLE_PREFIX}/")
-    headers = {**SECURITY_HEADERS, "ETag": asset.etag, "Vary": "Accept-Encoding"}
-    headers["Content-Security-Policy"] = policy(server_of(request))
-    if request.headers.get("if-none-match") == asset.etag:
+    gzipped = "gzip" in request.headers.get("accept-encoding", "")
+    etag = f'"{asset.digest}-gz"' if gzipped else f'"{asset.digest}"'
+    headers = {**SECURITY_HEADERS, "ETag": etag, "Vary": "Accept-Encoding"}
+    headers["Content-Security-Policy"] = await policy(server_of(request))
+    if etag in _entity_tags(request.headers.get("if-none-match", "")):
         return Response(status_code=304, headers=headers)
-    body = asset.body
-    if "gzip" in request.headers.get("accept-encoding", ""):
-        body, headers["Content-Encoding"] = asset.gzipped, "gzip"
-    return Response(body, media_type=asset.media_type, headers=headers)
+    if gzipped:
+        headers["Content-Encoding"] = "gzip"
+    return Response(asset.gzipped if gzipped else asset.body, media_type=asset.media_type,
+                    headers=headers)  # fmt: skip
+
+
+def _entity_tags(header: str) -> set[str]:
+    """The tags of an `If-None-Match` header, weak ones (`W/"…"`) compared as strong."""
+    return {tag.strip().removeprefix("W/") for tag in header.split(",")} - {""}

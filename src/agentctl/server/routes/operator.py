@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
+from agentctl.sandbox.base import SandboxKey
 from agentctl.sandbox.service import SandboxInfo
 from agentctl.server import lookup
 from agentctl.server.access import caller_of
@@ -59,14 +60,21 @@ async def sandboxes(request: Request) -> Response:
         }
     service = server.sandboxes
     listed = [] if service is None else await service.list_sandboxes()
-    return json_response({"settings": settings, "sandboxes": [_sandbox(box) for box in listed]})
+    # The service may serve other deployments too: only the sandboxes of the agent served
+    # (keyed by its name).
+    agent = server.deployment.graph_id if server.deployment.ready else None
+    shown = [
+        _sandbox(box, key)
+        for box in listed
+        if (key := SandboxKey.of_name(box.name)) is not None and key.assistant == agent
+    ]
+    return json_response({"settings": settings, "sandboxes": shown})
 
 
-def _sandbox(box: SandboxInfo) -> dict[str, Any]:
+def _sandbox(box: SandboxInfo, key: SandboxKey) -> dict[str, Any]:
     return {
         "name": box.name,
-        # Names are `a.<assistant>` (one per assistant) or `t.<assistant>.<thread>`.
-        "scope": "assistant" if box.name.startswith("a.") else "thread",
+        "scope": key.scope,
         "image": box.image,
         "template": box.template,
         "created_at": datetime.fromtimestamp(box.created_at, UTC),
