@@ -1,8 +1,9 @@
 // Sign-in: a user's bearer token ([auth]) or the deployment key (the operator). The console
-// checks the credentials with one request before keeping them, and only ever shows what the
-// API lets them see.
+// checks the credentials with one request before keeping them (the context's `signIn`), and
+// only ever shows what the API lets them see.
 import { useState } from "react";
-import { describeError, makeClient } from "./api.js";
+import { Alert } from "./Alert.jsx";
+import { describeError } from "./api.js";
 import { useConsole } from "./context.js";
 import { startSignIn } from "./oidc.js";
 
@@ -46,24 +47,22 @@ export function SignIn() {
         <button type="button" className={provider ? "secondary" : undefined} onClick={() => setOpen(true)}>
           {provider ? "Use a token" : "Sign in"}
         </button>
-        {error ? (
-          <p role="alert" className="error">
-            {error}
-          </p>
-        ) : null}
+        {error ? <Alert>{error}</Alert> : null}
       </div>
     );
   }
+  const close = () => {
+    setOpen(false);
+    setValue("");
+    setError(null);
+  };
   const submit = async (event) => {
     event.preventDefault();
-    const given = { kind, value: value.trim() };
     setChecking(true);
     setError(null);
     try {
-      await makeClient(given).threads.search({ limit: 1 });
-      signIn(given);
-      setOpen(false);
-      setValue("");
+      await signIn({ kind, value: value.trim() });
+      close();
     } catch (failure) {
       setError(describeError(failure));
     } finally {
@@ -90,6 +89,7 @@ export function SignIn() {
           type="password"
           name="credential"
           autoComplete="off"
+          autoFocus
           required
           value={value}
           onChange={(event) => setValue(event.target.value)}
@@ -98,11 +98,10 @@ export function SignIn() {
       <button type="submit" disabled={checking}>
         {checking ? "Checking…" : "Sign in"}
       </button>
-      {error ? (
-        <p role="alert" className="error">
-          {error}
-        </p>
-      ) : null}
+      <button type="button" className="secondary" onClick={close}>
+        Cancel
+      </button>
+      {error ? <Alert>{error}</Alert> : null}
     </form>
   );
 }

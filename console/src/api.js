@@ -30,26 +30,70 @@ export function authHeaders(credentials) {
   return {};
 }
 
-/** An SDK client acting with `credentials` (never an API key from anywhere else). */
-export function makeClient(credentials) {
-  return new Client({ apiUrl: API_URL, apiKey: null, defaultHeaders: authHeaders(credentials) });
+let sessionEnded = () => {};
+
+/** `handler(credentials)` runs when the server refuses a user's token (401): it expired or
+ * was revoked. The console's frame registers the one handler. */
+export function onSessionEnded(handler) {
+  sessionEnded = handler;
 }
 
-/** A request the SDK has no method for (the platform API, /info), as JSON; a failed answer
- * throws an Error whose message is the server's `detail`. */
-export async function request(credentials, path, { method = "GET", body } = {}) {
-  const response = await fetch(`${API_URL}${path}`, {
-    method,
-    headers: {
-      ...authHeaders(credentials),
-      ...(body === undefined ? {} : { "Content-Type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
+function watch(credentials, response) {
+  if (response.status === 401 && credentials?.kind === "token") sessionEnded(credentials);
+  return response;
+}
+
+/** An SDK client acting with `credentials` (never an API key from anywhere else). */
+export function makeClient(credentials) {
+  return new Client({
+    apiUrl: API_URL,
+    apiKey: null,
+    defaultHeaders: authHeaders(credentials),
+    callerOptions: { fetch: async (...args) => watch(credentials, await fetch(...args)) },
   });
+}
+
+/** The server's `detail` in an error answer's body, or null when the body is not the API's
+ * JSON (a proxy's HTML page, say). */
+function detailOf(body) {
+  try {
+    return JSON.parse(body)?.detail ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** A request the SDK has no method for (the platform API, /info, /metrics), as JSON (or as
+ * text with `text: true`); a failed answer throws an ApiError whose message is the server's
+ * `detail`, else the answer's status text. */
+export async function request(credentials, path, { method = "GET", body, text: asText = false } = {}) {
+  const response = watch(
+    credentials,
+    await fetch(`${API_URL}${path}`, {
+      method,
+      headers: {
+        ...authHeaders(credentials),
+        ...(body === undefined ? {} : { "Content-Type": "application/json" }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+  );
   const text = await response.text();
-  const data = text ? JSON.parse(text) : null;
-  if (!response.ok) throw new ApiError(response.status, data?.detail ?? response.statusText);
-  return data;
+  if (!response.ok) {
+    const detail = detailOf(text) ?? (response.statusText || `HTTP ${response.status}`);
+    throw new ApiError(response.status, detail);
+  }
+  if (asText) return text;
+  try {
+    return text ? JSON.parse(text) : null;
+  } catch {
+    throw new ApiError(response.status, `${path} did not answer JSON`);
+  }
+}
+
+/** Check `credentials` with one request they need to be good for; throws when refused. */
+export async function checkCredentials(credentials) {
+  await makeClient(credentials).threads.search({ limit: 1 });
 }
 
 export class ApiError extends Error {

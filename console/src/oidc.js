@@ -19,16 +19,32 @@ function redirectUri() {
   return `${window.location.origin}${window.location.pathname}`;
 }
 
-async function discover(issuer) {
+const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"]);
+
+/** `address` (an endpoint the discovery document names) when it is https — or http on
+ * loopback, for a provider whose issuer itself is http on loopback (a local test provider). */
+function safeEndpoint(issuer, address) {
+  const endpoint = new URL(address);
+  if (endpoint.protocol === "https:") return endpoint.href;
+  const home = new URL(issuer);
+  const local = (url) => url.protocol === "http:" && LOOPBACK.has(url.hostname);
+  if (local(home) && local(endpoint)) return endpoint.href;
+  throw new Error(`the provider's endpoint ${endpoint.origin} is not https: refused`);
+}
+
+/** The provider's endpoint named `name` in its discovery document. */
+async function discover(issuer, name) {
   const url = `${issuer.replace(/\/$/, "")}/.well-known/openid-configuration`;
   const response = await fetch(url);
   if (!response.ok) throw new Error(`the provider's discovery document: ${response.status}`);
-  return await response.json();
+  const config = await response.json();
+  if (!config[name]) throw new Error(`the provider's discovery document names no ${name}`);
+  return safeEndpoint(issuer, config[name]);
 }
 
 /** Leave for the provider's sign-in page; the browser comes back to `finishSignIn`. */
 export async function startSignIn({ issuer, client_id: clientId }) {
-  const { authorization_endpoint: endpoint } = await discover(issuer);
+  const endpoint = await discover(issuer, "authorization_endpoint");
   const verifier = randomText();
   const state = randomText();
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier));
@@ -59,13 +75,14 @@ export async function finishSignIn({ issuer, client_id: clientId }) {
   const hash = pending?.hash || window.location.hash;
   window.history.replaceState(null, "", `${window.location.pathname}${hash}`);
   window.dispatchEvent(new HashChangeEvent("hashchange")); // the view the visitor left
-  if (query.has("error")) {
-    throw new Error(`the provider refused the sign-in: ${query.get("error_description") || query.get("error")}`);
-  }
+  // The state first: what an answer not started here says (its error too) is not shown.
   if (!pending || pending.state !== query.get("state")) {
     throw new Error("the sign-in answer does not belong to a sign-in started here: sign in again");
   }
-  const { token_endpoint: endpoint } = await discover(issuer);
+  if (query.has("error")) {
+    throw new Error(`the provider refused the sign-in: ${query.get("error_description") || query.get("error")}`);
+  }
+  const endpoint = await discover(issuer, "token_endpoint");
   const response = await fetch(endpoint, {
     method: "POST",
     headers: { "Content-Type": "application/x-www-form-urlencoded" },

@@ -81,6 +81,7 @@ async def test_edit_runs_the_call_with_the_edited_arguments(
         arguments = editor.get_by_label("Arguments (JSON)")
         shown = json.dumps({"file_path": "/notes.md", "content": "hello"}, indent=2)
         await expect(arguments).to_have_value(shown)
+        await expect(arguments).to_be_focused()  # the opened form takes the keyboard
 
         # Text that is not a JSON object is refused, plainly, and nothing runs.
         await arguments.fill('{"file_path": "/edited.md",')
@@ -130,7 +131,13 @@ async def test_reject_skips_the_call_and_the_agent_goes_on(
         await expect(gate.get_by_role("button", name="Edit")).to_have_count(0)
         await gate.get_by_role("button", name="Reject").click()
         form = gate.get_by_role("form", name="Reject write_file")
-        await form.get_by_label("Message to the agent (optional)").fill("not in this folder")
+        message = form.get_by_label("Message to the agent (optional)")
+        await expect(message).to_be_focused()
+        # Cancel closes the form and gives the focus back to its button.
+        await form.get_by_role("button", name="Cancel").click()
+        await expect(gate.get_by_role("button", name="Reject")).to_be_focused()
+        await gate.get_by_role("button", name="Reject").click()
+        await message.fill("not in this folder")
         await console.screenshot("gate-reject")
         await form.get_by_role("button", name="Reject the call").click()
 

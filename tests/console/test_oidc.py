@@ -69,3 +69,15 @@ async def test_a_sign_in_answer_not_started_here_is_refused_plainly(
         )
         await expect(console.page.get_by_test_id("signed-in-as")).to_have_count(0)
         assert console.page.url == f"{url}/ui/#/chat"
+
+
+async def test_an_error_answer_not_started_here_does_not_show_what_it_says(
+    open_console: OpenConsole, dev_url: DevUrl, oidc: OidcIssuer, tmp_path: Path
+) -> None:
+    url = dev_url(oidc_project(tmp_path / "chat", oidc))
+    async with open_console(url) as console:
+        forged = "error=access_denied&error_description=Call+0800+to+unlock&state=forged"
+        await console.page.goto(f"{url}/ui/?{forged}#/chat")
+        alert = console.page.get_by_role("alert")
+        await expect(alert).to_contain_text("does not belong to a sign-in started here")
+        assert "0800" not in await alert.inner_text()

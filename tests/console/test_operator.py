@@ -71,6 +71,7 @@ async def test_operator_rolls_back_from_the_console_and_every_replica_follows(
         await oldest.get_by_role("button", name="Roll back to this").click()
         confirm = oldest.get_by_role("group", name="Activate revision 1?")
         await expect(confirm).to_contain_text("Serve revision 1 to new runs?")
+        await expect(confirm.get_by_role("button", name="Cancel")).to_be_focused()
         await confirm.get_by_role("button", name="Confirm").click()
         await expect(oldest).to_contain_text("Active")
         await expect(newest.get_by_role("button", name="Activate")).to_be_visible()

@@ -2,10 +2,16 @@
 // `action_requests` and their `review_configs`). Each pending call shows with its arguments
 // and the decisions its gate allows: approve, edit (its arguments, as JSON) or reject (with
 // an optional message). Once every call has a decision the run resumes with them.
-import { useId, useState } from "react";
+import { useEffect, useId, useRef, useState } from "react";
+import { Alert } from "../Alert.jsx";
 import { pretty } from "./text.js";
 
 const ALL_DECISIONS = ["approve", "edit", "reject"];
+/** The decisions that open a form first. */
+const FORMS = [
+  { mode: "edit", label: "Edit", className: "secondary" },
+  { mode: "reject", label: "Reject", className: "danger" },
+];
 
 function allowedFor(request, action) {
   const config = (request.review_configs ?? []).find((c) => c.action_name === action.name);
@@ -42,6 +48,7 @@ function EditForm({ action, onDone, onCancel }) {
       <textarea
         id={field}
         rows={Math.min(16, text.split("\n").length + 1)}
+        autoFocus
         value={text}
         spellCheck={false}
         aria-invalid={Boolean(error)}
@@ -50,11 +57,7 @@ function EditForm({ action, onDone, onCancel }) {
           setError(null);
         }}
       />
-      {error ? (
-        <p role="alert" className="error">
-          {error}
-        </p>
-      ) : null}
+      {error ? <Alert>{error}</Alert> : null}
       <div className="gate-buttons">
         <button type="submit">Run with these arguments</button>
         <button type="button" className="secondary" onClick={onCancel}>
@@ -75,7 +78,7 @@ function RejectForm({ action, onDone, onCancel }) {
   return (
     <form className="gate-form" aria-label={`Reject ${action.name}`} onSubmit={submit}>
       <label htmlFor={field}>Message to the agent (optional)</label>
-      <input id={field} value={message} onChange={(event) => setMessage(event.target.value)} />
+      <input id={field} value={message} autoFocus onChange={(event) => setMessage(event.target.value)} />
       <div className="gate-buttons">
         <button type="submit" className="danger">
           Reject the call
@@ -91,6 +94,17 @@ function RejectForm({ action, onDone, onCancel }) {
 function ActionReview({ action, allowed, decision, onDecide, busy }) {
   const [mode, setMode] = useState(null);
   const title = useId();
+  // The opened form's field takes the focus (autoFocus); Cancel gives it back to its button.
+  const buttons = { edit: useRef(null), reject: useRef(null) };
+  const closed = useRef(null);
+  useEffect(() => {
+    if (mode === null && closed.current) buttons[closed.current].current?.focus();
+    closed.current = null;
+  });
+  const cancel = () => {
+    closed.current = mode;
+    setMode(null);
+  };
   const decide = (made) => {
     setMode(null);
     onDecide(made);
@@ -105,9 +119,9 @@ function ActionReview({ action, allowed, decision, onDecide, busy }) {
       {decision ? (
         <p className="gate-decided">Decision: {decision.type}</p>
       ) : mode === "edit" ? (
-        <EditForm action={action} onDone={decide} onCancel={() => setMode(null)} />
+        <EditForm action={action} onDone={decide} onCancel={cancel} />
       ) : mode === "reject" ? (
-        <RejectForm action={action} onDone={decide} onCancel={() => setMode(null)} />
+        <RejectForm action={action} onDone={decide} onCancel={cancel} />
       ) : (
         <div className="gate-buttons">
           {allowed.includes("approve") ? (
@@ -115,16 +129,18 @@ function ActionReview({ action, allowed, decision, onDecide, busy }) {
               Approve
             </button>
           ) : null}
-          {allowed.includes("edit") ? (
-            <button type="button" className="secondary" disabled={busy} onClick={() => setMode("edit")}>
-              Edit
+          {FORMS.filter(({ mode: opens }) => allowed.includes(opens)).map(({ mode: opens, label, className }) => (
+            <button
+              key={opens}
+              type="button"
+              className={className}
+              ref={buttons[opens]}
+              disabled={busy}
+              onClick={() => setMode(opens)}
+            >
+              {label}
             </button>
-          ) : null}
-          {allowed.includes("reject") ? (
-            <button type="button" className="danger" disabled={busy} onClick={() => setMode("reject")}>
-              Reject
-            </button>
-          ) : null}
+          ))}
         </div>
       )}
     </article>
@@ -140,14 +156,15 @@ export function Gate({ interrupt, onResume, busy }) {
   const request = interrupt.value;
   const actions = request.action_requests;
   const [decisions, setDecisions] = useState(() => actions.map(() => null));
+  const title = useId();
   const decide = (index, decision) => {
     const next = decisions.map((made, i) => (i === index ? decision : made));
     setDecisions(next);
     if (next.every(Boolean)) onResume(interrupt, next);
   };
   return (
-    <section className="gate panel" aria-labelledby="gate-title" data-testid="gate">
-      <h2 id="gate-title">Approval needed</h2>
+    <section className="gate panel" aria-labelledby={title} data-testid="gate">
+      <h2 id={title}>Approval needed</h2>
       {actions.map((action, index) => (
         <ActionReview
           key={index}

@@ -32,7 +32,9 @@ export function Messages({ stream, waiting = false }) {
   // for, and subagents need `updates` from the first run on.
   const subagents = stream.subagents;
   return (
-    <ol className="messages" aria-live="polite" data-testid="messages">
+    // Not a live region (it would read every streamed token): busy while the agent writes;
+    // the chat's status line announces the answer once it is whole.
+    <ol className="messages" aria-busy={stream.isLoading} data-testid="messages">
       {stream.messages.map((message, index) => {
         if (message.type === "tool") return null;
         const text = textOf(message);

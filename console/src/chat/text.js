@@ -13,9 +13,21 @@ export function pretty(value) {
   return JSON.stringify(value ?? null, null, 2);
 }
 
-/** A file of the deep agent's state (`{content: [...lines] | string}`) as text. */
+function fromBase64(text) {
+  const bytes = Uint8Array.from(atob(text.replace(/\s/g, "")), (char) => char.charCodeAt(0));
+  return new TextDecoder().decode(bytes);
+}
+
+/** A file as deepagents keeps it (`{content: [...lines] | string, encoding}`, in the agent's
+ * state or the store) as text; `encoding: "base64"` is decoded. */
 export function fileText(file) {
   const content = file?.content;
-  if (Array.isArray(content)) return content.join("\n");
-  return typeof content === "string" ? content : pretty(content);
+  const text = Array.isArray(content) ? content.join("\n") : content;
+  if (typeof text !== "string") return pretty(content);
+  if (file.encoding !== "base64") return text;
+  try {
+    return fromBase64(text);
+  } catch {
+    return text;
+  }
 }

@@ -2,9 +2,9 @@
 // deployment key, which a plain link would not send, so the console fetches it and shows
 // the agentctl_* lines.
 import { useState } from "react";
-import { API_URL, ApiError, authHeaders } from "../api.js";
+import { Alert } from "../Alert.jsx";
+import { API_URL, request } from "../api.js";
 import { useConsole } from "../context.js";
-import { Failure } from "./Table.jsx";
 
 export function Metrics() {
   const { credentials } = useConsole();
@@ -14,11 +14,7 @@ export function Metrics() {
   const load = async () => {
     setError(null);
     try {
-      const response = await fetch(`${API_URL}/metrics`, { headers: authHeaders(credentials) });
-      const body = await response.text();
-      const detail = safeDetail(body) ?? response.statusText;
-      if (!response.ok) throw new ApiError(response.status, detail);
-      setText(body);
+      setText(await request(credentials, "/metrics", { text: true }));
     } catch (failure) {
       setError(failure);
     }
@@ -27,7 +23,8 @@ export function Metrics() {
   return (
     <>
       <p>
-        <a href={`${API_URL}/docs`} target="_blank" rel="noreferrer">
+        {/* noopener: the docs page (Swagger UI, from a CDN) gets no hold on this tab */}
+        <a href={`${API_URL}/docs`} target="_blank" rel="noopener noreferrer">
           API docs (/docs)
         </a>{" "}
         ·{" "}
@@ -45,7 +42,7 @@ export function Metrics() {
           </label>
         ) : null}
       </p>
-      <Failure error={error} />
+      <Alert error={error} />
       {text !== null ? (
         <pre data-testid="metrics" tabIndex={0} aria-label="Metrics of this replica">
           {lines.join("\n")}
@@ -53,12 +50,4 @@ export function Metrics() {
       ) : null}
     </>
   );
-}
-
-function safeDetail(body) {
-  try {
-    return JSON.parse(body).detail;
-  } catch {
-    return null;
-  }
 }

@@ -1,19 +1,20 @@
 // The deployed revisions, newest first, with their deploy times and the secrets they carry
 // (names only); activating one (a rollback or a roll forward) asks for a confirmation first.
 import { useState } from "react";
-import { request } from "../api.js";
+import { Alert } from "../Alert.jsx";
+import { describeError, request } from "../api.js";
+import { Confirm } from "../Confirm.jsx";
 import { useConsole } from "../context.js";
-import { Failure, Table } from "./Table.jsx";
-import { usePlatform, when } from "./usePlatform.js";
+import { Time } from "../time.jsx";
+import { Table } from "./Table.jsx";
+import { usePlatform } from "./usePlatform.js";
 
 const COLUMNS = ["Revision", "Id", "Agent", "Model", "Deployed at", "Secrets", "State"];
 
 export function Revisions() {
   const { info, credentials, refreshInfo } = useConsole();
   const revisions = usePlatform("/platform/revisions", { skip: !info.deploys });
-  const [confirming, setConfirming] = useState(null);
-  const [busy, setBusy] = useState(false);
-  const [failure, setFailure] = useState(null);
+  const [notice, setNotice] = useState(null);
   if (!info.deploys) {
     return (
       <p data-testid="no-deploys">
@@ -22,45 +23,40 @@ export function Revisions() {
       </p>
     );
   }
+  // A failure to activate throws (the confirmation shows it); once activated, a failure to
+  // read the server's /info again is only that.
   const activate = async (number) => {
-    setBusy(true);
-    setFailure(null);
-    try {
-      await request(credentials, `/platform/revisions/${number}/activate`, { method: "POST" });
-      setConfirming(null);
-      await Promise.all([revisions.reload(), refreshInfo()]);
-    } catch (error) {
-      setFailure(error);
-    } finally {
-      setBusy(false);
+    setNotice(null);
+    await request(credentials, `/platform/revisions/${number}/activate`, { method: "POST" });
+    const [, refreshed] = await Promise.allSettled([revisions.reload(), refreshInfo()]);
+    if (refreshed.status === "rejected") {
+      setNotice(`Revision ${number} is active; reading /info again failed: ${describeError(refreshed.reason)}`);
     }
   };
   const rows = revisions.data ?? [];
   const active = rows.find((row) => row.active)?.number;
   const control = (row) => {
     if (row.active) return <strong className="active-marker">Active</strong>;
-    if (confirming !== row.number) {
-      return (
-        <button type="button" className="secondary" onClick={() => setConfirming(row.number)}>
-          {active !== undefined && row.number < active ? "Roll back to this" : "Activate"}
-        </button>
-      );
-    }
     return (
-      <span className="confirm" role="group" aria-label={`Activate revision ${row.number}?`}>
-        Serve revision {row.number} to new runs?
-        <button type="button" disabled={busy} onClick={() => activate(row.number)}>
-          Confirm
-        </button>
-        <button type="button" className="secondary" onClick={() => setConfirming(null)}>
-          Cancel
-        </button>
-      </span>
+      <Confirm
+        label={active !== undefined && row.number < active ? "Roll back to this" : "Activate"}
+        className="secondary"
+        group={`Activate revision ${row.number}?`}
+        question={`Serve revision ${row.number} to new runs?`}
+        yes="Confirm"
+        no="Cancel"
+        onConfirm={() => activate(row.number)}
+      />
     );
   };
   return (
     <>
-      <Failure error={failure ?? revisions.error} />
+      <Alert error={revisions.error} />
+      {notice ? (
+        <p role="status" className="hint">
+          {notice}
+        </p>
+      ) : null}
       {revisions.data && !rows.length ? (
         <p>
           Nothing deployed yet: run <code>agentctl deploy</code>.
@@ -76,7 +72,9 @@ export function Revisions() {
               </td>
               <td>{row.agent}</td>
               <td>{row.model}</td>
-              <td>{when(row.created_at)}</td>
+              <td>
+                <Time value={row.created_at} />
+              </td>
               <td>{row.secrets.length ? row.secrets.join(", ") : "none"}</td>
               <td>{control(row)}</td>
             </tr>

@@ -3,8 +3,10 @@
 import { useState } from "react";
 import { useConsole } from "../context.js";
 import { href } from "../route.js";
-import { Failure, Table } from "./Table.jsx";
-import { usePlatform, when } from "./usePlatform.js";
+import { Alert } from "../Alert.jsx";
+import { Time } from "../time.jsx";
+import { Table } from "./Table.jsx";
+import { usePlatform } from "./usePlatform.js";
 
 const COLUMNS = ["Thread", "Run", "Assistant", "Status", "Created", ""];
 
@@ -25,7 +27,7 @@ export function Runs() {
   const rows = runs.data ?? [];
   return (
     <>
-      <Failure error={error} />
+      <Alert error={error} />
       {runs.data && !rows.length ? (
         <p data-testid="no-runs">No run is in flight or queued.</p>
       ) : null}
@@ -47,7 +49,9 @@ export function Runs() {
               <td>
                 <span className={`run-status ${run.status}`}>{run.status}</span>
               </td>
-              <td>{when(run.created_at)}</td>
+              <td>
+                <Time value={run.created_at} />
+              </td>
               <td>
                 <button
                   type="button"

@@ -1,12 +1,14 @@
 // The revision's `[sandbox]` settings and the sandboxes the platform sandbox service keeps.
-import { Failure, Table } from "./Table.jsx";
-import { usePlatform, when } from "./usePlatform.js";
+import { Alert } from "../Alert.jsx";
+import { Time } from "../time.jsx";
+import { Table } from "./Table.jsx";
+import { usePlatform } from "./usePlatform.js";
 
 const COLUMNS = ["Name", "One per", "Image", "Created", "Last used"];
 
 export function Sandboxes() {
   const { data, error } = usePlatform("/platform/sandboxes", { every: 5000 });
-  if (error) return <Failure error={error} />;
+  if (error) return <Alert error={error} />;
   if (!data) return <p className="loading">Loading…</p>;
   const settings = data.settings;
   return (
@@ -41,8 +43,12 @@ export function Sandboxes() {
               <td>
                 <code>{box.image}</code>
               </td>
-              <td>{when(box.created_at)}</td>
-              <td>{when(box.last_used_at)}</td>
+              <td>
+                <Time value={box.created_at} />
+              </td>
+              <td>
+                <Time value={box.last_used_at} />
+              </td>
             </tr>
           ))}
         </Table>

@@ -1,5 +1,4 @@
-// What the operator's sections share: a table with column headers, and an error shown plainly.
-import { describeError } from "../api.js";
+// What the operator's sections share: a table with column headers.
 
 /** A table whose columns are `columns` (a "" column is announced as "Actions"). */
 export function Table({ testId, caption, columns, children }) {
@@ -18,12 +17,4 @@ export function Table({ testId, caption, columns, children }) {
       <tbody>{children}</tbody>
     </table>
   );
-}
-
-export function Failure({ error }) {
-  return error ? (
-    <p role="alert" className="error">
-      {describeError(error)}
-    </p>
-  ) : null;
 }

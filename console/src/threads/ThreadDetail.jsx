@@ -1,12 +1,14 @@
 // One thread: its current state (the messages, and every other key as JSON) and its
 // checkpoint history as a timeline; "Continue in chat" and delete.
-import { useEffect, useState } from "react";
+import { Alert } from "../Alert.jsx";
 import { describeError } from "../api.js";
+import { pretty } from "../chat/text.js";
 import { useConsole } from "../context.js";
 import { href, navigate } from "../route.js";
+import { Time } from "../time.jsx";
+import { useRequest } from "../useRequest.js";
 import { ConfirmDelete } from "./ConfirmDelete.jsx";
-import { Messages } from "./Messages.jsx";
-import { formatTime } from "./summary.js";
+import { ThreadMessages } from "./ThreadMessages.jsx";
 import { Timeline } from "./Timeline.jsx";
 
 export const HISTORY_LIMIT = 50;
@@ -15,32 +17,23 @@ function JsonValue({ name, value }) {
   return (
     <details className="json">
       <summary>{name}</summary>
-      <pre>{JSON.stringify(value, null, 2)}</pre>
+      <pre>{pretty(value)}</pre>
     </details>
   );
 }
 
+async function loadThread(client, threadId) {
+  const [thread, state, history] = await Promise.all([
+    client.threads.get(threadId),
+    client.threads.getState(threadId),
+    client.threads.getHistory(threadId, { limit: HISTORY_LIMIT }),
+  ]);
+  return { thread, state, history };
+}
+
 export function ThreadDetail({ threadId }) {
   const { client } = useConsole();
-  const [loaded, setLoaded] = useState(null);
-  const [error, setError] = useState(null);
-
-  useEffect(() => {
-    let live = true;
-    setLoaded(null);
-    setError(null);
-    Promise.all([
-      client.threads.get(threadId),
-      client.threads.getState(threadId),
-      client.threads.getHistory(threadId, { limit: HISTORY_LIMIT }),
-    ]).then(
-      ([thread, state, history]) => live && setLoaded({ thread, state, history }),
-      (failure) => live && setError(failure),
-    );
-    return () => {
-      live = false;
-    };
-  }, [client, threadId]);
+  const { data: loaded, error } = useRequest(() => loadThread(client, threadId), [client, threadId]);
 
   const back = (
     <p>
@@ -51,11 +44,13 @@ export function ThreadDetail({ threadId }) {
     const status = error.status ?? error.response?.status;
     return (
       <section className="thread" aria-labelledby="thread-title">
-        <h1 id="thread-title">Thread</h1>
+        <h1 id="thread-title" tabIndex={-1}>
+          Thread
+        </h1>
         {back}
-        <p role="alert" className="error" data-testid="thread-error">
+        <Alert testId="thread-error">
           {status === 404 || status === 422 ? `Thread ${threadId} not found.` : describeError(error)}
-        </p>
+        </Alert>
       </section>
     );
   }
@@ -65,7 +60,9 @@ export function ThreadDetail({ threadId }) {
   const { messages = [], ...others } = state.values || {};
   return (
     <section className="thread" aria-labelledby="thread-title">
-      <h1 id="thread-title">Thread {thread.thread_id}</h1>
+      <h1 id="thread-title" tabIndex={-1}>
+        Thread {thread.thread_id}
+      </h1>
       {back}
       <dl className="facts">
         <dt>Status</dt>
@@ -75,9 +72,13 @@ export function ThreadDetail({ threadId }) {
           </span>
         </dd>
         <dt>Created</dt>
-        <dd>{formatTime(thread.created_at)}</dd>
+        <dd>
+          <Time value={thread.created_at} />
+        </dd>
         <dt>Updated</dt>
-        <dd>{formatTime(thread.updated_at)}</dd>
+        <dd>
+          <Time value={thread.updated_at} />
+        </dd>
         {state.next?.length ? (
           <>
             <dt>Next</dt>
@@ -102,7 +103,7 @@ export function ThreadDetail({ threadId }) {
       </div>
       <section aria-labelledby="state-title">
         <h2 id="state-title">State</h2>
-        <Messages messages={messages} testId="state-messages" />
+        <ThreadMessages messages={messages} testId="state-messages" />
         {Object.entries(others).map(([key, value]) => (
           <JsonValue key={key} name={key} value={value} />
         ))}

@@ -1,11 +1,13 @@
 // The caller's threads, most recently updated first, a page at a time; filtered by id,
 // status and metadata as `POST /threads/search` takes them.
 import { useCallback, useEffect, useRef, useState } from "react";
+import { Alert } from "../Alert.jsx";
 import { describeError, request } from "../api.js";
 import { useConsole } from "../context.js";
 import { href } from "../route.js";
 import { ConfirmDelete } from "./ConfirmDelete.jsx";
-import { formatTime, titleOf } from "./summary.js";
+import { Time } from "../time.jsx";
+import { titleOf } from "./summary.js";
 
 export const PAGE_SIZE = 20;
 const STATUSES = ["idle", "busy", "interrupted", "error"];
@@ -96,7 +98,9 @@ export function ThreadList() {
 
   return (
     <section className="threads" aria-labelledby="threads-title">
-      <h1 id="threads-title">Threads</h1>
+      <h1 id="threads-title" tabIndex={-1}>
+        Threads
+      </h1>
       <form
         className="thread-search"
         role="search"
@@ -137,11 +141,7 @@ export function ThreadList() {
           Clear
         </button>
       </form>
-      {error ? (
-        <p role="alert" className="error">
-          {error}
-        </p>
-      ) : null}
+      {error ? <Alert>{error}</Alert> : null}
       {!loading && !error && threads.length === 0 ? <p className="empty">No threads found.</p> : null}
       {threads.length ? (
         <table className="thread-table" data-testid="threads">
@@ -166,7 +166,7 @@ export function ThreadList() {
                   <span className={`badge ${thread.status}`}>{thread.status}</span>
                 </td>
                 <td>
-                  <time dateTime={thread.updated_at}>{formatTime(thread.updated_at)}</time>
+                  <Time value={thread.updated_at} />
                 </td>
                 <td>
                   <ConfirmDelete label={`thread ${thread.thread_id}`} onDelete={() => remove(thread.thread_id)} />

@@ -1,7 +1,9 @@
 // A thread's checkpoints, newest first: step, the node that wrote it and the ones next, when,
 // and what changed since the one before — each expandable to its values.
-import { Messages } from "./Messages.jsx";
-import { changesOf, formatTime } from "./summary.js";
+import { pretty } from "../chat/text.js";
+import { Time } from "../time.jsx";
+import { changesOf } from "./summary.js";
+import { ThreadMessages } from "./ThreadMessages.jsx";
 
 export function Timeline({ history, limit }) {
   if (!history.length) return <p className="empty">No checkpoints yet.</p>;
@@ -18,20 +20,20 @@ export function Timeline({ history, limit }) {
                 {entry.metadata?.source ? <span>source: {entry.metadata.source}</span> : null}
                 {writes.length ? <span>by {writes.join(", ")}</span> : null}
                 {entry.next?.length ? <span>next: {entry.next.join(", ")}</span> : <span>next: —</span>}
-                <time dateTime={entry.created_at}>{formatTime(entry.created_at)}</time>
+                <Time value={entry.created_at} />
               </p>
               {added.length ? (
                 <>
                   <p className="changed">
                     {added.length} message{added.length === 1 ? "" : "s"} added
                   </p>
-                  <Messages messages={added} />
+                  <ThreadMessages messages={added} />
                 </>
               ) : null}
               {changed.length ? <p className="changed">Changed: {changed.join(", ")}</p> : null}
               <details>
                 <summary>Values at this checkpoint</summary>
-                <pre>{JSON.stringify(entry.values, null, 2)}</pre>
+                <pre>{pretty(entry.values)}</pre>
               </details>
             </li>
           );

@@ -1,6 +1,6 @@
 // How a thread reads in the console: its title, its messages in a line each, and what one
 // checkpoint changed since the one before it.
-import { textOf } from "../views/Chat.jsx";
+import { textOf } from "../chat/text.js";
 
 /** A message's one-line gist: its text, else the tools it calls. */
 export function gistOf(message) {
@@ -17,12 +17,6 @@ export function titleOf(thread) {
   const text = first == null ? "" : textOf({ content: first }).trim();
   if (!text) return "(no message yet)";
   return text.length > 120 ? `${text.slice(0, 119)}…` : text;
-}
-
-export function formatTime(value) {
-  if (!value) return "";
-  const date = new Date(value);
-  return Number.isNaN(date.getTime()) ? String(value) : date.toLocaleString();
 }
 
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);

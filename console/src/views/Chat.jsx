@@ -2,15 +2,15 @@
 // subagent delegations (expandable), the files the agent wrote, errors, and approval gates.
 // The thread is kept in the address (#/chat/<thread id>) so a reload comes back to it.
 import { useStream } from "@langchain/langgraph-sdk/react";
-import { useState } from "react";
+import { useEffect, useRef, useState } from "react";
+import { Alert } from "../Alert.jsx";
 import { describeError } from "../api.js";
 import { Files } from "../chat/Files.jsx";
 import { Gate, isApprovalRequest } from "../chat/Gate.jsx";
 import { Messages } from "../chat/Messages.jsx";
+import { textOf } from "../chat/text.js";
 import { useConsole } from "../context.js";
 import { navigate } from "../route.js";
-
-export { textOf } from "../chat/text.js";
 
 /** Submit options of every run: subagents stream their own messages too. */
 const RUN = { streamSubgraphs: true };
@@ -43,7 +43,8 @@ function Composer({ stream }) {
         placeholder="Message the agent"
         onChange={(event) => setDraft(event.target.value)}
         onKeyDown={(event) => {
-          if (event.key === "Enter" && !event.shiftKey) send(event);
+          // Not while an input method composes a word: its Enter picks the word.
+          if (event.key === "Enter" && !event.shiftKey && !event.nativeEvent.isComposing) send(event);
         }}
       />
       <button type="submit" disabled={stream.isLoading}>
@@ -58,8 +59,36 @@ function Composer({ stream }) {
   );
 }
 
+/** What failed, in words: a run of this page, loading the thread (an HTTP answer), or the
+ * thread's last run (its error, kept in the thread). */
+function failureOf(error, runError) {
+  if (error === runError) return "The run failed";
+  if (error.status ?? error.response?.status) return "Loading the thread failed";
+  return "The last run failed";
+}
+
+/** The status line (announced): the agent works, waits for a decision, or has answered. */
+function useStatus(stream, waiting) {
+  const [answered, setAnswered] = useState(false); // a run of this page has ended
+  const wasLoading = useRef(false);
+  useEffect(() => {
+    if (wasLoading.current !== stream.isLoading) setAnswered(!stream.isLoading);
+    wasLoading.current = stream.isLoading;
+  }, [stream.isLoading]);
+  if (stream.isLoading) return "The agent is working…";
+  if (waiting) return "Waiting for your decision.";
+  const last = answered ? stream.messages.findLast((message) => message.type === "ai" && textOf(message)) : null;
+  if (!last) return "";
+  return (
+    <>
+      The agent answered.<span className="visually-hidden"> {textOf(last)}</span>
+    </>
+  );
+}
+
 export function Chat({ id }) {
   const { info, client } = useConsole();
+  const runError = useRef(null);
   const stream = useStream({
     client,
     assistantId: info.assistant_id ?? info.graph,
@@ -67,11 +96,12 @@ export function Chat({ id }) {
     onThreadId: (threadId) => navigate("chat", threadId, { replace: true }),
     reconnectOnMount: true,
     filterSubagentMessages: true,
-    // With an `onFinish` the hook reloads the thread's head after each run: without it, a
-    // gate or an error the page loaded with would outlive the run that answered it.
-    onFinish: () => {},
+    onError: (error) => {
+      runError.current = error;
+    },
   });
   const gates = stream.isLoading ? [] : stream.interrupts.filter(isApprovalRequest);
+  const status = useStatus(stream, gates.length > 0);
   const resume = (interrupt, decisions) =>
     stream.submit(null, {
       ...RUN,
@@ -80,7 +110,7 @@ export function Chat({ id }) {
   return (
     <div className="chat-layout">
       <section className="chat" aria-labelledby="chat-title">
-        <h1 id="chat-title" className="visually-hidden">
+        <h1 id="chat-title" className="visually-hidden" tabIndex={-1}>
           Chat
         </h1>
         <Messages stream={stream} waiting={gates.length > 0} />
@@ -93,13 +123,13 @@ export function Chat({ id }) {
           />
         ))}
         {stream.error ? (
-          <p role="alert" className="error run-error">
-            The run failed: {describeError(stream.error)}
-          </p>
+          <Alert className="run-error">
+            {failureOf(stream.error, runError.current)}: {describeError(stream.error)}
+          </Alert>
         ) : null}
         <Composer stream={stream} />
-        <p className="status" data-testid="status" data-loading={String(stream.isLoading)}>
-          {stream.isLoading ? "The agent is working…" : gates.length ? "Waiting for your decision." : ""}
+        <p className="status" role="status" data-testid="status" data-loading={String(stream.isLoading)}>
+          {status}
         </p>
       </section>
       <Files files={stream.values?.files} />

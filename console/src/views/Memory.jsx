@@ -1,10 +1,11 @@
 // The Memory view: the signed-in user's own memory file (view and edit), and the running
 // revision's instructions, skills and subagents (read only), from GET /agent.
-import { useEffect, useState } from "react";
-import { describeError, request } from "../api.js";
+import { Alert } from "../Alert.jsx";
+import { request } from "../api.js";
 import { useConsole } from "../context.js";
 import { AgentFiles } from "../memory/AgentFiles.jsx";
 import { UserMemory } from "../memory/UserMemory.jsx";
+import { useRequest } from "../useRequest.js";
 
 function YourMemory({ memory }) {
   const { info } = useConsole();
@@ -25,28 +26,14 @@ function YourMemory({ memory }) {
 
 export function Memory() {
   const { credentials } = useConsole();
-  const [agent, setAgent] = useState(null);
-  const [error, setError] = useState(null);
-
-  useEffect(() => {
-    let live = true;
-    request(credentials, "/agent").then(
-      (found) => live && setAgent(found),
-      (failure) => live && setError(failure),
-    );
-    return () => {
-      live = false;
-    };
-  }, [credentials]);
+  const { data: agent, error } = useRequest(() => request(credentials, "/agent"), [credentials]);
 
   return (
     <section className="memory" aria-labelledby="memory-title">
-      <h1 id="memory-title">Memory</h1>
-      {error ? (
-        <p role="alert" className="error">
-          {describeError(error)}
-        </p>
-      ) : null}
+      <h1 id="memory-title" tabIndex={-1}>
+        Memory
+      </h1>
+      <Alert error={error} />
       {agent ? (
         <>
           <section aria-labelledby="your-memory-title">

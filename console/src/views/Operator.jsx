@@ -18,7 +18,7 @@ export function Operator() {
   const { info } = useConsole();
   return (
     <div className="operator">
-      <h1>Operator</h1>
+      <h1 tabIndex={-1}>Operator</h1>
       <p className="muted" data-testid="serving">
         Serving {info.graph ?? "no agent yet"}
         {info.revision_number ? `, revision ${info.revision_number}` : ""}

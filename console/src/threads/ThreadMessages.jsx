@@ -3,7 +3,7 @@ import { gistOf } from "./summary.js";
 
 const WHO = { human: "You", ai: "Agent", tool: "Tool", system: "System" };
 
-export function Messages({ messages, testId }) {
+export function ThreadMessages({ messages, testId }) {
   if (!messages.length) return <p className="empty">No messages.</p>;
   return (
     <ol className="thread-messages" data-testid={testId}>
