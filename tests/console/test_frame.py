@@ -25,14 +25,14 @@ async def test_an_expired_token_ends_the_session_and_asks_to_sign_in_again(
         chat_project(tmp_path / "plain"), tmp_path / "auth", {"provider": "idp_b"}, idp_b.env
     )
     url = dev_url(project)
-    # Expired two seconds ago: still taken for the leeway's last three seconds.
+    # Taken for two seconds, and for the leeway after: the sign-in has seven seconds.
     minted = time.monotonic()
-    token = idp_b.mint(ALICE, expires_in=-2)
+    token = idp_b.mint(ALICE, expires_in=2)
     async with open_console(url) as console:
         page = console.page
         await console.open("chat")
         await console.sign_in(token)
-        await asyncio.sleep(max(0.0, minted + LEEWAY - 2 + 1 - time.monotonic()))
+        await asyncio.sleep(max(0.0, minted + 2 + LEEWAY + 1 - time.monotonic()))
         await console.go("Threads")
         await expect(page.get_by_test_id("session-ended")).to_have_text(
             "Your session ended (401): sign in again."
