@@ -109,7 +109,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTCTL_ALLOW_ANONYMOUS", bool, False,
             "For an agent without `[auth]`: let callers without the deployment key use the "
             "API. Default: every request needs `x-api-key`."),
-    Setting("AGENTCTL_DB_POOL_SIZE", int, 20, "PostgreSQL connections per replica, at most."),
+    Setting("AGENTCTL_DB_POOL_SIZE", int, 20,
+            "PostgreSQL connections per replica (per agent on a platform of several), at most: "
+            "one stays open, more open under load and close after ten idle minutes."),
     Setting("AGENTCTL_REDIS_PREFIX", str, "agentctl",
             "Prefix of every Redis key and channel, to share one Redis between deployments."),
     Setting("AGENTCTL_EVENT_TTL_SECONDS", int, 7 * 24 * 3600,

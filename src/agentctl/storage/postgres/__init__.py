@@ -42,8 +42,10 @@ class PostgresStorage:
         events: EventLog,
         bus: Bus,
         probes: Mapping[str, Probe] | None = None,
+        schema: str | None = None,
     ) -> None:
         self.pool = pool
+        self.schema = schema
         self.probes = {POSTGRES: self._ping, **(probes or {})}
         self.checkpointer = checkpointer
         self.store = store
@@ -51,7 +53,7 @@ class PostgresStorage:
         self.bus = bus
         self.assistants = PostgresAssistants(pool)
         self.threads = PostgresThreads(pool, ThreadData(events, checkpointer))
-        self.runs = PostgresRuns(pool)
+        self.runs = PostgresRuns(pool, schema)
         self.crons = PostgresCrons(pool)
         self.revisions = PostgresRevisions(pool)
 
@@ -64,20 +66,23 @@ class PostgresStorage:
         bus: Bus,
         pool_size: int = 20,
         probes: Mapping[str, Probe] | None = None,
+        schema: str | None = None,
     ) -> PostgresStorage:
         """Connect to the database at `database_url` (a `postgresql://` URL) with a pool of
         at most `pool_size` connections, and bring its tables (ours, the checkpointer's and
         the store's) up to date. Safe when many replicas start at once. `probes` ask the
-        other services (by name) whether they answer, for `unavailable()`."""
-        pool = await open_pool(database_url, size=pool_size)
+        other services (by name) whether they answer, for `unavailable()`. With `schema`
+        (a name of [a-z0-9_]), every table is in that schema, created if missing; else in
+        the connection's default one."""
+        pool = await open_pool(database_url, size=pool_size, schema=schema)
         try:
             checkpointer = PoolPostgresSaver(pool)
             store = pool_store(pool)
-            await migrate(pool, checkpointer.setup, store.setup)
+            await migrate(pool, checkpointer.setup, store.setup, schema=schema)
         except BaseException:
             await pool.close()
             raise
-        return cls(pool, checkpointer, store, events, bus, probes)
+        return cls(pool, checkpointer, store, events, bus, probes, schema)
 
     async def unavailable(self) -> list[str]:
         async def answers(probe: Probe) -> bool:

@@ -2,9 +2,14 @@
 access every table module shares (`PostgresTable`).
 
 Every replica applies pending migrations when it starts. They run under a session advisory
-lock, so replicas starting together apply each one exactly once; a replica that finds the
-lock taken polls for it rather than waiting inside a statement, because a waiting statement
-holds a snapshot that the libraries' `CREATE INDEX CONCURRENTLY` would wait for in turn.
+lock (one per schema), so replicas starting together apply each one exactly once; a replica
+that finds the lock taken polls for it rather than waiting inside a statement, because a
+waiting statement holds a snapshot that the libraries' `CREATE INDEX CONCURRENTLY` would
+wait for in turn.
+
+A storage namespace (`storage/namespace.py`) keeps all its tables in a schema of its own:
+every connection of its pool has that schema alone on its `search_path` (set when it
+connects), and its migrations create the schema first.
 """
 
 from __future__ import annotations
@@ -13,17 +18,20 @@ import asyncio
 import logging
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import AsyncConnection
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow, dict_row, tuple_row
 from psycopg_pool import AsyncConnectionPool
 from psycopg_pool.base import AttemptWithBackoff
 
 from agentctl.errors import RuntimeFailure
+from agentctl.storage.namespace import lock_key, quoted
 from agentctl.storage.outages import POSTGRES, outages
 from agentctl.storage.sql.dialect import Query, Row
 from agentctl.storage.sql.table import Table
@@ -139,10 +147,11 @@ MIGRATIONS: list[str] = [
 ]
 
 
-async def open_pool(database_url: str, *, size: int) -> Pool:
-    """A pool of at most `size` connections, configured as the langgraph libraries expect
-    (autocommit, dict rows, no prepared statements); open when returned. Raises
-    `RuntimeFailure` saying why when the database cannot be reached."""
+async def open_pool(database_url: str, *, size: int, schema: str | None = None) -> Pool:
+    """A pool of at most `size` connections (one kept open, more opened as needed and
+    closed after ten idle minutes), configured as the langgraph libraries expect
+    (autocommit, dict rows, no prepared statements), on `schema` alone when given; open
+    when returned. Raises `RuntimeFailure` saying why when the database cannot be reached."""
     try:  # one connection first: its error says why (the pool's would only time out)
         await (await AsyncConnection.connect(database_url, connect_timeout=10)).close()
     except psycopg.Error as exc:
@@ -151,12 +160,17 @@ async def open_pool(database_url: str, *, size: int) -> Pool:
             "the database URL and that the server is running"
         ) from exc
     freshness = _Freshness()
+    kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    if schema is not None:
+        # The connection's default for the session: `RESET ALL` keeps it.
+        options = conninfo_to_dict(database_url).get("options") or ""
+        kwargs["options"] = f"{options} -c search_path={quoted(schema)}".strip()
     pool = AsyncConnectionPool(
         database_url,
         min_size=1,
         max_size=size,
         open=False,
-        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+        kwargs=kwargs,
         check=freshness.check,
         reset=freshness.returned,
         # While the database is down a request waits this long for a connection, then is
@@ -202,31 +216,51 @@ def _redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-async def migrate(pool: Pool, *more: Callable[[], Awaitable[None]]) -> None:
-    """Apply the pending MIGRATIONS, then run each of `more` (the libraries' own setups),
-    with no other replica doing the same meanwhile."""
-    async with pool.connection() as conn:
-        while not (await fetch_value(conn, "SELECT pg_try_advisory_lock(%s)", MIGRATION_LOCK)):
-            await asyncio.sleep(0.05)
-        try:
-            await conn.execute(
-                "CREATE TABLE IF NOT EXISTS agentctl_migrations (version INTEGER PRIMARY KEY, "
-                "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-            )
-            cursor = await conn.execute("SELECT version FROM agentctl_migrations")
-            applied = {row["version"] for row in await cursor.fetchall()}
-            for version, script in enumerate(MIGRATIONS, start=1):
-                if version in applied:
-                    continue
-                async with conn.transaction():
-                    await conn.execute(script, prepare=False)
-                    await conn.execute(
-                        "INSERT INTO agentctl_migrations (version) VALUES (%s)", (version,)
-                    )
-            for setup in more:
-                await setup()
-        finally:
-            await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+async def migrate(
+    pool: Pool, *more: Callable[[], Awaitable[None]], schema: str | None = None
+) -> None:
+    """Create `schema` (when given: the pool's), apply the pending MIGRATIONS, then run each
+    of `more` (the libraries' own setups), with no other replica doing the same meanwhile."""
+    async with pool.connection() as conn, migration_lock(conn, schema):
+        if schema is not None:
+            await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quoted(schema)}")
+            current = await fetch_value(conn, "SELECT current_schema()")
+            if current != schema:
+                raise RuntimeFailure(
+                    f"PostgreSQL connections meant for schema {schema} use {current!r}: "
+                    "something between the server and PostgreSQL (a pooler such as "
+                    "PgBouncer) drops the `options` a connection starts with — connect to "
+                    "PostgreSQL directly, or let the pooler pass `options`"
+                )
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS agentctl_migrations (version INTEGER PRIMARY KEY, "
+            "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+        cursor = await conn.execute("SELECT version FROM agentctl_migrations")
+        applied = {row["version"] for row in await cursor.fetchall()}
+        for version, script in enumerate(MIGRATIONS, start=1):
+            if version in applied:
+                continue
+            async with conn.transaction():
+                await conn.execute(script, prepare=False)
+                await conn.execute(
+                    "INSERT INTO agentctl_migrations (version) VALUES (%s)", (version,)
+                )
+        for setup in more:
+            await setup()
+
+
+@asynccontextmanager
+async def migration_lock(conn: AsyncConnection[DictRow], schema: str | None) -> AsyncIterator[None]:
+    """Hold the migration lock of `schema` (None: the default one) on `conn`: taken by
+    polling, never by waiting inside a statement (see above)."""
+    key = lock_key(MIGRATION_LOCK, schema)
+    while not (await fetch_value(conn, "SELECT pg_try_advisory_lock(%s)", key)):
+        await asyncio.sleep(0.05)
+    try:
+        yield
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
 
 
 async def fetch_value(conn: AsyncConnection[DictRow], query: str, *params: Any) -> Any:
@@ -276,3 +310,22 @@ async def rows(conn: AsyncConnection[DictRow], query: str, params: Sequence[Any]
     async with conn.cursor(row_factory=tuple_row) as cursor:
         await cursor.execute(query, params)
         return await cursor.fetchall() if cursor.description else []
+
+
+async def drop_schema(database_url: str, schema: str) -> bool:
+    """Drop `schema` and everything in it (under its migration lock, so that no replica is
+    creating it meanwhile); False when there was none."""
+    try:
+        conn = await AsyncConnection.connect(
+            database_url, autocommit=True, row_factory=dict_row, connect_timeout=10
+        )
+    except psycopg.Error as exc:
+        raise RuntimeFailure(
+            f"cannot connect to PostgreSQL at {_redacted(database_url)}: {exc}"
+        ) from exc
+    async with conn, migration_lock(conn, schema):
+        found = await fetch_value(
+            conn, "SELECT count(*) FROM pg_namespace WHERE nspname = %s", schema
+        )
+        await conn.execute(f"DROP SCHEMA IF EXISTS {quoted(schema)} CASCADE")
+    return bool(found)

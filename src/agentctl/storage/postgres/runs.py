@@ -3,7 +3,8 @@
 A claim takes a transaction-scoped advisory lock before it looks for a runnable run, so
 claims are serialized: each one sees every run the previous ones took (committed before
 their lock was released), and no two replicas start one run, or two runs of one thread.
-Leases are reckoned on the replicas' clocks, like the `at` every caller passes.
+Leases are reckoned on the replicas' clocks, like the `at` every caller passes. Each schema
+(storage namespace) has its own lock: the runs of one never wait for another's claims.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import builtins
 from datetime import datetime, timedelta
 
 from agentctl.storage.base import Run, now
-from agentctl.storage.postgres.database import CLAIM_LOCK, PostgresTable, rows
+from agentctl.storage.namespace import lock_key
+from agentctl.storage.postgres.database import CLAIM_LOCK, Pool, PostgresTable, rows
 from agentctl.storage.postgres.dialect import POSTGRES
 from agentctl.storage.sql.runs import COLUMNS, RunSql, SqlRunStore
 
@@ -47,10 +49,14 @@ _CLAIM = (
 class PostgresRuns(PostgresTable, SqlRunStore):
     sql = SQL
 
+    def __init__(self, pool: Pool, schema: str | None = None) -> None:
+        super().__init__(pool)
+        self.claim_lock = lock_key(CLAIM_LOCK, schema)
+
     async def claim(self, at: datetime, *, worker: str, lease: float) -> Run | None:
         claimed = now()
         async with self.pool.connection() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (CLAIM_LOCK,))
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (self.claim_lock,))
             # A new statement, so a new snapshot: it sees the claims made before the lock.
             # A run cancelled meanwhile fails the re-check of its status: nothing is claimed.
             found = await rows(

@@ -8,6 +8,7 @@ with back-off on connection errors. `connect` also checks that Redis answers, so
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit, urlunsplit
 
 from agentctl.errors import RedisUnavailable
@@ -81,3 +82,19 @@ async def connect_redis(
 
 
 connect = connect_redis
+
+
+async def unlink_prefixed(client: Redis, prefix: str, *, batch: int = 500) -> int:
+    """Delete every key that starts with `prefix`, `batch` at a time (SCAN, then UNLINK:
+    Redis frees their memory in the background); how many there were."""
+    pattern = re.sub(r"([\\*?\[\]])", r"\\\1", prefix) + "*"
+    deleted = 0
+    keys: list[bytes] = []
+    async for key in client.scan_iter(match=pattern, count=batch):
+        keys.append(key)
+        if len(keys) >= batch:
+            deleted += await client.unlink(*keys)
+            keys = []
+    if keys:
+        deleted += await client.unlink(*keys)
+    return deleted
