@@ -16,7 +16,7 @@ from langgraph.store.memory import InMemoryStore
 
 from agentctl.bundle.dependencies import MODEL_PROVIDERS
 from agentctl.bundle.revision import build_revision
-from agentctl.errors import MissingEnvError, RevisionRefused
+from agentctl.errors import MissingEnvError, RevisionRefused, UserError
 from agentctl.project import load_project
 from agentctl.runtime import load_agent
 from agentctl.runtime.agent import AgentRuntime
@@ -193,3 +193,10 @@ async def test_a_variable_removed_in_a_new_revision_is_gone(
             await ask(second)
         assert servers_own.requests == 0
     assert model_server.requests == served
+
+
+def test_an_unreadable_google_key_file_is_a_clear_error(tmp_path: Path) -> None:
+    pytest.importorskip("google.oauth2.service_account")
+    env = {"GOOGLE_APPLICATION_CREDENTIALS": str(tmp_path / "missing.json")}
+    with pytest.raises(UserError, match=r"missing\.json is not a readable service account key"):
+        model_kwargs("google_vertexai:gemini-2.5-pro", env)

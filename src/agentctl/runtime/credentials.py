@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentctl.bundle.dependencies import model_provider
+from agentctl.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,15 @@ def _google_credentials(path: str) -> Any:
     from google.oauth2 import service_account
 
     scopes = ["https://www.googleapis.com/auth/cloud-platform"]
-    return service_account.Credentials.from_service_account_file(  # type: ignore[no-untyped-call]
-        path, scopes=scopes
-    )
+    try:
+        return service_account.Credentials.from_service_account_file(  # type: ignore[no-untyped-call]
+            path, scopes=scopes
+        )
+    except (OSError, ValueError) as exc:
+        raise UserError(
+            f"GOOGLE_APPLICATION_CREDENTIALS: {path} is not a readable service account key "
+            f"file ({type(exc).__name__}) — name the JSON key file of a service account"
+        ) from None
 
 
 _AWS = (
