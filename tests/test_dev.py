@@ -339,9 +339,8 @@ async def dev_server(root: Path, *, allow_blocking: bool = False) -> AsyncIterat
     sock = listen_socket("127.0.0.1", 0)
     events = _Events()
     dev = DevServer(
-        build, rebuild, sock=sock, events=events, allow_blocking=allow_blocking, watch=False,
-        environ=environ,
-    )  # fmt: skip
+        build, rebuild, sock=sock, events=events, allow_blocking=allow_blocking, watch=False
+    )
     task = asyncio.create_task(dev.run())
     started = asyncio.create_task(events.started.wait())
     await asyncio.wait([task, started], return_when=asyncio.FIRST_COMPLETED)
@@ -403,22 +402,24 @@ async def test_allow_blocking_lets_the_run_block(demo: Path) -> None:
         assert answer(await client.runs.wait(None, "demo", input=user("hi"))) == "slept"
 
 
-@pytest.mark.usefixtures("_scripted_env")
-async def test_a_value_changed_in_dotenv_takes_effect_on_reload(
-    demo: Path, monkeypatch: pytest.MonkeyPatch
+async def test_a_key_changed_in_dotenv_takes_effect_on_reload(
+    demo: Path, model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("DEMO_SETTING", "")
-    monkeypatch.delenv("DEMO_SETTING")  # restored (unset) after the test
-    async with dev_server(demo) as dev:
-        assert "DEMO_SETTING" not in os.environ
-        for value in ("one", "two"):
-            await asyncio.to_thread((demo / ".env").write_text, f"DEMO_SETTING={value}\n")
-            assert await dev.reload()
-            assert os.environ["DEMO_SETTING"] == value
-        assert not await dev.reload()  # nothing changed
-        await asyncio.to_thread((demo / ".env").unlink)
+    """The model key comes from `.env` (the shell sets none) and goes to the model client,
+    never into the process environment."""
+    monkeypatch.setenv("OPENAI_BASE_URL", model_server.base_url)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    await asyncio.to_thread((demo / ".env").write_text, "OPENAI_API_KEY=sk-dotenv-one\n")
+    saved = dict(os.environ)
+    async with dev_server(demo) as dev, get_client(url=dev.url, api_key=None) as client:
+        await client.runs.wait(None, "demo", input=user("hi"))
+        assert model_server.keys[-1] == "sk-dotenv-one"
+        await asyncio.to_thread((demo / ".env").write_text, "OPENAI_API_KEY=sk-dotenv-two\n")
         assert await dev.reload()
-        assert "DEMO_SETTING" not in os.environ
+        await client.runs.wait(None, "demo", input=user("hi"))
+        assert model_server.keys[-1] == "sk-dotenv-two"
+        assert not await dev.reload()  # nothing changed
+        assert dict(os.environ) == saved
 
 
 @pytest.fixture

@@ -47,7 +47,7 @@ from agentctl.observability.tracing import tracing_enabled
 from agentctl.server.http import uvicorn_config
 from agentctl.storage.base import Run
 from tests.conftest import eventually
-from tests.server.conftest import Running, _model_env, _restore_environ, running_server, user  # noqa: F401 (autouse fixtures)
+from tests.server.conftest import Running, _environ_untouched, _model_env, running_server, user  # noqa: F401 (autouse fixtures)
 
 SECRET = "sk-live-0123456789abcdef"
 

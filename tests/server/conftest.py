@@ -38,15 +38,17 @@ def _model_env(model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.fixture(autouse=True)
-def _restore_environ() -> Iterator[None]:
-    """`load_agent` exports a project's `.env` to the process (where provider packages read
-    their keys), and the process environment overrides `.env`: restore it after each test so
-    one test's `.env` (e.g. an identity provider's URL) never overrides the next one's."""
-    saved = os.environ.copy()
+def _environ_untouched(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No server, agent or tool writes to the process environment: a project's variables
+    go to its runtime only. (What the test set with `monkeypatch` is undone first.)"""
+    saved = environ_now()
     yield
-    for name in os.environ.keys() - saved.keys():
-        del os.environ[name]
-    os.environ.update(saved)
+    monkeypatch.undo()
+    assert environ_now() == saved, "the process environment was changed"
+
+
+def environ_now() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
 
 
 @dataclass

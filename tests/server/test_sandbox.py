@@ -3,6 +3,7 @@ tools, the official SDK drives the runs."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,8 @@ import httpx
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
+from agentctl.project import load_project
+from agentctl.runtime import load_agent
 from tests.conftest import sandbox_project
 from tests.server.conftest import call, running_server, user
 
@@ -141,3 +144,44 @@ async def test_the_operator_sees_only_this_server_s_sandboxes(
         others = (await http.get(f"{agent.url}/platform/sandboxes")).json()["sandboxes"]
     assert mine["name"].endswith(thread)
     assert others == []
+
+
+async def test_a_command_sees_no_secret_of_the_server_or_of_another_agent(
+    tmp_path: Path, sandbox_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`execute` starts from an empty environment: not the server's (its deployment key,
+    secrets key, database password), not its own agent's variables, not another agent's."""
+    server_secrets = {
+        "PLATFORM_API_KEY": "pk-server-deployment-key-31337",
+        "AGENTCTL_SECRETS_KEY": "server-secrets-key-31337",
+        "DATABASE_URL": "postgresql://agentctl:db-password-31337@db/agentctl",
+    }
+    for name, value in server_secrets.items():
+        monkeypatch.setenv(name, value)
+    coder = sandbox_project(tmp_path / "coder")
+    with (coder / ".env").open("a") as env:
+        env.write("CODER_TOKEN=coder-token-31337\n")
+    other = sandbox_project(tmp_path / "other")
+    (other / "agent.toml").write_text(
+        (other / "agent.toml").read_text().replace('name = "coder"', 'name = "other"')
+    )
+    async with running_server(coder, tmp_path / "data") as agent:
+        other_env = {**load_project(other).env, "OTHER_TOKEN": "other-token-31337"}
+        neighbour = await load_agent(
+            load_project(other, environ=other_env),
+            "other-1",
+            store=agent.server.storage.store,
+            checkpointer=agent.server.storage.checkpointer,
+            env=other_env,
+            sandboxes=agent.server.sandboxes,
+        )
+        config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+        ran = await neighbour.graph.ainvoke({"messages": [("user", run_and_say("env"))]}, config)
+        assert "HOME=/workspace" in str(ran["messages"][-1].content)  # its sandbox ran
+        said = await answer(
+            agent.client, None, run_and_say("env; cat /proc/*/environ | tr '\\0' '\\n'")
+        )
+    assert "HOME=/workspace" in said
+    for secret in [*server_secrets.values(), "coder-token-31337", "other-token-31337"]:
+        assert secret not in said
+    assert "platform-key" not in said

@@ -53,13 +53,19 @@ TRACING = tuple(
 _OPENAI = ("langchain-openai>=1.7,<2", "langchain_openai")
 _AWS = ("langchain-aws>=1.9,<2", "langchain_aws")
 _AWS_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
+_AWS_OPTIONAL = ("AWS_SESSION_TOKEN",)
 
 MODEL_PROVIDERS: dict[str, Needs] = {
     "openai": _needs(*_OPENAI, "OPENAI_API_KEY", optional=("OPENAI_BASE_URL",)),
     "azure_openai": _needs(
         *_OPENAI, "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT", "OPENAI_API_VERSION"
     ),
-    "anthropic": _needs("langchain-anthropic>=1.7,<2", "langchain_anthropic", "ANTHROPIC_API_KEY"),
+    "anthropic": _needs(
+        "langchain-anthropic>=1.7,<2",
+        "langchain_anthropic",
+        "ANTHROPIC_API_KEY",
+        optional=("ANTHROPIC_BASE_URL",),
+    ),
     "google_genai": _needs(
         "langchain-google-genai>=4.4,<5", "langchain_google_genai", "GOOGLE_API_KEY"
     ),
@@ -68,16 +74,25 @@ MODEL_PROVIDERS: dict[str, Needs] = {
         "langchain_google_vertexai",
         "GOOGLE_APPLICATION_CREDENTIALS",
     ),
-    "bedrock": _needs(*_AWS, *_AWS_ENV),
-    "bedrock_converse": _needs(*_AWS, *_AWS_ENV),
-    "anthropic_bedrock": _needs(*_AWS, *_AWS_ENV),
+    "bedrock": _needs(*_AWS, *_AWS_ENV, optional=_AWS_OPTIONAL),
+    "bedrock_converse": _needs(*_AWS, *_AWS_ENV, optional=_AWS_OPTIONAL),
+    "anthropic_bedrock": _needs(*_AWS, *_AWS_ENV, optional=_AWS_OPTIONAL),
     "mistralai": _needs("langchain-mistralai>=1.1,<2", "langchain_mistralai", "MISTRAL_API_KEY"),
     "groq": _needs("langchain-groq>=1.1,<2", "langchain_groq", "GROQ_API_KEY"),
     "fireworks": _needs("langchain-fireworks>=1.7,<2", "langchain_fireworks", "FIREWORKS_API_KEY"),
     "together": _needs("langchain-together>=0.4,<1", "langchain_together", "TOGETHER_API_KEY"),
     "cohere": _needs("langchain-cohere>=0.6,<1", "langchain_cohere", "COHERE_API_KEY"),
-    "ollama": _needs("langchain-ollama>=1.1,<2", "langchain_ollama"),
-    "deepseek": _needs("langchain-deepseek>=1.1,<2", "langchain_deepseek", "DEEPSEEK_API_KEY"),
+    "ollama": _needs(
+        "langchain-ollama>=1.1,<2",
+        "langchain_ollama",
+        optional=("OLLAMA_BASE_URL", "OLLAMA_HOST"),
+    ),
+    "deepseek": _needs(
+        "langchain-deepseek>=1.1,<2",
+        "langchain_deepseek",
+        "DEEPSEEK_API_KEY",
+        optional=("DEEPSEEK_API_BASE",),
+    ),
     "xai": _needs("langchain-xai>=1.3,<2", "langchain_xai", "XAI_API_KEY"),
     "perplexity": _needs("langchain-perplexity>=1.4,<2", "langchain_perplexity", "PPLX_API_KEY"),
     "huggingface": _needs(

@@ -84,7 +84,7 @@ def dev(
         from agentctl.server.origins import OriginPolicy
         from agentctl.settings import read
 
-        environ = dict(os.environ)  # before any .env value is exported
+        environ = dict(os.environ)  # the shell's: overlaid on .env (see `project.env`)
         step("Validating", str(config))
         first = prepare(config, environ, quiet=False)
         limits = Limits.from_env(environ)
@@ -96,7 +96,6 @@ def dev(
                 sock=sock,
                 events=_Printer(open_console),
                 allow_blocking=allow_blocking,
-                environ=environ,
                 origins=OriginPolicy.for_dev(cors_origins, host),
                 limits=limits,
                 max_runs=max_runs or read("AGENTCTL_MAX_RUNS", environ),

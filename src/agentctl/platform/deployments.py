@@ -3,6 +3,10 @@ secrets sealed, and activated; every replica then loads it and switches new runs
 
 A revision is data (config, prompts, skills, MCP definitions), so a deploy takes seconds:
 no image is built. Runs in flight finish on the revision they started on.
+
+A revision's variables are its own deployed secrets and nothing else: not the server's
+environment, not another revision's. They are handed to its runtime (`project.env`) and
+never written to the process environment.
 """
 
 from __future__ import annotations
@@ -11,7 +15,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
@@ -73,14 +76,12 @@ class Deployments(Generic[Access]):
         data_dir: Path,
         *,
         access_for: Callable[[Project], Access],
-        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.server = server
         self.storage: Storage = server.storage
         self.box = box
         self.folder = data_dir / "revisions"
         self._access_for = access_for
-        self._environ = os.environ if environ is None else environ
         self.current: int | None = None
         self._lock = asyncio.Lock()  # one revision is loaded at a time
 
@@ -122,10 +123,11 @@ class Deployments(Generic[Access]):
             unset = [need.name for need in requirements.missing_env(project.env)]
             if unset:
                 raise RevisionRefused(
-                    f"the revision needs {', '.join(unset)}, which neither the deploy nor the "
-                    "server's environment sets — add them to the project's .env"
+                    f"the revision needs {', '.join(unset)}, which the deploy does not send — "
+                    "add them to the project's .env (a revision gets only its own deployed "
+                    "secrets, never the server's environment)"
                 )
-            runtime = await self._runtime(project, manifest["id"], secrets)
+            runtime = await self._runtime(project, manifest["id"])
             sealed = self.box.seal(secrets)
             new = NewRevision(manifest["id"], manifest, archive, sealed, sorted(secrets))
             record = await self.storage.revisions.add(new)
@@ -171,17 +173,13 @@ class Deployments(Generic[Access]):
         secrets = self.box.open(sealed)
         folder = await asyncio.to_thread(self._unpack, record.revision_id, archive)
         project = self._project(folder, secrets)
-        return Loaded(record, await self._runtime(project, record.revision_id, secrets))
+        return Loaded(record, await self._runtime(project, record.revision_id))
 
     def _project(self, folder: Path, secrets: Mapping[str, str]) -> Project:
-        return load_project(folder, environ={**self._environ, **secrets})
+        """The revision in `folder`, whose variables (`project.env`) are `secrets` only."""
+        return load_project(folder, environ=secrets)
 
-    async def _runtime(
-        self, project: Project, revision_id: str, secrets: Mapping[str, str]
-    ) -> AgentRuntime:
-        # Provider packages read keys from the process environment: a revision's own values
-        # replace the previous revision's (a model object keeps the key it was built with).
-        os.environ.update(secrets)
+    async def _runtime(self, project: Project, revision_id: str) -> AgentRuntime:
         return await load_agent(
             project,
             revision_id,

@@ -3,7 +3,6 @@ MCP tools and approval gates, checked when it is loaded rather than at the first
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from agentctl.runtime import memory
 from agentctl.runtime.mcp_tools import load_mcp_tools
 from agentctl.runtime.models import create_models
 from agentctl.runtime.namespaces import shared_namespace, subagent_namespace
+from agentctl.runtime.tracing import tracer_callbacks
 
 if TYPE_CHECKING:
     from agentctl.sandbox import Sandboxes
@@ -67,9 +67,10 @@ async def load_agent(
 ) -> AgentRuntime:
     """Build the agent of `project` and seed its shared memory into `store`.
 
-    `env` (default: the project's `.env` overlaid by the process environment) provides the
-    model keys and the `${VAR}`s of mcp.json; variables not already set are exported to the
-    process, where provider packages look for them.
+    `env` (default: `project.env`) is the runtime's own variables: the model clients get
+    their keys and endpoints from it, mcp.json its `${VAR}`s, a partner sandbox its keys and
+    LangSmith tracing its settings. Nothing is written to the process environment, so
+    runtimes of one process never see each other's secrets.
 
     `sandboxes` is the platform sandbox service, for `[sandbox] provider = "platform_sandbox"`.
 
@@ -77,15 +78,13 @@ async def load_agent(
     the sandbox or an approval gate cannot work.
     """
     env = project.env if env is None else env
-    for name, value in env.items():  # provider packages read their keys from here
-        os.environ.setdefault(name, value)
     sandbox = None
     if project.sandbox.enabled:
         from agentctl.sandbox import ScopedSandbox, sandbox_pool  # imports agentctl.runtime
 
         pool = await sandbox_pool(project, sandboxes, env, store)
         sandbox = ScopedSandbox(pool, project.name, project.sandbox.scope)
-    models = create_models(project.models)
+    models = create_models(project.models, env)
     main_tools = await load_mcp_tools(project.mcp_servers, env)
     subagent_names = [sub.name for sub in project.subagents]
     subagents: list[dict[str, Any]] = [
@@ -147,6 +146,9 @@ async def load_agent(
         checkpointer=checkpointer,
         name=project.name,
     )
+    callbacks = tracer_callbacks(env)
+    if callbacks:
+        graph = graph.with_config(callbacks=callbacks)
     await seed_revision(project, store)
     return AgentRuntime(project, revision_id, graph, frozenset(tool_names))
 

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agentctl.bundle.dependencies import MODEL_PROVIDERS, model_provider
 from agentctl.bundle.requirements import install_command
 from agentctl.errors import MissingEnvError, MissingPackageError
 from agentctl.project.envfile import is_set
+from agentctl.runtime.credentials import model_kwargs
 
 
-def check_model(model: str) -> None:
-    """Raise the error a user can act on when `model` cannot be created here.
-
-    Provider packages read their keys from the process environment, where `load_agent` has
-    put the project's variables.
-    """
+def check_model(model: str, env: Mapping[str, str]) -> None:
+    """Raise the error a user can act on when `model` cannot be created here with the
+    variables of `env` (the runtime's own: never the process environment)."""
     needs = MODEL_PROVIDERS[model_provider(model)]
     missing = [p for p in needs.packages if not p.installed()]
     if missing:
@@ -25,18 +22,19 @@ def check_model(model: str) -> None:
             f"model {model} needs the package {missing[0].name}, which is not installed — "
             f"run: {install_command(missing)}"
         )
-    unset = {name: f"model {model}" for name in needs.env if not is_set(os.environ, name)}
+    unset = {name: f"model {model}" for name in needs.env if not is_set(env, name)}
     if unset:
         raise MissingEnvError(unset)
 
 
-def create_models(models: Iterable[str]) -> dict[str, Any]:
-    """One chat model per distinct `provider:model`, each checked before it is created."""
+def create_models(models: Iterable[str], env: Mapping[str, str]) -> dict[str, Any]:
+    """One chat model per distinct `provider:model`, each checked before it is created and
+    given its key and endpoint from `env` (see `credentials`)."""
     from langchain.chat_models import init_chat_model
 
     created: dict[str, Any] = {}
     for model in models:
         if model not in created:
-            check_model(model)
-            created[model] = init_chat_model(model)
+            check_model(model, env)
+            created[model] = init_chat_model(model, **model_kwargs(model, env))
     return created

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import socket
 import sqlite3
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -75,8 +74,9 @@ class ProjectFilter(DefaultFilter):
 class DevServer:
     """Serves `first` on `sock`, reloading through `rebuild` when the project changes.
 
-    `environ` is the process environment the project was loaded with (before any `.env`
-    value was exported), so a value changed in `.env` takes effect on reload.
+    The project's variables (`.env` overlaid by the shell's environment: `project.env`) go
+    to its runtime, never into the process environment; a value changed in `.env` takes
+    effect on reload.
     """
 
     def __init__(
@@ -88,7 +88,6 @@ class DevServer:
         events: DevEvents,
         allow_blocking: bool = False,
         watch: bool = True,
-        environ: Mapping[str, str] | None = None,
         origins: OriginPolicy | None = None,
         limits: Limits | None = None,
         max_runs: int = 256,
@@ -100,7 +99,6 @@ class DevServer:
         self.events = events
         self.allow_blocking = allow_blocking
         self.watch = watch
-        self.environ = dict(os.environ if environ is None else environ)
         self.origins = origins
         self.limits = limits or Limits()
         self.max_runs = max_runs
@@ -110,7 +108,6 @@ class DevServer:
         # stop, one before interrupts the start.
         self.ready = False
         self.detector: BlockingDetector | None = None
-        self._exported: set[str] = set()
         self._failed = False
         self._watcher: asyncio.Task[None] | None = None
         self._uvicorn: NotifyingUvicorn | None = None
@@ -130,7 +127,6 @@ class DevServer:
 
     async def run(self) -> None:
         """Serve until the process is told to stop (Ctrl-C, SIGTERM)."""
-        self._export_env(self.build.project.env)
         server = await open_embedded_server(
             self.build.project,
             self.build.revision.id,
@@ -211,7 +207,6 @@ class DevServer:
                 self.build.project.env,
             ):
                 access = dev_access(build.project)
-            self._export_env(build.project.env)
             runtime = await self._load_runtime(server, build)
         except Exception as exc:  # a reload never stops the server
             self._failed = True
@@ -237,20 +232,6 @@ class DevServer:
     def _same(self, build: Build) -> bool:
         current = self.build
         return build.revision.id == current.revision.id and build.project.env == current.project.env
-
-    def _export_env(self, env: Mapping[str, str]) -> None:
-        """Put the project's variables in the process environment, where provider packages
-        read them; a variable removed from `.env` is removed again."""
-        for name in self._exported - env.keys():
-            if name in self.environ:
-                os.environ[name] = self.environ[name]
-            else:
-                os.environ.pop(name, None)
-        self._exported = set()
-        for name, value in env.items():
-            if self.environ.get(name) != value:
-                os.environ[name] = value
-                self._exported.add(name)
 
 
 def _connections(storage: object) -> list[sqlite3.Connection]:

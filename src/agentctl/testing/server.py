@@ -62,6 +62,7 @@ class ScriptedModelApp:
         self.model = model
         self.keep_alive = keep_alive
         self.requests = 0
+        self.keys: list[str] = []  # the credential of each chat request, "" when none
         self._stopping: asyncio.Event | None = None
 
     def reset(self) -> None:
@@ -92,6 +93,7 @@ class ScriptedModelApp:
             elif path == _COUNT_TOKENS:
                 await self._count_tokens(receive, send)
             else:
+                self.keys.append(_credential(scope))
                 await self._answer(wire, receive, send)
         elif method != "GET" and (path in _LISTS or path.startswith("/v1/models/")):
             await _error(send, _OPENAI, 405, f"Method {method} not allowed", "method_not_allowed")
@@ -191,6 +193,13 @@ class ScriptedModelApp:
         return "stopping" if stopping.is_set() else None
 
 
+def _credential(scope: Scope) -> str:
+    """The key a request carries: OpenAI's `Authorization: Bearer`, Anthropic's `x-api-key`."""
+    headers: dict[bytes, bytes] = dict(scope.get("headers") or ())
+    bearer = headers.get(b"authorization", b"").decode("latin-1")
+    return bearer.removeprefix("Bearer ") or headers.get(b"x-api-key", b"").decode("latin-1")
+
+
 def _closing(send: Send) -> Send:
     """Wrap ``send`` to answer with ``Connection: close``."""
 
@@ -282,6 +291,11 @@ class ScriptedModelServer(Startable):
     def requests(self) -> int:
         """Number of chat requests received (on any wire)."""
         return self.app.requests
+
+    @property
+    def keys(self) -> list[str]:
+        """The API key each chat request carried, in order ("" when it carried none)."""
+        return list(self.app.keys)
 
     @property
     def env(self) -> dict[str, str]:
