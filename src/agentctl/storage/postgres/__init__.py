@@ -14,6 +14,7 @@ from agentctl.storage.postgres.assistants import PostgresAssistants
 from agentctl.storage.postgres.checkpointer import PoolPostgresSaver, pool_store
 from agentctl.storage.postgres.crons import PostgresCrons
 from agentctl.storage.postgres.database import Pool, migrate, open_pool
+from agentctl.storage.postgres.agents import PostgresAgents
 from agentctl.storage.postgres.revisions import PostgresRevisions
 from agentctl.storage.postgres.runs import PostgresRuns
 from agentctl.storage.postgres.threads import PostgresThreads
@@ -56,6 +57,7 @@ class PostgresStorage:
         self.runs = PostgresRuns(pool, schema)
         self.crons = PostgresCrons(pool)
         self.revisions = PostgresRevisions(pool)
+        self.agents = PostgresAgents(pool)
 
     @classmethod
     async def open(

@@ -12,6 +12,7 @@ from agentctl.storage.sqlite.checkpointer import LoopSqliteSaver, LoopSqliteStor
 from agentctl.storage.sqlite.crons import SqliteCrons
 from agentctl.storage.sqlite.database import Database
 from agentctl.storage.sqlite.events import SqliteEventLog
+from agentctl.storage.sqlite.agents import SqliteAgents
 from agentctl.storage.sqlite.revisions import SqliteRevisions
 from agentctl.storage.sqlite.runs import SqliteRuns
 from agentctl.storage.sqlite.threads import SqliteThreads
@@ -43,6 +44,7 @@ class SqliteStorage:
         self.runs = SqliteRuns(self.database)
         self.crons = SqliteCrons(self.database)
         self.revisions = SqliteRevisions(self.database)
+        self.agents = SqliteAgents(self.database)
         self.bus = LocalBus()
 
     async def unavailable(self) -> list[str]:
