@@ -772,7 +772,9 @@ async def test_agent_registry(storage: Storage) -> None:
     assert await storage.agents.add(AgentRecord("helper", "helper"))
     assert not await storage.agents.add(AgentRecord("myagent", "myagent"))  # taken
     found = await storage.agents.get("myagent")
-    assert found is not None and found.namespace is None and is_utc(found.created_at)
+    assert found is not None
+    assert found.namespace is None
+    assert is_utc(found.created_at)
     assert [(a.name, a.namespace) for a in await storage.agents.list()] == [
         ("helper", "helper"), ("myagent", None)]  # fmt: skip
     assert await storage.agents.remove("helper")

@@ -409,8 +409,8 @@ class Bus(Protocol):
     (it was restarting) must never lose data, only delay it (e.g. until a lease expires).
 
     Topics: `wake` (a run may be claimable), `cancel` (`{"run_id", "action"}`: whoever
-    executes the run stops it), `deploy` (`{"number"}`: a new revision is active), `agents` (`{"name", "action"}`:
-    an agent was created or deleted; on the default storage)."""
+    executes the run stops it), `deploy` (`{"number"}`: a new revision is active),
+    `agents` (`{"name", "action"}`: an agent was created or deleted; default storage only)."""
 
     async def publish(self, topic: str, message: Message) -> None:
         """Deliver `message` to the handlers of `topic` in every process, this one included."""

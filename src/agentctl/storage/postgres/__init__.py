@@ -10,11 +10,11 @@ from typing import Any
 
 from agentctl.storage.base import Bus, EventLog
 from agentctl.storage.outages import POSTGRES
+from agentctl.storage.postgres.agents import PostgresAgents
 from agentctl.storage.postgres.assistants import PostgresAssistants
 from agentctl.storage.postgres.checkpointer import PoolPostgresSaver, pool_store
 from agentctl.storage.postgres.crons import PostgresCrons
 from agentctl.storage.postgres.database import Pool, migrate, open_pool
-from agentctl.storage.postgres.agents import PostgresAgents
 from agentctl.storage.postgres.revisions import PostgresRevisions
 from agentctl.storage.postgres.runs import PostgresRuns
 from agentctl.storage.postgres.threads import PostgresThreads

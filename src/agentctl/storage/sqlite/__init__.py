@@ -7,12 +7,12 @@ from pathlib import Path
 
 from agentctl.storage.bus import LocalBus
 from agentctl.storage.sql.threads import ThreadData
+from agentctl.storage.sqlite.agents import SqliteAgents
 from agentctl.storage.sqlite.assistants import SqliteAssistants
 from agentctl.storage.sqlite.checkpointer import LoopSqliteSaver, LoopSqliteStore
 from agentctl.storage.sqlite.crons import SqliteCrons
 from agentctl.storage.sqlite.database import Database
 from agentctl.storage.sqlite.events import SqliteEventLog
-from agentctl.storage.sqlite.agents import SqliteAgents
 from agentctl.storage.sqlite.revisions import SqliteRevisions
 from agentctl.storage.sqlite.runs import SqliteRuns
 from agentctl.storage.sqlite.threads import SqliteThreads

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from agentctl.storage.sql.agents import AgentSql, SqlAgentRegistry
 from agentctl.storage.sqlite.database import SqliteTable
 from agentctl.storage.sqlite.dialect import SQLITE
-from agentctl.storage.sql.agents import AgentSql, SqlAgentRegistry
 
 
 class SqliteAgents(SqliteTable, SqlAgentRegistry):
