@@ -14,6 +14,7 @@ import pytest
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
+from agentctl.storage.namespace import Namespace
 from agentctl.testing import ScriptedModelServer
 from agentctl.testing.replicas import Replica, start_replica
 from tests.conftest import CliResult, RunCli, eventually
@@ -41,9 +42,14 @@ class Cluster:
         env = {**self.env, "PLATFORM_URL": replica.url, "PLATFORM_API_KEY": key}
         return self.run_cli(*args or ("deploy",), cwd=project, env=env)
 
-    def executing(self, run_id: str) -> tuple[Replica, Replica]:
+    def connect(self, agent: str = "demo") -> psycopg.Connection[Any]:
+        """A connection to the database, in the schema of `agent`'s tables."""
+        schema = Namespace.of(agent).schema
+        return psycopg.connect(self.env["DATABASE_URL"], options=f"-c search_path={schema}")
+
+    def executing(self, run_id: str, agent: str = "demo") -> tuple[Replica, Replica]:
         """The replica whose worker holds the run's lease, and another one."""
-        with psycopg.connect(self.env["DATABASE_URL"]) as conn:
+        with self.connect(agent) as conn:
             row = conn.execute("SELECT worker FROM runs WHERE run_id = %s", (run_id,)).fetchone()
         assert row is not None, f"run {run_id} does not exist"
         assert row[0], f"run {run_id} is not running"

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 
 from agentctl.storage.base import event_position
 from agentctl.testing.identity import IdpBServer
@@ -63,7 +62,7 @@ async def test_deploys_go_live_on_every_replica(cluster: Cluster, demo: Path) ->
         listed = await http.get("/platform/revisions")
     assert listed.json()[0]["secrets"] == ["OPENAI_API_KEY", "OPENAI_BASE_URL"]
     assert secret not in listed.text
-    with psycopg.connect(cluster.env["DATABASE_URL"]) as conn:
+    with cluster.connect() as conn:
         dump = "".join(str(row) for row in conn.execute("SELECT * FROM revisions"))
     assert secret not in dump
     for replica in (first, second):
@@ -251,7 +250,7 @@ async def test_sigterm_lets_runs_in_flight_finish(cluster: Cluster, demo: Path) 
     await eventually(lambda: _is(client, thread["thread_id"], run["run_id"], "running"), 20)
     await client.aclose()
     assert await asyncio.to_thread(replica.terminate) == 0
-    with psycopg.connect(cluster.env["DATABASE_URL"]) as conn:
+    with cluster.connect() as conn:
         row = conn.execute("SELECT status FROM runs WHERE run_id = %s", (run["run_id"],))
         assert row.fetchone() == ("success",)
 

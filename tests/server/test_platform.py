@@ -103,7 +103,8 @@ async def test_agents_are_served_apart_at_their_own_urls(
     assert (await http.get("/agents/alpha/ui/")).status_code == 200
 
     metrics = await http.get("/metrics", headers=OPERATOR)
-    assert 'agent="alpha"' in metrics.text and 'agent="beta"' in metrics.text
+    assert 'agent="alpha"' in metrics.text
+    assert 'agent="beta"' in metrics.text
 
     # Per-agent revisions and rollback.
     revisions = (await http.get("/platform/agents/alpha/revisions", headers=OPERATOR)).json()

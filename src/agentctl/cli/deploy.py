@@ -79,7 +79,7 @@ def deploy(config: Path, dry_run: bool) -> None:
     step("Uploading", f"{len(revision.archive) / 1024:.1f} KiB to {platform.url} (secrets: {sent})")
     deployed = platform.upload(revision.archive, secrets)
     number = deployed["number"]
-    wait_for_replicas(platform, number)
+    wait_for_replicas(platform, number, deployed.get("url"))
     seconds = time.monotonic() - started
     click.echo(
         click.style(f"Deployed revision {number}", fg="green", bold=True)
@@ -135,9 +135,9 @@ def rollback(config: Path, number: int | None) -> None:
     )
 
 
-def wait_for_replicas(platform: PlatformClient, number: int) -> None:
+def wait_for_replicas(platform: PlatformClient, number: int, agent_url: str | None = None) -> None:
     step("Switching", f"replicas to revision {number}")
-    if not platform.wait_live(number):
+    if not platform.wait_live(number, agent_url=agent_url):
         warn(f"not every replica answered with revision {number} yet; they switch on their own")
 
 

@@ -35,12 +35,20 @@ class PlatformClient:
     def activate(self, number: int) -> dict[str, Any]:
         return self._call("POST", f"/platform/revisions/{number}/activate")  # type: ignore[no-any-return]
 
-    def wait_live(self, number: int, *, timeout: float = 30.0, confirmations: int = 6) -> bool:
+    def wait_live(
+        self,
+        number: int,
+        *,
+        agent_url: str | None = None,
+        timeout: float = 30.0,
+        confirmations: int = 6,
+    ) -> bool:
         """Wait until `confirmations` answers of `/info` in a row (spread over the replicas
-        behind the load balancer) serve revision `number`; False on timeout."""
+        behind the load balancer) serve revision `number`, at `agent_url` (the agent's base
+        URL on the platform) or the platform's; False on timeout."""
         deadline = time.monotonic() + timeout
         seen = 0
-        with httpx.Client(base_url=self.url, timeout=5.0) as client:
+        with httpx.Client(base_url=agent_url or self.url, timeout=5.0) as client:
             while time.monotonic() < deadline:
                 try:
                     info = client.get("/info").json()
