@@ -156,6 +156,7 @@ def test_only_the_builders_import_the_app() -> None:
     and is imported only by what runs it."""
     builders = {
         "agentctl.server.devloop",
+        "agentctl.server.dispatch",
         "agentctl.server.embedded",
         "agentctl.server.production",
     }

@@ -124,7 +124,7 @@ async def test_a_killed_replicas_run_resumes_on_another(
         thread_id, "payer", input=user(PAYING_SCRIPT), if_not_exists="create"
     )
     await eventually(lambda: _is(any_client, thread_id, run["run_id"], "running"), 20)
-    runner, survivor = cluster.executing(run["run_id"])
+    runner, survivor = cluster.executing(run["run_id"], agent="payer")
     client = cluster.client(survivor)
     parts: list[Any] = []
     cut: list[str] = []  # ids a client following the dying replica received
@@ -238,7 +238,7 @@ async def test_the_platform_refuses_a_wrong_key_and_a_missing_package(
     missing = cluster.deploy(demo, replica)
     assert missing.exit_code == 1
     assert "pip install 'langchain-cohere>=0.6,<1'" in missing.err
-    assert (await info(replica))["revision_number"] is None
+    assert (await info(replica))["agents"] == []  # a refused first deploy makes no agent
 
 
 async def test_sigterm_lets_runs_in_flight_finish(cluster: Cluster, demo: Path) -> None:

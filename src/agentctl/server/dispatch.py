@@ -18,7 +18,6 @@ from fastapi import FastAPI
 from starlette._utils import get_route_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agentctl.errors import NotDeployed
 from agentctl.observability.logs import bind
 from agentctl.server.app import create_app, create_platform_app
 from agentctl.server.errors import json_error
@@ -62,11 +61,8 @@ class Dispatcher:
             await self._to_agent(agent, inner, receive, send)
             return
         agents = list(self.platform.agents.values())
-        if is_platform_path(path, scope.get("method", "")) or (not agents and path == "/info"):
-            await self.root(scope, receive, send)
-        elif not agents:
-            missing = NotDeployed()
-            await self._refuse(scope, receive, send, str(missing), missing.status)
+        if is_platform_path(path, scope.get("method", "")) or not agents:
+            await self.root(scope, receive, send)  # with no agent: 503 for an agent's path
         elif len(agents) == 1:
             await self._to_agent(agents[0], scope, receive, send)
         elif path == "/info":  # the platform's facts, its agents listed
@@ -81,13 +77,11 @@ class Dispatcher:
         with bind(agent=agent.name):  # every record logged on its requests names it
             await agent.app(scope, receive, send)
 
-    async def _refuse(
-        self, scope: Scope, receive: Receive, send: Send, detail: str, status: int = 404
-    ) -> None:
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, detail: str) -> None:
         if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 4000 + status, "reason": detail[:120]})
+            await send({"type": "websocket.close", "code": 4404, "reason": detail[:120]})
             return
-        await json_error(status, detail)(scope, receive, send)
+        await json_error(404, detail)(scope, receive, send)
 
 
 async def open_platform(settings: Settings) -> tuple[Platform, ASGIApp]:

@@ -14,7 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.responses import PlainTextResponse, Response
 
 from agentctl._version import __version__
-from agentctl.errors import AgentctlError, Forbidden, NotFound, RevisionRefused
+from agentctl.errors import AgentctlError, Forbidden, NotDeployed, NotFound, RevisionRefused
 from agentctl.observability.metrics import join_by_agent
 from agentctl.platform.deployments import Deployments, verify_archive
 from agentctl.server.access import AccessPolicy, caller_of
@@ -165,3 +165,13 @@ async def list_revisions(
 async def activate_revision(name: str, number: RevisionNumber, request: Request) -> Response:
     agent = hosted(operator_platform(request), name)
     return await activate(deployments(agent), number)
+
+
+@router.api_route(
+    "/{path:path}",
+    methods=["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"],
+    include_in_schema=False,
+)
+async def no_agent_yet(path: str) -> Response:
+    """Before the first deploy, an agent's path (the dispatcher hands the root nothing else)."""
+    raise NotDeployed()
