@@ -15,11 +15,14 @@ from agentctl.bundle.revision import build_revision
 from agentctl.project import load_project
 from agentctl.server.dispatch import open_platform
 from agentctl.server.platform_host import Platform
+from agentctl.server.production import open_agent_server
 from agentctl.settings import Settings
+from agentctl.storage.base import Thread
 from agentctl.testing import ScriptedModelServer
 
 KEY = "pk-platform-dispatch-0123456789"
 OPERATOR = {"x-api-key": KEY}
+KEPT = "0b7f6a4e-9a7e-4c59-8d1e-1c2b3a4d5e6f"
 
 
 @pytest.fixture
@@ -122,3 +125,36 @@ async def test_agents_are_served_apart_at_their_own_urls(
     assert (await http.delete("/platform/agents/beta", headers=OPERATOR)).status_code == 404
     # One agent again: the root is its.
     assert (await http.get("/info")).json()["agent"] == "alpha"
+
+
+async def test_an_agent_served_before_the_platform_keeps_its_data(
+    tmp_path: Path, model_server: ScriptedModelServer
+) -> None:
+    settings = Settings.from_env({"PLATFORM_API_KEY": KEY, "AGENTCTL_DATA_DIR": str(tmp_path)})
+    before = await open_agent_server(settings)  # the server of before, in the default storage
+    assert before.deployments is not None
+    root = tmp_path / "old"
+    root.mkdir()
+    (root / "agent.toml").write_text('[agent]\nname = "old"\nmodel = "openai:scripted"\n')
+    (root / "AGENTS.md").write_text("# Old\n\nYou are old.\n")
+    secrets = {**model_server.env, "OPENAI_API_KEY": "sk-old"}
+    await before.deployments.upload(
+        build_revision(load_project(root, environ=secrets)).archive, secrets
+    )
+    await before.storage.threads.create(Thread(thread_id=KEPT))
+    await before.stop()
+
+    platform, app = await open_platform(settings)
+    await platform.start()
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://platform") as http:
+            assert platform.agents["old"].record.namespace is None
+            kept = await http.get(f"/agents/old/threads/{KEPT}", headers=OPERATOR)
+            assert kept.status_code == 200, kept.text
+            assert (await http.get("/info")).json()["revision_number"] == 1
+            refused = await http.delete("/platform/agents/old", headers=OPERATOR)
+            assert refused.status_code == 409
+            assert "default storage" in refused.json()["detail"]
+    finally:
+        await platform.stop()
