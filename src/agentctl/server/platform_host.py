@@ -20,7 +20,7 @@ from urllib.parse import quote
 from fastapi import FastAPI
 from starlette.requests import Request
 
-from agentctl.errors import Conflict, NotFound, Unprocessable
+from agentctl.errors import Conflict, NotFound, Unprocessable, UserError
 from agentctl.observability.logs import bind
 from agentctl.observability.metrics import Metrics
 from agentctl.server.context import Server
@@ -89,7 +89,10 @@ class Platform:
         await self._adopt_default()
         self.storage.bus.subscribe(TOPIC, self._on_agents)
         for record in await self.storage.agents.list():
-            await self._open(record)
+            try:
+                await self._open(record)
+            except UserError as exc:  # the others are served all the same
+                log.error("agent %r cannot be served by this replica: %s", record.name, exc)
 
     def begin_stopping(self) -> None:
         if self.stopping_since is None:
