@@ -120,12 +120,11 @@ class PlatformClient:
                 "agent and has no /platform/agents — upgrade the server to deploy and "
                 "manage several agents"
             )
-        if detail == _NO_ROUTE or not path.startswith("/platform/agents"):
+        if agent is None or detail == _NO_ROUTE:
             return UserError(
                 f"{self.url} has no platform API ({detail}) — "
                 f"{PLATFORM_URL} must be the URL of an `agentctl serve` deployment"
             )
-        assert agent is not None
         if agent not in (item["name"] for item in self.agents()):
             return self.unknown_agent(agent)
         if number is not None:
