@@ -16,8 +16,11 @@ from agentctl.errors import OlderPlatform, RuntimeFailure, UserError
 
 PLATFORM_URL = "PLATFORM_URL"
 
-# What a server answers for a path it has no route for (an older `agentctl serve`).
-_NO_ROUTE = "Not Found"
+
+def _no_route(detail: str) -> bool:
+    """Whether a 404's detail says the server has no route for the path (an older
+    `agentctl serve`), rather than no such agent or revision."""
+    return detail.startswith("no endpoint ") or detail == "Not Found"
 
 
 @dataclass(frozen=True)
@@ -114,13 +117,13 @@ class PlatformClient:
         self, path: str, detail: str, agent: str | None, number: int | None
     ) -> Exception:
         """What a 404 means: no such route (an older server), agent or revision."""
-        if detail == _NO_ROUTE and path.startswith("/platform/agents"):
+        if _no_route(detail) and path.startswith("/platform/agents"):
             return OlderPlatform(
                 f"the platform at {self.url} runs an older `agentctl serve` that hosts one "
                 "agent and has no /platform/agents — upgrade the server to deploy and "
                 "manage several agents"
             )
-        if agent is None or detail == _NO_ROUTE:
+        if agent is None or _no_route(detail):
             return UserError(
                 f"{self.url} has no platform API ({detail}) — "
                 f"{PLATFORM_URL} must be the URL of an `agentctl serve` deployment"
