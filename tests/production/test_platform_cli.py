@@ -134,7 +134,9 @@ async def test_delete_asks_for_the_name_then_says_what_went(
 
     deleted = cluster.deploy(elsewhere, replica, "delete", "beta", input="beta\n")
     assert deleted.exit_code == 0, deleted.err
-    assert deleted.out.startswith("Deleted agent beta\n  ")
+    assert deleted.out.startswith("Deleted agent beta\n")
+    for counted in ("threads", "runs", "assistants", "crons"):
+        assert re.search(rf"^  {counted} +\d+$", deleted.out, re.M), deleted.out
     assert agent_info(replica, "beta").status_code == 404
     names = [
         a["name"] for a in json.loads(cluster.deploy(elsewhere, replica, "agents", "--json").out)

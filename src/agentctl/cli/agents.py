@@ -69,8 +69,14 @@ def delete(config: Path, name: str, yes: bool) -> None:
 
 
 def summarize_deleted(deleted: dict[str, Any]) -> None:
-    """What the platform says it deleted, one `  what  how many` line each."""
-    rows = [(key, value) for key, value in deleted.items() if key not in ("agent", "name")]
+    """What the platform says it deleted, one `  what  how much` line each (a group, such
+    as the counts of records, flattened into its lines)."""
+    rows: list[tuple[str, Any]] = []
+    for key, value in deleted.items():
+        if isinstance(value, dict):
+            rows.extend(value.items())
+        elif key not in ("agent", "name") and value is not None:
+            rows.append((key, value))
     width = max((len(key) for key, _ in rows), default=0)
     for key, value in rows:
         shown = value if isinstance(value, str | int | float) else json.dumps(value)
