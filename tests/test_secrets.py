@@ -22,7 +22,7 @@ from agentctl.runtime import load_agent
 from agentctl.runtime.agent import AgentRuntime
 from agentctl.runtime.credentials import OPTIONS, model_kwargs, variables
 from agentctl.server.context import Server
-from agentctl.server.production import open_production_server
+from agentctl.server.production import open_agent_server
 from agentctl.settings import Settings
 from agentctl.testing import ScriptedModelServer
 
@@ -141,7 +141,7 @@ async def platform(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIter
     no revision may use."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-server-own")
     env = {"PLATFORM_API_KEY": "pk-platform-key-0123456789", "AGENTCTL_DATA_DIR": str(tmp_path)}
-    server = await open_production_server(Settings.from_env(env))
+    server = await open_agent_server(Settings.from_env(env))
     try:
         yield server
     finally:

@@ -25,7 +25,7 @@ from agentctl.server.origins import (
     OriginGuard,
     OriginPolicy,
 )
-from agentctl.server.production import open_production_server
+from agentctl.server.production import open_agent_server
 from agentctl.settings import Settings
 from tests.conftest import RunCli
 from tests.server.conftest import ALICE, Running, TwoUsers, running_server, user
@@ -344,7 +344,7 @@ async def test_serve_reads_its_origins_from_the_environment(tmp_path: Path) -> N
         {"PLATFORM_API_KEY": "k", "AGENTCTL_CORS_ORIGINS": "https://a.example, chat.example.com"}
     )
     with pytest.raises(SettingsError, match=r"AGENTCTL_CORS_ORIGINS: 'chat\.example\.com' is not"):
-        await open_production_server(settings)
+        await open_agent_server(settings)
 
 
 def test_dev_refuses_a_malformed_origin(run_cli: RunCli, tmp_path: Path) -> None:

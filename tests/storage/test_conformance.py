@@ -23,6 +23,7 @@ from langgraph.graph import END, START, StateGraph
 
 from agentctl.errors import RuntimeFailure
 from agentctl.storage.base import (
+    AgentRecord,
     Assistant,
     AssistantFilter,
     Cron,
@@ -759,3 +760,23 @@ async def test_unreachable_database_is_reported_without_its_password() -> None:
     ) as info:
         await PostgresStorage.open(url, events=cast(EventLog, None), bus=LocalBus())
     assert "s3cret" not in str(info.value)
+
+
+# -- the platform's agents ---------------------------------------------------------------
+
+
+async def test_agent_registry(storage: Storage) -> None:
+    assert await storage.agents.list() == []
+    old = AgentRecord("myagent", None)
+    assert await storage.agents.add(old)
+    assert await storage.agents.add(AgentRecord("helper", "helper"))
+    assert not await storage.agents.add(AgentRecord("myagent", "myagent"))  # taken
+    found = await storage.agents.get("myagent")
+    assert found is not None
+    assert found.namespace is None
+    assert is_utc(found.created_at)
+    assert [(a.name, a.namespace) for a in await storage.agents.list()] == [
+        ("helper", "helper"), ("myagent", None)]  # fmt: skip
+    assert await storage.agents.remove("helper")
+    assert not await storage.agents.remove("helper")
+    assert await storage.agents.get("helper") is None

@@ -22,8 +22,9 @@ log = logging.getLogger("agentctl.serve")
 @click.option("--max-runs", default=None, type=click.IntRange(min=1),
               help="Runs executed at once, at most [AGENTCTL_MAX_RUNS, 256].")  # fmt: skip
 def serve(host: str | None, port: int | None, max_runs: int | None) -> None:
-    """Run the production server: the LangGraph API, MCP and A2A for the revision last
-    deployed with `agentctl deploy`, which it also accepts.
+    """Run the production server: a platform of agents, each deployed with `agentctl
+    deploy` and served at /agents/<name> (the LangGraph API, MCP and A2A; at the root too
+    while there is exactly one agent).
 
     Settings come from environment variables (docs/settings.md): DATABASE_URL and REDIS_URL
     for any number of replicas on PostgreSQL + Redis (without them, one replica on SQLite in
@@ -51,38 +52,41 @@ def serve(host: str | None, port: int | None, max_runs: int | None) -> None:
 
 async def run(settings: Settings, sock: socket.socket) -> None:
     from agentctl.errors import RuntimeFailure
-    from agentctl.server.app import create_app
+    from agentctl.server.dispatch import open_platform
     from agentctl.server.heap import settle_heap
     from agentctl.server.http import NotifyingUvicorn, base_url, uvicorn_config
-    from agentctl.server.production import open_production_server
+    from agentctl.server.limits import Limits
 
-    server = await open_production_server(settings)
+    platform, app = await open_platform(settings)
     host, port = sock.getsockname()[:2]
     url = base_url(host, port)
 
     def started() -> None:
         settle_heap()
-        deployment = server.deployment
         public = settings.public_url or url
-        if deployment.ready:
-            what = f"revision {deployment.number} ({deployment.revision_id[:12]}) of agent "
-            what += f'"{deployment.graph_id}"'
-            log.info("listening on %s: %s, on %s", url, what, server.storage.kind)
+        kind = platform.storage.kind
+        if not platform.agents:
+            log.info("listening on %s, on %s: no agent deployed yet — run "
+                     "PLATFORM_URL=%s agentctl deploy", url, kind, public)  # fmt: skip
+        for name, agent in sorted(platform.agents.items()):
+            deployment = agent.server.deployment
+            agent_url = f"{public}/agents/{name}"
+            if not deployment.ready:
+                log.info("agent %r at %s: no revision yet", name, agent_url)
+                continue
+            log.info("agent %r at %s: revision %s (%s), on %s", name, agent_url,
+                     deployment.number, deployment.revision_id[:12], kind)  # fmt: skip
             header = BEARER if deployment.runtime.project.auth is not None else API_KEY
-            log.info("try: %s", example_call(public, deployment.graph_id, header))
-        else:
-            log.info("listening on %s, on %s: no revision deployed yet — run "
-                     "PLATFORM_URL=%s agentctl deploy", url, server.storage.kind,
-                     public)  # fmt: skip
-        log.info("console: %s/ui/", public)
+            log.info("try: %s", example_call(agent_url, deployment.graph_id, header))
+        log.info("listening on %s; each agent's console: %s/agents/<name>/ui/", url, public)
 
     async def stopping() -> None:
         log.info("stopping: runs in flight get %s s to finish", settings.shutdown_grace_seconds)
-        server.begin_stopping()
+        platform.begin_stopping()
 
     config = uvicorn_config(
-        create_app(server),
-        server.limits,
+        app,
+        Limits.of(settings),
         timeout_graceful_shutdown=settings.shutdown_grace_seconds,
         proxy_headers=True,
         forwarded_allow_ips=settings.forwarded_allow_ips,
@@ -94,4 +98,4 @@ async def run(settings: Settings, sock: socket.socket) -> None:
         raise RuntimeFailure("the server could not start — see the messages above") from None
     finally:
         if not uv.started:
-            await server.stop()
+            await platform.stop()

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentctl.observability.routes import route_template
@@ -136,6 +138,35 @@ def stream_opened() -> Metrics | None:
 def stream_closed(opened: Metrics | None) -> None:
     if opened is not None:
         opened.stream_subscribers.dec()
+
+
+def join_by_agent(texts: Mapping[str, str]) -> bytes:
+    """The exposition texts of several agents' registries as one, each sample labelled
+    `agent="<name>"` (a metric family appears once, with every agent's samples)."""
+    families: dict[str, Metric] = {}
+    for agent, text in texts.items():
+        for family in text_string_to_metric_families(text):
+            joined = families.get(family.name)
+            if joined is None:
+                joined = Metric(family.name, family.documentation, family.type, family.unit)
+                families[family.name] = joined
+            joined.samples.extend(
+                sample._replace(labels={**sample.labels, "agent": agent})
+                for sample in family.samples
+            )
+    registry = CollectorRegistry(auto_describe=True)
+    registry.register(_Collected(list(families.values())))
+    return generate_latest(registry)
+
+
+class _Collected:
+    """A collector of families gathered already."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> Iterable[Metric]:
+        return self.families
 
 
 # -- HTTP ----------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from starlette._utils import get_route_path
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -160,7 +161,8 @@ class Authentication:
         self.policy = policy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or is_public(scope["path"]):
+        # On a platform, the path under the agent's root (`server/dispatch.py`).
+        if scope["type"] not in ("http", "websocket") or is_public(get_route_path(scope)):
             await self.app(scope, receive, send)
             return
         refuse = _refuse if scope["type"] == "http" else _refuse_socket(receive)

@@ -12,12 +12,13 @@ from agentctl._version import __version__
 from agentctl.observability.metrics import HttpMetrics, Metrics
 from agentctl.observability.tracing import HttpTracing
 from agentctl.server import errors, openapi
-from agentctl.server.access import Authentication
+from agentctl.server.access import AccessPolicy, Authentication
 from agentctl.server.context import Server
 from agentctl.server.fields import check_url
 from agentctl.server.limits import BodyLimit
-from agentctl.server.origins import OriginGuard
-from agentctl.server.routes import ROUTERS
+from agentctl.server.origins import OriginGuard, OriginPolicy
+from agentctl.server.platform_host import Platform
+from agentctl.server.routes import ROUTERS, agents
 
 
 def create_app(server: Server) -> FastAPI:
@@ -57,4 +58,37 @@ def create_app(server: Server) -> FastAPI:
     openapi.install(app)
     for router in ROUTERS:
         app.include_router(router)
+    return app
+
+
+def create_platform_app(platform: Platform, origins: OriginPolicy) -> FastAPI:
+    """The platform's own routes, at its root (`routes/agents.py`): `server/dispatch.py`
+    hands it what no agent serves. The deployment key only (but `/ok`, `/info`). Its
+    lifespan starts and stops the platform (every agent's server)."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await platform.start()
+        try:
+            yield
+        finally:
+            await platform.stop()
+
+    app = FastAPI(
+        lifespan=lifespan,
+        title="agentctl platform",
+        version=__version__,
+        description="The platform of agents deployed with agentctl: each agent's API is "
+        "at /agents/{name}.",
+        docs_url=None,
+        openapi_url=None,
+        redoc_url=None,
+        redirect_slashes=False,
+    )
+    app.state.platform = platform
+    operator_only = AccessPolicy(api_key=platform.settings.platform_api_key)
+    app.add_middleware(Authentication, policy=lambda: operator_only)
+    app.add_middleware(OriginGuard, policy=origins)
+    errors.install(app)
+    app.include_router(agents.router)
     return app

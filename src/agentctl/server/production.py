@@ -1,6 +1,7 @@
-"""The production server `agentctl serve` runs: storage from the settings (PostgreSQL + Redis
-for any number of replicas, or the embedded SQLite for one), revisions pushed by
-`agentctl deploy`, and callers admitted by the deployment key or the revision's `[auth]`."""
+"""One agent of the platform `agentctl serve` runs: storage from the settings (PostgreSQL +
+Redis for any number of replicas, or the embedded SQLite for one) in the agent's namespace,
+revisions pushed by `agentctl deploy`, and callers admitted by the deployment key or the
+revision's `[auth]`. `server/platform_host.py` hosts one per agent."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from agentctl.server.context import Server
 from agentctl.server.limits import Limits
 from agentctl.server.origins import OriginPolicy, parse_origins
 from agentctl.settings import SandboxSettings, Settings
+from agentctl.storage.namespace import Namespace
 from agentctl.storage.open import open_storage
 
 
@@ -32,19 +34,34 @@ def serve_access(project: Project | None, settings: Settings) -> AccessPolicy:
     return AccessPolicy(authenticator=authenticator_for(project.auth, project.env), api_key=key)
 
 
-async def open_production_server(settings: Settings) -> Server:
-    """Open the storage, load the active revision (if any) and return the server, ready to
-    start. Raises a `UserError` for settings or a stored revision this replica cannot use."""
+def check_platform_settings(settings: Settings) -> tuple[OriginPolicy, str]:
+    """The origins the platform's pages may be called from and the deployment key; raises
+    `SettingsError` for settings no agent of the platform can run with."""
     if not settings.platform_api_key:
         raise SettingsError(
             "PLATFORM_API_KEY is not set — the server needs the deployment key that "
             "`agentctl deploy` and operators send; set it to a long random string"
         )
     try:
-        origins = OriginPolicy(parse_origins(settings.cors_origins))
+        return OriginPolicy(parse_origins(settings.cors_origins)), settings.platform_api_key
     except ValueError as exc:
         raise SettingsError(f"environment variable AGENTCTL_CORS_ORIGINS: {exc}") from None
-    storage, close_storage = await open_storage(settings)
+
+
+async def open_agent_server(
+    settings: Settings, namespace: str | None = None, agent: str | None = None
+) -> Server:
+    """Open the storage of `namespace` (None: the default one), load the agent's active
+    revision (if any) and return its server, ready to start. `agent` is the agent's name
+    (shown by `/info`). Raises a `UserError` for settings or a stored revision this
+    replica cannot use."""
+    origins, key = check_platform_settings(settings)
+    storage, close_storage = await open_storage(settings, namespace)
+    data_dir = Path(settings.data_dir)
+    own_dir = data_dir if namespace is None else Namespace.of(namespace).folder(data_dir)
+    info: dict[str, object] = {"storage": storage.kind, "public_url": settings.public_url}
+    if agent is not None:
+        info["agent"] = agent
     try:
         deployment = Deployment(None)
         engine = RunEngine(
@@ -61,15 +78,13 @@ async def open_production_server(settings: Settings) -> Server:
             engine=engine,
             access=serve_access(None, settings),
             origins=origins,
-            info={"storage": storage.kind, "public_url": settings.public_url},
+            info=info,
             shutdown_grace=settings.shutdown_grace_seconds,
             limits=Limits.of(settings),
             on_close=[close_storage],
-            sandboxes=open_sandboxes(
-                SandboxSettings.from_env(), Path(settings.data_dir), settings.platform_api_key
-            ),
+            sandboxes=open_sandboxes(SandboxSettings.from_env(), own_dir, key),
         )
-        box = SecretBox(settings.secrets_key or settings.platform_api_key)
+        box = SecretBox(settings.secrets_key or key)
         deployments = Deployments(
             server,
             box,

@@ -372,6 +372,32 @@ class RevisionStore(Protocol):
         """The number of the revision to serve (None before the first deploy)."""
 
 
+@dataclass(frozen=True)
+class AgentRecord:
+    """An agent of the platform: `namespace` is the storage namespace its data lives in
+    (`storage/namespace.py`), None for the default storage (an agent deployed before the
+    platform hosted several keeps its data there)."""
+
+    name: str
+    namespace: str | None
+    created_at: datetime = field(default_factory=now)
+
+
+class AgentRegistry(Protocol):
+    """The agents of a platform, kept in its default storage (`platform_agents`)."""
+
+    async def add(self, agent: AgentRecord) -> bool:
+        """Register `agent`; False (and nothing changed) when its name is taken."""
+
+    async def get(self, name: str) -> AgentRecord | None: ...
+
+    async def list(self) -> builtins.list[AgentRecord]:
+        """Every agent, by name."""
+
+    async def remove(self, name: str) -> bool:
+        """Forget agent `name`; False when there was none."""
+
+
 # A bus message: small JSON-able facts (ids, numbers), never secrets.
 Message = dict[str, Any]
 Handler = Callable[[Message], Awaitable[None]]
@@ -383,7 +409,8 @@ class Bus(Protocol):
     (it was restarting) must never lose data, only delay it (e.g. until a lease expires).
 
     Topics: `wake` (a run may be claimable), `cancel` (`{"run_id", "action"}`: whoever
-    executes the run stops it), `deploy` (`{"number"}`: a new revision is active)."""
+    executes the run stops it), `deploy` (`{"number"}`: a new revision is active),
+    `agents` (`{"name", "action"}`: an agent was created or deleted; default storage only)."""
 
     async def publish(self, topic: str, message: Message) -> None:
         """Deliver `message` to the handlers of `topic` in every process, this one included."""
@@ -425,6 +452,10 @@ class Storage(Protocol):
 
     @property
     def revisions(self) -> RevisionStore: ...
+
+    @property
+    def agents(self) -> AgentRegistry:
+        """The platform's agents (used in the default storage only)."""
 
     @property
     def bus(self) -> Bus: ...

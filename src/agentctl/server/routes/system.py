@@ -26,6 +26,8 @@ from agentctl.server import lookup, views
 from agentctl.server.access import caller_of
 from agentctl.server.context import Server, server_of
 from agentctl.server.openapi import UNAVAILABLE
+from agentctl.server.platform_host import agent_url
+from agentctl.server.readiness import readiness
 from agentctl.server.schemas import OkOut
 from agentctl.storage.base import (
     ACTIVE_RUN_STATUSES,
@@ -36,7 +38,6 @@ from agentctl.storage.base import (
     ThreadFilter,
     ThreadStatus,
 )
-from agentctl.storage.outages import RETRY_AFTER_SECONDS, outages
 
 router = APIRouter(tags=["system"])
 
@@ -57,17 +58,7 @@ async def ok(request: Request, live: bool = False) -> Response:
     `?live=true` is liveness: 200 for as long as the process answers at all, so an outage
     of a service does not get the replicas restarted."""
     server = server_of(request)
-    if live:
-        return views.json_response({"ok": True})
-    if server.stopping_since is not None:
-        return views.json_response({"ok": False, "stopping": True}, status=503)
-    unavailable = await server.storage.unavailable()
-    outages.settle(unavailable)
-    if unavailable:
-        body = {"ok": False, "unavailable": unavailable}
-        headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
-        return views.json_response(body, status=503, headers=headers)
-    return views.json_response({"ok": True})
+    return await readiness(server.storage, server.stopping_since is not None, live)
 
 
 @router.get("/info", response_model=dict[str, Any])
@@ -76,9 +67,12 @@ async def info(request: Request) -> Response:
     deployment = server.deployment
     ready = deployment.ready
     access = server.access
+    agent = server.info.get("agent")  # the agent's name, on a platform
+    own = {} if agent is None else {"url": agent_url(request, agent, server.info.get("public_url"))}
     return views.json_response(
         {
             **server.info,
+            **own,
             "version": __version__,
             "langgraph_py_version": _version("langgraph"),
             "graph": deployment.graph_id if ready else None,

@@ -10,6 +10,7 @@ from typing import Any
 
 from agentctl.storage.base import Bus, EventLog
 from agentctl.storage.outages import POSTGRES
+from agentctl.storage.postgres.agents import PostgresAgents
 from agentctl.storage.postgres.assistants import PostgresAssistants
 from agentctl.storage.postgres.checkpointer import PoolPostgresSaver, pool_store
 from agentctl.storage.postgres.crons import PostgresCrons
@@ -56,6 +57,7 @@ class PostgresStorage:
         self.runs = PostgresRuns(pool, schema)
         self.crons = PostgresCrons(pool)
         self.revisions = PostgresRevisions(pool)
+        self.agents = PostgresAgents(pool)
 
     @classmethod
     async def open(

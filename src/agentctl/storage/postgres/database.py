@@ -144,6 +144,14 @@ MIGRATIONS: list[str] = [
         WHERE status = 'pending';
     CREATE INDEX runs_running_by_owner ON runs (owner) WHERE status = 'running';
     """,
+    # 3: the platform's agents (used in the default schema only).
+    """
+    CREATE TABLE platform_agents (
+        name TEXT PRIMARY KEY,
+        namespace TEXT,
+        created_at TIMESTAMPTZ NOT NULL
+    );
+    """,
 ]
 
 

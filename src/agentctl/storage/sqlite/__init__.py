@@ -7,6 +7,7 @@ from pathlib import Path
 
 from agentctl.storage.bus import LocalBus
 from agentctl.storage.sql.threads import ThreadData
+from agentctl.storage.sqlite.agents import SqliteAgents
 from agentctl.storage.sqlite.assistants import SqliteAssistants
 from agentctl.storage.sqlite.checkpointer import LoopSqliteSaver, LoopSqliteStore
 from agentctl.storage.sqlite.crons import SqliteCrons
@@ -43,6 +44,7 @@ class SqliteStorage:
         self.runs = SqliteRuns(self.database)
         self.crons = SqliteCrons(self.database)
         self.revisions = SqliteRevisions(self.database)
+        self.agents = SqliteAgents(self.database)
         self.bus = LocalBus()
 
     async def unavailable(self) -> list[str]:

@@ -1,0 +1,167 @@
+"""The platform's own routes, at its root: its agents (list, delete), deploys to the agent a
+revision names, each agent's revisions and rollback, and the platform's `/ok`, `/info` and
+`/metrics`. The deployment key (`x-api-key`) only, but for `/ok` and `/info`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Annotated, Any
+
+import httpx
+from fastapi import APIRouter, Query, Request
+from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.responses import PlainTextResponse, Response
+
+from agentctl._version import __version__
+from agentctl.errors import AgentctlError, Forbidden, NotFound, RevisionRefused
+from agentctl.observability.metrics import join_by_agent
+from agentctl.platform.deployments import Deployments, verify_archive
+from agentctl.server.access import AccessPolicy, caller_of
+from agentctl.server.fields import Limit, Offset, RevisionNumber
+from agentctl.server.openapi import NOT_FOUND, UNAVAILABLE
+from agentctl.server.platform_host import HostedAgent, Platform, agent_url, runs_in_flight
+from agentctl.server.readiness import readiness
+from agentctl.server.revision_views import (
+    RevisionUpload,
+    activate,
+    revision_view,
+    revisions_page,
+)
+from agentctl.server.schemas import OkOut, RevisionOut
+from agentctl.server.views import json_response
+
+router = APIRouter(tags=["platform"], responses=NOT_FOUND)
+
+
+def platform_of(request: Request) -> Platform:
+    platform: Platform = request.app.state.platform
+    return platform
+
+
+def operator_platform(request: Request) -> Platform:
+    """The platform, for the operator only."""
+    if not caller_of(request).operator:
+        raise Forbidden("the platform's routes need the deployment key: send it as x-api-key")
+    return platform_of(request)
+
+
+def hosted(platform: Platform, name: str) -> HostedAgent:
+    found = platform.agent(name)
+    if found is None:
+        raise NotFound(f"no agent {name!r} on this platform — agentctl agents lists them")
+    return found
+
+
+def deployments(agent: HostedAgent) -> Deployments[AccessPolicy]:
+    found = agent.server.deployments
+    if found is None:  # every agent of `agentctl serve` takes deploys
+        raise NotFound(f"agent {agent.name!r} takes no deploys")
+    return found
+
+
+@router.get("/ok", response_model=OkOut, responses=UNAVAILABLE)
+async def ok(request: Request, live: bool = False) -> Response:
+    platform = platform_of(request)
+    return await readiness(platform.storage, platform.stopping_since is not None, live)
+
+
+@router.get("/info", response_model=dict[str, Any])
+async def info(request: Request) -> Response:
+    platform = platform_of(request)
+    public = platform.settings.public_url
+    agents = [{"name": name, "url": agent_url(request, name, public)} for name in platform.agents]
+    return json_response(
+        {
+            "version": __version__,
+            "storage": platform.storage.kind,
+            "public_url": public,
+            "agents": agents,
+            "deploys": True,
+        }
+    )
+
+
+@router.get("/metrics", response_class=PlainTextResponse)
+async def metrics(request: Request) -> Response:
+    """Every agent's metrics, each sample labelled with its agent."""
+    platform = operator_platform(request)
+    headers = {"x-api-key": request.headers.get("x-api-key", "")}
+
+    async def scrape(agent: HostedAgent) -> str:
+        transport = httpx.ASGITransport(app=agent.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://agent") as http:
+            return (await http.get("/metrics", headers=headers)).raise_for_status().text
+
+    agents = list(platform.agents.values())
+    texts = await asyncio.gather(*(scrape(agent) for agent in agents))
+    joined = await asyncio.to_thread(
+        join_by_agent, {agent.name: text for agent, text in zip(agents, texts, strict=True)}
+    )
+    return Response(joined, media_type=CONTENT_TYPE_LATEST)
+
+
+@router.get("/platform/agents", response_model=list[dict[str, Any]])
+async def list_agents(request: Request) -> Response:
+    platform = operator_platform(request)
+    public = platform.settings.public_url
+    listed = []
+    for name, agent in sorted(platform.agents.items()):
+        deployment = agent.server.deployment
+        record = None
+        if deployment.number is not None:
+            record = await agent.server.storage.revisions.get(deployment.number)
+        listed.append(
+            {
+                "name": name,
+                "url": agent_url(request, name, public),
+                "active_revision": deployment.number,
+                "deployed_at": None if record is None else record.created_at.isoformat(),
+                "runs_in_flight": await runs_in_flight(agent.server.storage),
+            }
+        )
+    return json_response(listed)
+
+
+@router.delete("/platform/agents/{name}", response_model=dict[str, Any])
+async def delete_agent(name: str, request: Request) -> Response:
+    """Delete the agent on every replica, and every record of it."""
+    return json_response(await operator_platform(request).delete(name))
+
+
+@router.post("/platform/revisions", status_code=201, response_model=RevisionOut)
+async def deploy(body: RevisionUpload, request: Request) -> Response:
+    """Deploy a revision to the agent it names (`[agent].name`), created if new."""
+    platform = operator_platform(request)
+    archive = body.archive_bytes()
+    name = (verify_archive(archive).get("agent") or {}).get("name")
+    if not isinstance(name, str):
+        raise RevisionRefused("the revision's manifest names no agent: build it with agentctl")
+    agent = await platform.create(name)
+    try:
+        record = await deployments(agent).upload(archive, body.secrets)
+    except BaseException:
+        if await agent.server.storage.revisions.active() is None:  # refused at its first deploy
+            with contextlib.suppress(AgentctlError):
+                await platform.delete(name)
+        raise
+    view = revision_view(record, record.number)
+    view["url"] = agent_url(request, name, platform.settings.public_url)
+    return json_response(view, status=201)
+
+
+@router.get("/platform/agents/{name}/revisions", response_model=list[RevisionOut])
+async def list_revisions(
+    name: str,
+    request: Request,
+    limit: Annotated[Limit, Query()] = 20,
+    offset: Annotated[Offset, Query()] = 0,
+) -> Response:
+    agent = hosted(operator_platform(request), name)
+    return await revisions_page(deployments(agent), limit, offset)
+
+
+@router.post("/platform/agents/{name}/revisions/{number}/activate", response_model=RevisionOut)
+async def activate_revision(name: str, number: RevisionNumber, request: Request) -> Response:
+    agent = hosted(operator_platform(request), name)
+    return await activate(deployments(agent), number)

@@ -1,0 +1,11 @@
+"""The platform's registry of agents in PostgreSQL."""
+
+from __future__ import annotations
+
+from agentctl.storage.postgres.database import PostgresTable
+from agentctl.storage.postgres.dialect import POSTGRES
+from agentctl.storage.sql.agents import AgentSql, SqlAgentRegistry
+
+
+class PostgresAgents(PostgresTable, SqlAgentRegistry):
+    sql = AgentSql(POSTGRES)
