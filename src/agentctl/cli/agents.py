@@ -60,7 +60,9 @@ def delete(config: Path, name: str, yes: bool) -> None:
         err=True,
     )
     if not yes:
-        typed = click.prompt("Type the agent's name to delete it", err=True, default="")
+        typed = click.prompt(
+            "Type the agent's name to delete it", err=True, default="", show_default=False
+        )
         if typed != name:
             raise UserError(f"{typed!r} is not {name!r}: nothing deleted — type the agent's name")
     deleted = platform.delete(name)

@@ -98,12 +98,12 @@ def revisions(config: Path, agent: str | None, limit: int, as_json: bool) -> Non
         click.echo(f"agent {name} has no revision — run agentctl deploy")
         return
     click.echo(f"agent {name}  {platform.agent_url(name)}")
-    click.echo(f"  {'#':>4}  {'revision':<12}  {'deployed at':<25}  model")
+    click.echo(f"  {'#':>4}  {'revision':<12}  {'deployed at':<23}  model")
     for item in listed:
         mark = "*" if item["active"] else " "
         click.echo(
             f"{mark} {item['number']:>4}  {item['revision_id'][:12]:<12}  "
-            f"{when(item['created_at']):<25}  {item['model']}"
+            f"{when(item['created_at']):<23}  {item['model']}"
         )
     click.echo("(* active)")
 
