@@ -59,8 +59,9 @@ def deploy(config: Path, dry_run: bool) -> None:
     step("Uploading", f"{len(revision.archive) / 1024:.1f} KiB to {platform.url} (secrets: {sent})")
     deployed = platform.upload(revision.archive, secrets)
     number = deployed["number"]
-    # An older server hosts one agent at its root and answers without the agent's URL.
-    url = deployed.get("url", platform.url)
+    # The agent's URL as the user reaches the platform; an older server serves its one
+    # agent at its root.
+    url = platform.url if hosted is None else platform.agent_url(project.name)
     wait_for_replicas(platform, url, number)
     seconds = time.monotonic() - started
     done = "" if hosted is None else "created, " if project.name not in hosted else "updated, "
