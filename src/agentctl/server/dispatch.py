@@ -3,10 +3,11 @@
 - `/agents/{name}/...` goes to that agent's application, under the root path
   `/agents/{name}` (so every SDK works with that base URL, and the docs, the console and
   redirects stay under it); an unknown name is a 404.
-- `/ok`, `/info`, `/metrics`, `POST /platform/revisions` and `/platform/agents...` are the
-  platform's own (`routes/agents.py`).
+- `/ok`, `/metrics` (every agent's, labelled), `POST /platform/revisions` and
+  `/platform/agents...` are the platform's own (`routes/agents.py`).
 - Any other path at the root goes to the agent when the platform has exactly one (as
-  before the platform hosted several), else is a 404 naming the agents' URLs.
+  before the platform hosted several); else `/info` is the platform's (its agents
+  listed) and any other path a 404 naming the agents' URLs.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from agentctl.server.production import check_platform_settings
 from agentctl.settings import Settings
 
 PREFIX = "/agents/"
-ROOT_PATHS = frozenset({"/ok", "/info", "/metrics", "/platform/agents"})
+ROOT_PATHS = frozenset({"/ok", "/metrics", "/platform/agents"})
 
 
 def is_platform_path(path: str, method: str) -> bool:
@@ -64,6 +65,8 @@ class Dispatcher:
             await self.root(scope, receive, send)
         elif len(agents) == 1:
             await self._to_agent(agents[0], scope, receive, send)
+        elif path == "/info":  # the platform's facts, its agents listed
+            await self.root(scope, receive, send)
         else:
             detail = "this platform hosts several agents — use <url>/agents/<name>"
             await self._refuse(scope, receive, send, detail)
