@@ -10,6 +10,7 @@ tier can never come to need one unnoticed."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import shutil
@@ -135,7 +136,11 @@ WriteFiles = Callable[..., Path]
 def run_cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> RunCli:
     """Run `agentctl ARGS` in process, in folder `cwd`, and capture what a user would see."""
 
-    def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> CliResult:
+    def run(
+        *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, input: str = ""
+    ) -> CliResult:
+        """`input`: what the user types (standard input; empty: end of input at once)."""
+        monkeypatch.setattr("sys.stdin", io.StringIO(input))
         if cwd is not None:
             monkeypatch.chdir(cwd)
         for name, value in (env or {}).items():

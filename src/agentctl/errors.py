@@ -12,6 +12,7 @@ request) from failures of the running system::
     │   ├── PortInUseError        something else listens where `agentctl dev` would
     │   ├── McpLoadError          an MCP server could not be listed when a revision loaded
     │   ├── MissingPackageError   a package the revision needs is not installed
+    │   ├── OlderPlatform         the `agentctl serve` reached lacks a route the CLI needs
     │   └── RequestError          a request the server refuses (MCP and A2A relay these)
     │       ├── BadRequest        status 400: a request the server cannot read
     │       │   ├── FilterError   a thread-stream subscription to fix
@@ -155,6 +156,11 @@ class McpLoadError(UserError):
 
 class MissingPackageError(UserError):
     """A package the revision needs is not installed on this server."""
+
+
+class OlderPlatform(UserError):
+    """The `agentctl serve` at PLATFORM_URL is older than the CLI: it lacks a route a
+    command needs (e.g. it hosts one agent and has no `/platform/agents`)."""
 
 
 class RequestError(UserError):
@@ -312,6 +318,7 @@ __all__ = [
     "MissingPackageError",
     "NotDeployed",
     "NotFound",
+    "OlderPlatform",
     "PortInUseError",
     "Problem",
     "ProjectExistsError",

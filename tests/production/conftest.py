@@ -37,10 +37,13 @@ class Cluster:
         self.replicas.append(replica)
         return replica
 
-    def deploy(self, project: Path, replica: Replica, *args: str, key: str = KEY) -> CliResult:
-        """`agentctl deploy` of `project` to `replica`, as a user runs it."""
+    def deploy(
+        self, project: Path, replica: Replica, *args: str, key: str = KEY, input: str = ""
+    ) -> CliResult:
+        """`agentctl deploy` (or `agentctl ARGS`) in folder `project` against `replica`, as a
+        user runs it; `input`: what the user types."""
         env = {**self.env, "PLATFORM_URL": replica.url, "PLATFORM_API_KEY": key}
-        return self.run_cli(*args or ("deploy",), cwd=project, env=env)
+        return self.run_cli(*args or ("deploy",), cwd=project, env=env, input=input)
 
     def connect(self, agent: str = "demo") -> psycopg.Connection[Any]:
         """A connection to the database, in the schema of `agent`'s tables."""

@@ -207,10 +207,12 @@ async def test_redeploy_with_runs_in_flight_then_roll_back(cluster: Cluster, dem
     assert re.search(r"  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC  ", listed.out), listed.out
     missing = cluster.deploy(demo, first, "rollback", "9")
     assert missing.exit_code == 1
-    assert "error: there is no revision 9 — `agentctl revisions` lists them" in missing.err
+    assert "error: agent 'demo' has no revision 9 — `agentctl revisions --agent demo`" in (
+        missing.err
+    )
     rolled = cluster.deploy(demo, first, "rollback")
     assert rolled.exit_code == 0, rolled.err
-    assert "Revision 1 is active" in rolled.out
+    assert "Revision 1 of agent demo is active" in rolled.out
     await serving(second, 1)
     assert (await info(first))["revision_number"] == 1
     back = await client.runs.wait(None, "demo", input=user("@say {system}"))

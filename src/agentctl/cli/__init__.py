@@ -25,15 +25,25 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "deploy",
         "Bundle the project into a revision and deploy it.",
     ),
+    "agents": (
+        "agentctl.cli.agents",
+        "agents",
+        "List the agents of the platform.",
+    ),
     "revisions": (
         "agentctl.cli.deploy",
         "revisions",
-        "List the revisions deployed to the platform.",
+        "List the revisions of an agent deployed to the platform.",
     ),
     "rollback": (
         "agentctl.cli.deploy",
         "rollback",
-        "Make an earlier revision active again.",
+        "Make an earlier revision of an agent active again.",
+    ),
+    "delete": (
+        "agentctl.cli.agents",
+        "delete",
+        "Delete an agent from the platform, with everything it holds.",
     ),
     "serve": (
         "agentctl.cli.serve",

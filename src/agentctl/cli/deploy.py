@@ -1,12 +1,10 @@
-"""`agentctl deploy [--config PATH] [--dry-run]`, and the revisions it made:
+"""`agentctl deploy [--config PATH] [--dry-run]`, and the revisions it made of an agent:
 `agentctl revisions` lists them, `agentctl rollback [NUMBER]` activates an earlier one."""
 
 from __future__ import annotations
 
 import json
-import os
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,30 +14,11 @@ from agentctl.bundle.build import check_env, store_revision
 from agentctl.bundle.dependencies import PLATFORM_API_KEY
 from agentctl.bundle.requirements import install_command, requirements_of
 from agentctl.bundle.revision import ARCHIVE_FILE, Revision, build_revision, deployed_variables
-from agentctl.errors import MissingEnvError, UserError
+from agentctl.cli.target import agent_of, agent_option, config_option, platform_of, when
+from agentctl.errors import MissingEnvError, OlderPlatform, UserError
 from agentctl.platform.client import PLATFORM_URL, PlatformClient
 from agentctl.project import load_project
-from agentctl.project.envfile import is_set, read_env_file
-
-config_option = click.option(
-    "--config",
-    "config",
-    default="agent.toml",
-    show_default=True,
-    type=click.Path(path_type=Path),
-    help="The project's agent.toml.",
-)
-
-
-def _when(timestamp: str) -> str:
-    """An ISO timestamp from the platform as `2026-11-24 17:38:31 UTC` (whole seconds)."""
-    try:
-        moment = datetime.fromisoformat(timestamp)
-    except ValueError:
-        return timestamp
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+from agentctl.project.envfile import is_set
 
 
 @click.command()
@@ -76,81 +55,92 @@ def deploy(config: Path, dry_run: bool) -> None:
     if dry_run:
         return
     platform = PlatformClient(project.env[PLATFORM_URL].rstrip("/"), project.env[PLATFORM_API_KEY])
+    hosted = hosted_agents(platform)
     step("Uploading", f"{len(revision.archive) / 1024:.1f} KiB to {platform.url} (secrets: {sent})")
     deployed = platform.upload(revision.archive, secrets)
     number = deployed["number"]
-    wait_for_replicas(platform, number, deployed.get("url"))
+    # The agent's URL as the user reaches the platform; an older server serves its one
+    # agent at its root.
+    url = platform.url if hosted is None else platform.agent_url(project.name)
+    wait_for_replicas(platform, url, number)
     seconds = time.monotonic() - started
+    done = "" if hosted is None else "created, " if project.name not in hosted else "updated, "
     click.echo(
         click.style(f"Deployed revision {number}", fg="green", bold=True)
-        + f" ({revision.short_id}) in {seconds:.1f} s"
+        + f" of agent {project.name} ({done}{revision.short_id}) in {seconds:.1f} s"
     )
-    click.echo(f"  URL   {platform.url}")
+    click.echo(f"  URL   {url}")
     header = BEARER if project.auth is not None else API_KEY
-    click.echo(f"  Try   {example_call(platform.url, project.name, header)}")
+    click.echo(f"  Try   {example_call(url, project.name, header)}")
+
+
+def hosted_agents(platform: PlatformClient) -> set[str] | None:
+    """The names of the agents the platform hosts; None on an older server (one agent)."""
+    try:
+        return {item["name"] for item in platform.agents()}
+    except OlderPlatform:
+        return None
 
 
 @click.command()
 @config_option
+@agent_option
 @click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 1000))
 @click.option("--json", "as_json", is_flag=True, help="Print the revisions as JSON.")
-def revisions(config: Path, limit: int, as_json: bool) -> None:
-    """List the revisions deployed to PLATFORM_URL, newest first."""
-    listed = platform_of(config).revisions(limit)
+def revisions(config: Path, agent: str | None, limit: int, as_json: bool) -> None:
+    """List the revisions of an agent deployed to PLATFORM_URL, newest first."""
+    platform = platform_of(config)
+    name = agent_of(platform, config, agent)
+    listed = platform.revisions(name, limit)
     if as_json:
         click.echo(json.dumps(listed, indent=2))
         return
     if not listed:
-        click.echo("no revision deployed yet — run agentctl deploy")
+        click.echo(f"agent {name} has no revision — run agentctl deploy")
         return
-    click.echo(f"  {'#':>4}  {'revision':<12}  {'agent':<20}  {'deployed at':<25}  model")
+    click.echo(f"agent {name}  {platform.agent_url(name)}")
+    click.echo(f"  {'#':>4}  {'revision':<12}  {'deployed at':<23}  model")
     for item in listed:
         mark = "*" if item["active"] else " "
         click.echo(
             f"{mark} {item['number']:>4}  {item['revision_id'][:12]:<12}  "
-            f"{item['agent']:<20}  {_when(item['created_at']):<25}  {item['model']}"
+            f"{when(item['created_at']):<23}  {item['model']}"
         )
     click.echo("(* active)")
 
 
 @click.command()
 @config_option
+@agent_option
 @click.argument("number", required=False, type=click.IntRange(1))
-def rollback(config: Path, number: int | None) -> None:
-    """Make an earlier revision active again (default: the one before the active one)."""
+def rollback(config: Path, agent: str | None, number: int | None) -> None:
+    """Make an earlier revision of an agent active again (default: the one before the
+    active one)."""
     platform = platform_of(config)
+    name = agent_of(platform, config, agent)
     if number is None:
-        listed = platform.revisions(1000)
+        listed = platform.revisions(name, 1000)
         active = next((r["number"] for r in listed if r["active"]), None)
         earlier = [r["number"] for r in listed if active is not None and r["number"] < active]
         if not earlier:
-            raise UserError("there is no revision before the active one — name one to activate")
+            raise UserError(
+                f"agent {name} has no revision before the active one — name one to activate"
+            )
         number = max(earlier)
-    step("Activating", f"revision {number} on {platform.url}")
-    activated = platform.activate(number)
-    wait_for_replicas(platform, number)
+    step("Activating", f"revision {number} of agent {name} on {platform.url}")
+    activated = platform.activate(name, number)
+    wait_for_replicas(platform, platform.agent_url(name), number)
     click.echo(
-        click.style(f"Revision {number} is active", fg="green", bold=True)
+        click.style(f"Revision {number} of agent {name} is active", fg="green", bold=True)
         + f" ({activated['revision_id'][:12]})"
     )
 
 
-def wait_for_replicas(platform: PlatformClient, number: int, agent_url: str | None = None) -> None:
+def wait_for_replicas(platform: PlatformClient, url: str, number: int) -> None:
+    """Wait until the replicas serve revision `number` at `url` (the agent's base URL)."""
     step("Switching", f"replicas to revision {number}")
-    if not platform.wait_live(number, agent_url=agent_url):
+    if not platform.wait_live(url, number):
         warn(f"not every replica answered with revision {number} yet; they switch on their own")
-
-
-def platform_of(config: Path) -> PlatformClient:
-    """The platform named by PLATFORM_URL and PLATFORM_API_KEY, from the environment or the
-    project's .env."""
-    root = config.parent if config.suffix == ".toml" else config
-    dotenv, _ = read_env_file(root)
-    env = {**dotenv, **os.environ}
-    unset = [name for name in (PLATFORM_URL, PLATFORM_API_KEY) if not is_set(env, name)]
-    if unset:
-        raise MissingEnvError({name: "reaching the platform" for name in unset})
-    return PlatformClient(env[PLATFORM_URL].rstrip("/"), env[PLATFORM_API_KEY])
 
 
 # The credential an example call sends: a signed-in user's, or the deployment key.

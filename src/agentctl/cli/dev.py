@@ -20,7 +20,8 @@ import click
 from agentctl.bundle.build import check_env, store_revision
 from agentctl.bundle.requirements import install_command, requirements_of
 from agentctl.bundle.revision import build_revision
-from agentctl.cli.deploy import BEARER, config_option, example_call, step, warn
+from agentctl.cli.deploy import BEARER, example_call, step, warn
+from agentctl.cli.target import config_option
 from agentctl.errors import EXIT_INTERRUPTED, AgentctlError, ConfigError
 from agentctl.project import load_project
 
