@@ -3,8 +3,8 @@ in `server.context`)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import Depends, FastAPI
 
@@ -21,22 +21,29 @@ from agentctl.server.platform_host import Platform
 from agentctl.server.routes import ROUTERS, agents
 
 
-def create_app(server: Server) -> FastAPI:
-    """The application serving `server`, which it starts and stops with its lifespan."""
+def running(
+    start: Callable[[], Awaitable[None]], stop: Callable[[], Awaitable[None]]
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """An application's lifespan: `start` before it serves, `stop` after."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await server.start()
+        await start()
         try:
             yield
         finally:
-            await server.stop()
+            await stop()
 
+    return lifespan
+
+
+def create_app(server: Server) -> FastAPI:
+    """The application serving `server`, which it starts and stops with its lifespan."""
     app = FastAPI(
         title="agentctl agent server",
         version=__version__,
         description="The LangGraph Platform API for an agent deployed with agentctl.",
-        lifespan=lifespan,
+        lifespan=running(server.start, server.stop),
         docs_url="/docs",
         openapi_url="/openapi.json",
         redoc_url=None,
@@ -65,17 +72,8 @@ def create_platform_app(platform: Platform, origins: OriginPolicy) -> FastAPI:
     """The platform's own routes, at its root (`routes/agents.py`): `server/dispatch.py`
     hands it what no agent serves. The deployment key only (but `/ok`, `/info`). Its
     lifespan starts and stops the platform (every agent's server)."""
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await platform.start()
-        try:
-            yield
-        finally:
-            await platform.stop()
-
     app = FastAPI(
-        lifespan=lifespan,
+        lifespan=running(platform.start, platform.stop),
         title="agentctl platform",
         version=__version__,
         description="The platform of agents deployed with agentctl: each agent's API is "

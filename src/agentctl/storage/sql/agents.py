@@ -6,26 +6,18 @@ import builtins
 
 from agentctl.storage.base import AgentRecord
 from agentctl.storage.sql.dialect import Dialect
-from agentctl.storage.sql.records import RowMapping, columns, names
+from agentctl.storage.sql.records import TableSql, columns, names
 from agentctl.storage.sql.table import RecordTable
 
 _COLUMNS = columns("name, namespace, created_at:time")
 COLUMNS = names(_COLUMNS)
 
 
-class AgentSql:
+class AgentSql(TableSql[AgentRecord]):
     def __init__(self, dialect: Dialect) -> None:
-        self.dialect = d = dialect
-        self.mapping = RowMapping(AgentRecord, _COLUMNS, d)
-        self.record = self.mapping.record
-        p = d.param
-        self.add = (
-            f"INSERT INTO platform_agents ({COLUMNS}) VALUES ({d.params(3)}) "
-            "ON CONFLICT (name) DO NOTHING"
-        )
-        self.get = f"SELECT {COLUMNS} FROM platform_agents WHERE name = {p}"
+        super().__init__(dialect, AgentRecord, _COLUMNS, "platform_agents", "name")
+        self.add = f"{self.insert} ON CONFLICT (name) DO NOTHING"
         self.list = f"SELECT {COLUMNS} FROM platform_agents ORDER BY name"
-        self.remove = f"DELETE FROM platform_agents WHERE name = {p}"
 
 
 class SqlAgentRegistry(RecordTable[AgentRecord]):
@@ -34,7 +26,7 @@ class SqlAgentRegistry(RecordTable[AgentRecord]):
     sql: AgentSql
 
     async def add(self, agent: AgentRecord) -> bool:
-        values = self.sql.mapping.values(agent)
+        values = self.sql.rows.values(agent)
         return await self.write(self.sql.add, values, durable=True, appends=False) == 1
 
     async def get(self, name: str) -> AgentRecord | None:
@@ -44,4 +36,4 @@ class SqlAgentRegistry(RecordTable[AgentRecord]):
         return [self.sql.record(row) for row in await self.rows(self.sql.list)]
 
     async def remove(self, name: str) -> bool:
-        return await self.write(self.sql.remove, (name,), durable=True, appends=False) == 1
+        return await self.write(self.sql.delete, (name,), durable=True, appends=False) == 1

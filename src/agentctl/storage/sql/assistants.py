@@ -8,7 +8,7 @@ from typing import Any
 from agentctl.storage.base import Assistant, AssistantFilter, Page, now
 from agentctl.storage.sorts import ASSISTANT_SORT, sort_field
 from agentctl.storage.sql.dialect import Dialect, Query, Row, page_queries
-from agentctl.storage.sql.records import RowMapping, RowValues, columns, names
+from agentctl.storage.sql.records import RowValues, TableSql, columns, names
 from agentctl.storage.sql.table import RecordTable
 
 # A version's `created_at` is when the assistant was last updated.
@@ -30,10 +30,9 @@ _CURRENT_ROW = columns("assistant_id, version, created_at:time, updated_at:time"
 _TEXT = ("assistant_id", "graph_id", "name")
 
 
-class AssistantSql:
+class AssistantSql(TableSql[Assistant]):
     def __init__(self, dialect: Dialect) -> None:
-        self.dialect = d = dialect
-        self.record = RowMapping(Assistant, _RECORD, d).record
+        super().__init__(d := dialect, Assistant, _RECORD)
         self.version_values = RowValues[Assistant](_VERSION, d).values
         self.current_values = RowValues[Assistant](_CURRENT_ROW, d).values
         p = d.param

@@ -8,7 +8,7 @@ from typing import Any
 from agentctl.storage.base import Cron, CronFilter, Page
 from agentctl.storage.sorts import CRON_SORT, sort_field
 from agentctl.storage.sql.dialect import Dialect, Query, Row, page_queries
-from agentctl.storage.sql.records import RowMapping, columns, names
+from agentctl.storage.sql.records import TableSql, columns, names
 from agentctl.storage.sql.table import RecordTable
 
 _COLUMNS = columns(
@@ -21,18 +21,14 @@ _NAMES = [column.name for column in _COLUMNS]
 _TEXT = ("cron_id", "assistant_id", "thread_id")
 
 
-class CronSql:
+class CronSql(TableSql[Cron]):
     def __init__(self, dialect: Dialect) -> None:
-        self.dialect = d = dialect
-        rows = RowMapping(Cron, _COLUMNS, d)
-        self.values, self.record = rows.values, rows.record
+        super().__init__(d := dialect, Cron, _COLUMNS, "crons", "cron_id")
+        self.values = self.rows.values
         p = d.param
-        self.insert = f"INSERT INTO crons ({COLUMNS}) VALUES ({d.params(len(_NAMES))})"
         # Every column but the key, set from the row being inserted.
         replaced = ", ".join(f"{name} = excluded.{name}" for name in _NAMES[1:])
         self.upsert = f"{self.insert} ON CONFLICT (cron_id) DO UPDATE SET {replaced}"
-        self.get = f"SELECT {COLUMNS} FROM crons WHERE cron_id = {p}"
-        self.delete = f"DELETE FROM crons WHERE cron_id = {p}"
         self.due = (
             f"SELECT {COLUMNS} FROM crons WHERE enabled = {d.true} AND next_run_date IS NOT NULL "
             f"AND next_run_date <= {p} ORDER BY next_run_date"

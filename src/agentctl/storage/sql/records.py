@@ -97,6 +97,31 @@ class RowMapping(RowValues[R]):
         return self.make(*values)
 
 
+class TableSql(Generic[R]):
+    """A table's statements in one dialect. This sets `dialect`, `rows` (the mapping between
+    the table's records and its rows) and, given the `table` and its `key`, the statements on
+    one record: `get`, `delete` and `insert` (of every column); subclasses add the others."""
+
+    def __init__(
+        self,
+        dialect: Dialect,
+        make: type[R],
+        columns: Sequence[Column],
+        table: str | None = None,
+        key: str | None = None,
+    ) -> None:
+        self.dialect = dialect
+        self.rows = RowMapping(make, columns, dialect)
+        self.record = self.rows.record
+        if table is None or key is None:
+            return  # records read from several tables: the subclass writes every statement
+        listed = ", ".join(self.rows.fields)
+        where = f"WHERE {key} = {dialect.param}"
+        self.get = f"SELECT {listed} FROM {table} {where}"
+        self.delete = f"DELETE FROM {table} {where}"
+        self.insert = f"INSERT INTO {table} ({listed}) VALUES ({dialect.params(len(columns))})"
+
+
 def _by_index(
     columns: Sequence[Column], codecs: dict[Codec, Callable[[Any], Any]]
 ) -> tuple[tuple[int, Callable[[Any], Any]], ...]:

@@ -7,24 +7,22 @@ import builtins
 
 from agentctl.storage.base import NewRevision, RevisionRecord, now
 from agentctl.storage.sql.dialect import Dialect, Query, Row
-from agentctl.storage.sql.records import RowMapping, columns, names
+from agentctl.storage.sql.records import TableSql, columns, names
 from agentctl.storage.sql.table import RecordTable
 
 _COLUMNS = columns("number, revision_id, manifest:json, secret_names:json, created_at:time")
 COLUMNS = names(_COLUMNS)
 
 
-class RevisionSql:
+class RevisionSql(TableSql[RevisionRecord]):
     def __init__(self, dialect: Dialect) -> None:
-        self.dialect = d = dialect
-        self.record = RowMapping(RevisionRecord, _COLUMNS, d).record
+        super().__init__(d := dialect, RevisionRecord, _COLUMNS, "revisions", "number")
         p = d.param
         # The number is the database's (never handed out twice, even after a delete).
         self.add = (
             "INSERT INTO revisions (revision_id, manifest, archive, sealed_secrets, "
             f"secret_names, created_at) VALUES ({d.params(6)}) RETURNING {COLUMNS}"
         )
-        self.get = f"SELECT {COLUMNS} FROM revisions WHERE number = {p}"
         self.list = f"SELECT {COLUMNS} FROM revisions ORDER BY number DESC LIMIT {p} OFFSET {p}"
         self.count = "SELECT COUNT(*) FROM revisions"
         self.payload = f"SELECT archive, sealed_secrets FROM revisions WHERE number = {p}"

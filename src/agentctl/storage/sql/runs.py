@@ -9,7 +9,7 @@ from typing import Any
 
 from agentctl.storage.base import ACTIVE_RUN_STATUSES, Run, RunStatus, now
 from agentctl.storage.sql.dialect import Dialect, Query, Row
-from agentctl.storage.sql.records import RowMapping, columns, names
+from agentctl.storage.sql.records import TableSql, columns, names
 from agentctl.storage.sql.table import RecordTable
 
 _COLUMNS = columns(
@@ -22,15 +22,12 @@ COLUMNS = names(_COLUMNS)
 ACTIVE = ", ".join(f"'{status}'" for status in ACTIVE_RUN_STATUSES)
 
 
-class RunSql:
+class RunSql(TableSql[Run]):
     def __init__(self, dialect: Dialect) -> None:
-        self.dialect = d = dialect
-        self._rows = RowMapping(Run, _COLUMNS, d)
-        self.record = self._rows.record
+        super().__init__(d := dialect, Run, _COLUMNS, "runs", "run_id")
         p = d.param
         oldest_first = f"ORDER BY created_at, {d.text('run_id')}"
         self.insert = f"INSERT INTO runs ({COLUMNS}, owner) VALUES ({d.params(15)})"
-        self.get = f"SELECT {COLUMNS} FROM runs WHERE run_id = {p}"
         self.active = (
             f"SELECT {COLUMNS} FROM runs WHERE thread_id = {p} AND status IN ({ACTIVE}) "
             f"{oldest_first}"
@@ -53,14 +50,13 @@ class RunSql:
             f"UPDATE runs SET status = {p}, cancel_reason = COALESCE({p}, cancel_reason), "
             f"updated_at = {p} WHERE run_id = {p}"
         )
-        self.delete = f"DELETE FROM runs WHERE run_id = {p}"
         self.next_wakeup = (
             "SELECT MIN(not_before) FROM runs WHERE status = 'pending' AND not_before IS NOT NULL"
         )
 
     def values(self, run: Run) -> Row:
         """The row `insert` stores: the run's columns, then whom it counts against."""
-        return (*self._rows.values(run), run.owner)
+        return (*self.rows.values(run), run.owner)
 
     def of_thread(self, thread_id: str, status: RunStatus | None, limit: int, offset: int) -> Query:
         """The thread's runs (only those in `status`, when given), newest first."""

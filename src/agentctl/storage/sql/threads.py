@@ -10,7 +10,7 @@ from typing import Any
 from agentctl.storage.base import EventLog, Page, Thread, ThreadFilter, ThreadUpdate, now
 from agentctl.storage.sorts import THREAD_SORT, sort_field
 from agentctl.storage.sql.dialect import Dialect, Query, page_queries
-from agentctl.storage.sql.records import RowMapping, columns, names
+from agentctl.storage.sql.records import TableSql, columns, names
 from agentctl.storage.sql.table import RecordTable
 
 _COLUMNS = columns(
@@ -20,17 +20,11 @@ COLUMNS = names(_COLUMNS)
 _TEXT = ("thread_id", "status")
 
 
-class ThreadSql:
+class ThreadSql(TableSql[Thread]):
     def __init__(self, dialect: Dialect) -> None:
-        self.dialect = d = dialect
-        rows = RowMapping(Thread, _COLUMNS, d)
-        self.values, self.record = rows.values, rows.record
-        self.insert = (
-            f"INSERT INTO threads ({COLUMNS}) VALUES ({d.params(6)}) "
-            "ON CONFLICT (thread_id) DO NOTHING"
-        )
-        self.get = f"SELECT {COLUMNS} FROM threads WHERE thread_id = {d.param}"
-        self.delete = f"DELETE FROM threads WHERE thread_id = {d.param}"
+        super().__init__(d := dialect, Thread, _COLUMNS, "threads", "thread_id")
+        self.values = self.rows.values
+        self.insert += " ON CONFLICT (thread_id) DO NOTHING"
         self.delete_runs = f"DELETE FROM runs WHERE thread_id = {d.param}"
 
     def search(self, where: ThreadFilter, page: Page) -> tuple[Query, Query]:
