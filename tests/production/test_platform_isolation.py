@@ -46,8 +46,8 @@ async def test_users_tokens_and_data_stay_within_their_agent(
 ) -> None:
     first, second = cluster.start(), cluster.start()
     plain = project(tmp_path / "plain", "plain")
-    signed = with_auth(with_memory(tmp_path / "b", "signed"), tmp_path / "signed",
-                       {"provider": "idp_b"}, idp_b.env)  # fmt: skip
+    idp = {"provider": "idp_b"}
+    signed = with_auth(with_memory(tmp_path / "b", "signed"), tmp_path / "signed", idp, idp_b.env)
     auth = {"provider": "oidc", "issuer": oidc.issuer, "audience": oidc.audience}
     sso = with_auth(with_memory(tmp_path / "o", "sso"), tmp_path / "sso", auth)
     for folder in (plain, signed, sso):
@@ -88,8 +88,8 @@ async def test_users_tokens_and_data_stay_within_their_agent(
         assert await at_sso.threads.search() == []
         assert await status_of(operator.threads.get(thread["thread_id"])) == 404
         found = await at_sso.store.search_items(["users", escaped])
-        assert [item["namespace"] for item in found["items"]] == [
-            ["users", escaped, "memories", "sso", "files"]]  # fmt: skip  # her own, from sso's run
+        own = ["users", escaped, "memories", "sso", "files"]  # made by her run at sso
+        assert [item["namespace"] for item in found["items"]] == [own]
         assert await at_sso.store.get_item(memory, "/AGENTS.md") is None
         assert await at_sso.store.get_item(["users", escaped, "notes"], "n1") is None
         assert (await operator.store.search_items(["users"]))["items"] == []
@@ -143,10 +143,11 @@ async def test_deploy_and_rollback_of_one_agent_leave_another_streaming(
     words = " ".join(f"w{i}" for i in range(20))
     try:
         thread = await steady.threads.create()
+        slow = user(f"@slow 0.3 @say {words}")
+        modes: Any = ["messages-tuple", "values"]
         run: Any = await steady.runs.create(
-            thread["thread_id"], "steady", input=user(f"@slow 0.3 @say {words}"),
-            stream_mode=["messages-tuple", "values"],
-        )  # fmt: skip
+            thread["thread_id"], "steady", input=slow, stream_mode=modes
+        )
 
         async def tokens(client: LangGraphClient) -> str:
             seen = []
