@@ -74,7 +74,8 @@ bench-server: bench-setup
 	$(BIN)/python bench/server_vs_langgraph_dev.py $(ARGS)
 
 # `agentctl serve` replicas on PostgreSQL + Redis: throughput with 1 and 2 replicas, latency,
-# deploy-to-live; uses DATABASE_URL / REDIS_URL or throwaway servers.
+# deploy-to-live with one agent and with ten on the platform (`ARGS="--agents N"`);
+# uses DATABASE_URL / REDIS_URL or throwaway servers.
 bench-production: install
 	$(BIN)/python bench/production.py $(ARGS)
 

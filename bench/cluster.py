@@ -58,6 +58,15 @@ class Cluster:
             if replica.alive:
                 replica.terminate(30)
 
+    def restart(self, env: dict[str, str]) -> None:
+        """Stop every replica and start as many again with `env` (their clients are kept,
+        closed by the caller, and no longer connect)."""
+        count = len(self.replicas)
+        self.stop()
+        self.env, self.replicas = env, []
+        for _ in range(count):
+            self.start()
+
 
 def deploy(project: Path, url: str, env: dict[str, str]) -> None:
     command = [sys.executable, "-m", "agentctl", "deploy"]
