@@ -18,6 +18,7 @@ from agentctl.storage.namespace import Namespace
 from agentctl.testing import ScriptedModelServer
 from agentctl.testing.replicas import Replica, start_replica
 from tests.conftest import CliResult, RunCli, eventually
+from tests.server.conftest import user
 
 KEY = "pk-test-deployment-key-0123456789"
 MODEL_KEY = "sk-test-8c1f0e-must-never-leak"
@@ -107,3 +108,32 @@ async def serving(replica: Replica, number: int) -> None:
         return served == number
 
     await eventually(switched, 10, f"the replica to serve revision {number}")
+
+
+OPERATOR = {"x-api-key": KEY}
+
+
+def agent_project(folder: Path, name: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "agent.toml").write_text(f'[agent]\nname = "{name}"\nmodel = "openai:scripted"\n')
+    (folder / "AGENTS.md").write_text(f"# {name}\n\nYou are {name}.\n")
+    return folder
+
+
+def agent_client(replica: Replica, name: str) -> LangGraphClient:
+    return get_client(url=f"{replica.url}/agents/{name}", api_key=KEY)
+
+
+async def agent_serving(replica: Replica, name: str, number: int) -> None:
+    async def live() -> bool:
+        async with httpx.AsyncClient(base_url=f"{replica.url}/agents/{name}") as http:
+            answer = await http.get("/info")
+        return answer.status_code == 200 and answer.json()["revision_number"] == number
+
+    await eventually(live, 15, f"{replica.url} to serve revision {number} of {name}")
+
+
+async def said(client: LangGraphClient, assistant: str, text: str) -> str:
+    values: Any = await client.runs.wait(None, assistant, input=user(f"@say {text}"))
+    content: str = values["messages"][-1]["content"]
+    return content

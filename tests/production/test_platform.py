@@ -6,58 +6,34 @@ agent is gone from every replica with its schema; a replica started later serves
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import httpx
 import psycopg
 import pytest
-from langgraph_sdk import get_client
-from langgraph_sdk.client import LangGraphClient
 
 from agentctl.storage.namespace import Namespace
 from agentctl.testing.replicas import Replica
 from tests.conftest import eventually
-from tests.production.conftest import KEY, Cluster
+from tests.production.conftest import (
+    OPERATOR,
+    Cluster,
+    agent_client,
+    agent_project,
+    agent_serving,
+    said,
+)
 from tests.server.conftest import user
-
-OPERATOR = {"x-api-key": KEY}
-
-
-def project(folder: Path, name: str) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "agent.toml").write_text(f'[agent]\nname = "{name}"\nmodel = "openai:scripted"\n')
-    (folder / "AGENTS.md").write_text(f"# {name}\n\nYou are {name}.\n")
-    return folder
-
-
-def client(replica: Replica, name: str) -> LangGraphClient:
-    return get_client(url=f"{replica.url}/agents/{name}", api_key=KEY)
-
-
-async def serving(replica: Replica, name: str, number: int) -> None:
-    async def live() -> bool:
-        async with httpx.AsyncClient(base_url=f"{replica.url}/agents/{name}") as http:
-            answer = await http.get("/info")
-        return answer.status_code == 200 and answer.json()["revision_number"] == number
-
-    await eventually(live, 15, f"{replica.url} to serve revision {number} of {name}")
-
-
-async def said(client: LangGraphClient, assistant: str, text: str) -> str:
-    values: Any = await client.runs.wait(None, assistant, input=user(f"@say {text}"))
-    content: str = values["messages"][-1]["content"]
-    return content
 
 
 async def test_agents_answer_apart_at_their_own_urls(cluster: Cluster, tmp_path: Path) -> None:
     first, second = cluster.start(), cluster.start()
     names = ("alpha", "beta", "gamma")
     for name in names:
-        deployed = cluster.deploy(project(tmp_path / name, name), first)
+        deployed = cluster.deploy(agent_project(tmp_path / name, name), first)
         assert deployed.exit_code == 0, deployed.err + deployed.out
-    clients = {name: client(second, name) for name in names}
+    clients = {name: agent_client(second, name) for name in names}
     for name in names:
-        await serving(second, name, 1)
+        await agent_serving(second, name, 1)
         assert await said(clients[name], name, f"hi from {name}") == f"hi from {name}"
 
     # A thread of one agent is no other's.
@@ -75,10 +51,10 @@ async def test_agents_answer_apart_at_their_own_urls(cluster: Cluster, tmp_path:
         assert several.status_code == 404  # the root is no one agent's any more
 
         # Deploy A, deploy B, roll A back: B's assistant answers 404 at A's URL only.
-        assert cluster.deploy(project(tmp_path / "alpha", "alpha"), first).exit_code == 0
+        assert cluster.deploy(agent_project(tmp_path / "alpha", "alpha"), first).exit_code == 0
         rolled = await http.post("/platform/agents/alpha/revisions/1/activate")
         assert rolled.status_code == 200, rolled.text
-    await serving(second, "alpha", 1)
+    await agent_serving(second, "alpha", 1)
     beta = (await clients["beta"].assistants.search())[0]["assistant_id"]
     found = await clients["alpha"].assistants.search()
     assert [a["graph_id"] for a in found] == ["alpha"]
@@ -113,8 +89,8 @@ async def test_agents_answer_apart_at_their_own_urls(cluster: Cluster, tmp_path:
 
     # A replica started now serves every agent there is.
     third = cluster.start()
-    await serving(third, "alpha", 1)
-    clients["third"] = client(third, "beta")
+    await agent_serving(third, "alpha", 1)
+    clients["third"] = agent_client(third, "beta")
     assert await said(clients["third"], "beta", "from three") == "from three"
     async with httpx.AsyncClient(base_url=third.url) as http:
         assert (await http.get("/agents/gamma/info")).status_code == 404

@@ -17,8 +17,14 @@ from langgraph_sdk.client import LangGraphClient
 from agentctl.testing.identity import IdpBServer, OidcIssuer
 from agentctl.testing.mcp_servers import calculator, serve
 from tests.conftest import eventually
-from tests.production.conftest import KEY, Cluster
-from tests.production.test_platform import OPERATOR, project, said, serving
+from tests.production.conftest import (
+    KEY,
+    OPERATOR,
+    Cluster,
+    agent_project,
+    agent_serving,
+    said,
+)
 from tests.server.conftest import ALICE, call, sdk, user, with_auth
 
 NEVER_SOON = "0 0 1 1 *"
@@ -27,7 +33,7 @@ EVERY_SECOND = "* * * * * *"  # croniter: a sixth field is the seconds
 
 def with_memory(folder: Path, name: str) -> Path:
     """A small project of agent `name` with a per-user memory template."""
-    project(folder, name)
+    agent_project(folder, name)
     (folder / "user").mkdir()
     (folder / "user" / "AGENTS.md").write_text(f"# About the user of {name}\n")
     return folder
@@ -45,7 +51,7 @@ async def test_users_tokens_and_data_stay_within_their_agent(
     cluster: Cluster, tmp_path: Path, idp_b: IdpBServer, oidc: OidcIssuer
 ) -> None:
     first, second = cluster.start(), cluster.start()
-    plain = project(tmp_path / "plain", "plain")
+    plain = agent_project(tmp_path / "plain", "plain")
     idp = {"provider": "idp_b"}
     signed = with_auth(with_memory(tmp_path / "b", "signed"), tmp_path / "signed", idp, idp_b.env)
     auth = {"provider": "oidc", "issuer": oidc.issuer, "audience": oidc.audience}
@@ -54,7 +60,7 @@ async def test_users_tokens_and_data_stay_within_their_agent(
         deployed = cluster.deploy(folder, first)
         assert deployed.exit_code == 0, deployed.err + deployed.out
     for name in ("plain", "signed", "sso"):
-        await serving(second, name, 1)
+        await agent_serving(second, name, 1)
     url = f"{second.url}/agents"
     b_token, o_token = idp_b.mint(ALICE), oidc.mint(ALICE)  # one user id at both providers
     operator = sdk(f"{url}/plain", api_key=KEY)
@@ -105,8 +111,8 @@ async def test_users_tokens_and_data_stay_within_their_agent(
 async def test_crons_stay_within_their_agent(cluster: Cluster, tmp_path: Path) -> None:
     first, second = cluster.start(), cluster.start()
     for name in ("ticker", "quiet"):
-        assert cluster.deploy(project(tmp_path / name, name), first).exit_code == 0
-        await serving(second, name, 1)
+        assert cluster.deploy(agent_project(tmp_path / name, name), first).exit_code == 0
+        await agent_serving(second, name, 1)
     ticker, quiet = (sdk(f"{first.url}/agents/{n}", api_key=KEY) for n in ("ticker", "quiet"))
     try:
         cron: Any = await ticker.crons.create(
@@ -136,8 +142,8 @@ async def test_deploy_and_rollback_of_one_agent_leave_another_streaming(
 ) -> None:
     first, second = cluster.start(), cluster.start()
     for name in ("changing", "steady"):
-        assert cluster.deploy(project(tmp_path / name, name), first).exit_code == 0
-        await serving(second, name, 1)
+        assert cluster.deploy(agent_project(tmp_path / name, name), first).exit_code == 0
+        await agent_serving(second, name, 1)
     steady = sdk(f"{second.url}/agents/steady", api_key=KEY)
     joiner = sdk(f"{first.url}/agents/steady", api_key=KEY)
     words = " ".join(f"w{i}" for i in range(20))
@@ -166,14 +172,14 @@ async def test_deploy_and_rollback_of_one_agent_leave_another_streaming(
 
         await eventually(streaming, 10, "the run of steady to start")
         # A new revision of `changing`, then its rollback, while steady's run streams.
-        changed = project(tmp_path / "changing", "changing")
+        changed = agent_project(tmp_path / "changing", "changing")
         (changed / "AGENTS.md").write_text("You are changing, revised.\n")
         deployed = await asyncio.to_thread(cluster.deploy, changed, first)
         assert deployed.exit_code == 0, deployed.err + deployed.out
         async with httpx.AsyncClient(base_url=first.url, headers=OPERATOR) as http:
             rolled = await http.post("/platform/agents/changing/revisions/1/activate")
         assert rolled.status_code == 200, rolled.text
-        await serving(second, "changing", 1)
+        await agent_serving(second, "changing", 1)
         assert not any(stream.done() for stream in streams)  # steady was still streaming
         assert await asyncio.gather(*streams) == [words, words]
         found = await steady.runs.get(thread["thread_id"], run["run_id"])
@@ -199,7 +205,7 @@ class Heard:
 def calling(folder: Path, name: str, url: str, token: str | None) -> Path:
     """Project `name` whose MCP server `calc` is at `url`, sent `Bearer ${token}` if any,
     that variable's value in `.env` being `<name>-secret`."""
-    project(folder, name)
+    agent_project(folder, name)
     server: dict[str, Any] = {"url": url}
     (folder / ".env").write_text("")
     if token:
@@ -232,7 +238,7 @@ async def test_secrets_are_each_revisions_own(cluster: Cluster, tmp_path: Path) 
 
         try:
             for name in ("keeper", "other"):
-                await serving(second, name, 1)
+                await agent_serving(second, name, 1)
             assert await heard_at("keeper") == {"Bearer keeper-secret"}
             assert await heard_at("other") == {"Bearer other-secret"}
 
@@ -241,7 +247,7 @@ async def test_secrets_are_each_revisions_own(cluster: Cluster, tmp_path: Path) 
             deployed = cluster.deploy(keeper, first)
             assert deployed.exit_code == 0, deployed.err + deployed.out
             assert "(secrets: OPENAI_API_KEY, OPENAI_BASE_URL)" in deployed.err + deployed.out
-            await serving(second, "keeper", 2)
+            await agent_serving(second, "keeper", 2)
             assert await heard_at("keeper") == {""}
             assert await heard_at("other") == {"Bearer other-secret"}
 
