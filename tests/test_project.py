@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -216,6 +217,21 @@ def test_stdio_declared_as_type_is_refused_beside_a_transport(write_files: Write
         {"agent.toml": '[agent]\nname = "a"\n', "AGENTS.md": "H", "mcp.json": server}
     )
     assert problems(root)[0].startswith("mcp.json: mcpServers.x: uses the stdio transport")
+
+
+def test_a_server_may_name_an_agent_of_the_platform(write_files: WriteFiles) -> None:
+    servers = {"peer": {"agent": "researcher"}, "calc": {"agent": "calc", "url": "http://h/mcp"}}
+    root = write_files(
+        {
+            "agent.toml": '[agent]\nname = "a"\n',
+            "AGENTS.md": "H",
+            "mcp.json": json.dumps({"mcpServers": servers}),
+        }
+    )
+    project = load_project(root, environ={})
+    assert [(m.name, m.agent, m.url) for m in project.mcp_servers] == [
+        ("peer", "researcher", ""), ("calc", "calc", "http://h/mcp")]  # fmt: skip
+    assert project.called_agents == {"researcher", "calc"}
 
 
 def test_a_linked_skill_folder_inside_the_project_is_followed_once(

@@ -357,6 +357,32 @@ async def test_unreachable_mcp_server_fails_at_load(write_files: WriteFiles) -> 
     assert "ConnectError" in message
 
 
+async def test_a_server_naming_an_agent_is_reached_at_its_url_off_the_platform(
+    write_files: WriteFiles,
+) -> None:
+    with serve(calculator().streamable_http_app()) as port:
+        servers = {
+            "calc": {"agent": "calculator", "url": f"http://127.0.0.1:{port}/mcp"},
+            "peer": {"agent": "researcher"},
+        }
+        files = {
+            "agent.toml": '[agent]\nname = "m"\n',
+            "AGENTS.md": "M\n",
+            "mcp.json": json.dumps({"mcpServers": servers}),
+        }
+        with pytest.raises(McpLoadError) as caught:
+            await load(write_files(files))
+        assert str(caught.value) == (
+            'MCP server "peer" names agent "researcher", which is called in-process only on '
+            "the platform that serves both (agentctl serve) — to reach it from here, add its "
+            '"url" (and "headers") to mcp.json'
+        )
+        del servers["peer"]  # with its url only, it is an ordinary MCP server here
+        files["mcp.json"] = json.dumps({"mcpServers": servers})
+        agent = await load(write_files(files))
+    assert "add" in agent.runtime.tool_names
+
+
 async def test_missing_provider_package_fails_at_load(
     write_files: WriteFiles, monkeypatch: pytest.MonkeyPatch
 ) -> None:

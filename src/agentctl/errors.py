@@ -11,6 +11,7 @@ request) from failures of the running system::
     │   ├── SettingsError         a setting's variable holds a value of the wrong kind
     │   ├── PortInUseError        something else listens where `agentctl dev` would
     │   ├── McpLoadError          an MCP server could not be listed when a revision loaded
+    │   │   └── PeerUnavailable   an agent mcp.json names is not served on the platform (yet)
     │   ├── MissingPackageError   a package the revision needs is not installed
     │   ├── OlderPlatform         the `agentctl serve` reached lacks a route the CLI needs
     │   └── RequestError          a request the server refuses (MCP and A2A relay these)
@@ -152,6 +153,10 @@ class PortInUseError(UserError):
 
 class McpLoadError(UserError):
     """An MCP server could not be reached or listed when the revision was loaded."""
+
+
+class PeerUnavailable(McpLoadError):
+    """An agent the revision's mcp.json names is not served on this platform (yet)."""
 
 
 class MissingPackageError(UserError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import shutil
@@ -20,11 +21,15 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.errors import APIStatusError
 
+from agentctl.bundle.revision import build_revision
 from agentctl.project import load_project
 from agentctl.server.app import create_app
 from agentctl.server.context import Server
+from agentctl.server.dispatch import open_platform
 from agentctl.server.embedded import open_embedded_server
 from agentctl.server.http import uvicorn_config
+from agentctl.server.platform_host import Platform
+from agentctl.settings import Settings
 from agentctl.testing import ScriptedModelServer
 from agentctl.testing.identity import IdpBServer, OidcIssuer
 
@@ -222,3 +227,61 @@ async def two_users(demo: Path, tmp_path: Path, idp_b: IdpBServer) -> AsyncItera
         users.alice = users.client(token=idp_b.mint(ALICE))
         users.bob = users.client(token=idp_b.mint(BOB))
         yield users
+
+
+# -- the platform of `agentctl serve`, in process on SQLite -----------------------------------
+
+PLATFORM_KEY = "pk-platform-dispatch-0123456789"
+PLATFORM_OPERATOR = {"x-api-key": PLATFORM_KEY}
+
+
+@pytest.fixture
+def platform_settings(tmp_path: Path) -> Settings:
+    data = tmp_path / "platform"
+    return Settings.from_env({"PLATFORM_API_KEY": PLATFORM_KEY, "AGENTCTL_DATA_DIR": str(data)})
+
+
+@asynccontextmanager
+async def platform_at(settings: Settings) -> AsyncIterator[tuple[Platform, httpx.AsyncClient]]:
+    """A started platform and an HTTP client of its application (in process)."""
+    platform, app = await open_platform(settings)
+    await platform.start()
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://platform") as http:
+            yield platform, http
+    finally:
+        await platform.stop()
+
+
+@pytest.fixture
+async def platform(
+    platform_settings: Settings,
+) -> AsyncIterator[tuple[Platform, httpx.AsyncClient]]:
+    async with platform_at(platform_settings) as started:
+        yield started
+
+
+def agent_files(root: Path, name: str, text: str) -> Path:
+    """A project of agent `name` on the scripted model, AGENTS.md saying `text`."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "agent.toml").write_text(f'[agent]\nname = "{name}"\nmodel = "openai:scripted"\n')
+    (root / "AGENTS.md").write_text(f"# {name}\n\n{text}\n")
+    return root
+
+
+async def upload(http: httpx.AsyncClient, root: Path, model: ScriptedModelServer) -> httpx.Response:
+    """`POST /platform/revisions` of the project at `root`, as `agentctl deploy` sends it."""
+    secrets = {**model.env, "OPENAI_API_KEY": f"sk-{root.name}"}
+    archive = build_revision(load_project(root, environ=secrets)).archive
+    body = {"archive": base64.b64encode(archive).decode(), "secrets": secrets}
+    return await http.post("/platform/revisions", json=body, headers=PLATFORM_OPERATOR)
+
+
+async def deploy(
+    http: httpx.AsyncClient, root: Path, name: str, model: ScriptedModelServer, text: str
+) -> dict[str, Any]:
+    answer = await upload(http, agent_files(root, name, text), model)
+    assert answer.status_code == 201, answer.text
+    view: dict[str, Any] = answer.json()
+    return view

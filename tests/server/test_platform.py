@@ -3,13 +3,9 @@ each served at /agents/<name> apart from the others, the root's routes, deletion
 
 from __future__ import annotations
 
-import base64
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import httpx
-import pytest
 
 from agentctl.bundle.revision import build_revision
 from agentctl.project import load_project
@@ -19,38 +15,11 @@ from agentctl.server.production import open_agent_server
 from agentctl.settings import Settings
 from agentctl.storage.base import Thread
 from agentctl.testing import ScriptedModelServer
+from tests.server.conftest import PLATFORM_KEY, PLATFORM_OPERATOR, deploy
 
-KEY = "pk-platform-dispatch-0123456789"
-OPERATOR = {"x-api-key": KEY}
+KEY = PLATFORM_KEY
+OPERATOR = PLATFORM_OPERATOR
 KEPT = "0b7f6a4e-9a7e-4c59-8d1e-1c2b3a4d5e6f"
-
-
-@pytest.fixture
-async def platform(tmp_path: Path) -> AsyncIterator[tuple[Platform, httpx.AsyncClient]]:
-    settings = Settings.from_env({"PLATFORM_API_KEY": KEY, "AGENTCTL_DATA_DIR": str(tmp_path)})
-    platform, app = await open_platform(settings)
-    await platform.start()
-    transport = httpx.ASGITransport(app=app)
-    try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://platform") as http:
-            yield platform, http
-    finally:
-        await platform.stop()
-
-
-async def deploy(
-    http: httpx.AsyncClient, root: Path, name: str, model: ScriptedModelServer, text: str
-) -> dict[str, Any]:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "agent.toml").write_text(f'[agent]\nname = "{name}"\nmodel = "openai:scripted"\n')
-    (root / "AGENTS.md").write_text(f"# {name}\n\n{text}\n")
-    secrets = {**model.env, "OPENAI_API_KEY": f"sk-{name}"}
-    archive = build_revision(load_project(root, environ=secrets)).archive
-    body = {"archive": base64.b64encode(archive).decode(), "secrets": secrets}
-    answer = await http.post("/platform/revisions", json=body, headers=OPERATOR)
-    assert answer.status_code == 201, answer.text
-    view: dict[str, Any] = answer.json()
-    return view
 
 
 async def test_agents_are_served_apart_at_their_own_urls(

@@ -159,12 +159,15 @@ def _manifest(project: Project, contents: dict[str, bytes]) -> dict[str, Any]:
 
 def _server(server: McpServer) -> dict[str, Any]:
     """An MCP server as the manifest shows it: `${VAR}` templates, header names only."""
-    return {
+    shown = {
         "name": server.name,
         "transport": server.transport,
         "url": server.url,
         "headers": sorted(server.headers),
     }
+    if server.agent is not None:
+        shown["agent"] = server.agent
+    return shown
 
 
 def canonical(value: Any) -> bytes:

@@ -197,7 +197,10 @@ def summarize(revision: Revision, folder: Path, secrets: str) -> None:
 
 
 def _servers(servers: list[dict[str, str]]) -> str:
-    return ", ".join(f"{s['name']} ({s['transport']})" for s in servers)
+    return ", ".join(
+        f"{s['name']} ({'agent ' + s['agent'] if 'agent' in s else s['transport']})"
+        for s in servers
+    )
 
 
 def _subagents(manifest: dict[str, Any]) -> str:

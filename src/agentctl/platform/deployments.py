@@ -36,6 +36,7 @@ from agentctl.project import load_project
 from agentctl.project.model import Project
 from agentctl.runtime import load_agent
 from agentctl.runtime.agent import AgentRuntime
+from agentctl.runtime.peers import Peers
 from agentctl.sandbox import Sandboxes
 from agentctl.storage.base import Message, NewRevision, RevisionRecord, Storage
 
@@ -51,6 +52,7 @@ class AgentHost(Protocol[AccessIn]):
 
     storage: Storage
     sandboxes: Sandboxes | None
+    peers: Peers | None
 
     async def switch(
         self, runtime: AgentRuntime, access: AccessIn, number: int | None = None
@@ -187,6 +189,7 @@ class Deployments(Generic[Access]):
             checkpointer=self.storage.checkpointer,
             env=project.env,
             sandboxes=self.server.sandboxes,
+            peers=self.server.peers,
         )
 
     def _unpack(self, revision_id: str, archive: bytes) -> Path:

@@ -27,7 +27,7 @@ from agentctl.project.model import (
     Skill,
     Subagent,
 )
-from agentctl.project.rules import rule, wrong_type
+from agentctl.project.rules import rule, valid_name, wrong_type
 from agentctl.project.skills import load_skills
 from agentctl.project.toml_schema import MAIN_SCHEMA, SUBAGENT_SCHEMA, check_schema, read_toml
 
@@ -38,7 +38,6 @@ USER_DIR = "user"
 SUBAGENTS_DIR = "subagents"
 DEFAULT_MODEL = "openai:gpt-4.1"
 GENERAL_PURPOSE = "general-purpose"  # the built-in subagent's name
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
 
 def load_project(
@@ -117,11 +116,6 @@ def _agent_section(
         problems.append(rule("section-missing").problem(file, "[agent]", example=example))
         return None
     return sections.get("agent")  # None when [agent] is not a table (reported already)
-
-
-def valid_name(name: str) -> bool:
-    """Agent and subagent names: used in URLs, store namespaces and the `task` tool."""
-    return _NAME.fullmatch(name) is not None
 
 
 def _declared(data: dict[str, Any] | None, key: str) -> bool:

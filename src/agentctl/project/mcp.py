@@ -1,4 +1,8 @@
-"""`mcp.json`: the remote MCP servers (http and sse only) and `${VAR}` expansion."""
+"""`mcp.json`: the remote MCP servers (http and sse only) and `${VAR}` expansion.
+
+A server may name another agent of the same platform (`"agent": "<name>"`) instead of, or
+as well as, giving its `url`: on a platform it is called in-process; elsewhere (`agentctl
+dev`) through its `url`, when there is one."""
 
 from __future__ import annotations
 
@@ -12,11 +16,11 @@ from agentctl.errors import Problem
 from agentctl.project.envfile import is_set
 from agentctl.project.files import read_text
 from agentctl.project.model import McpServer, McpTransport
-from agentctl.project.rules import rule, wrong_type
+from agentctl.project.rules import rule, valid_name, wrong_type
 
 MCP_FILE = "mcp.json"
 SERVERS_KEY = "mcpServers"
-SERVER_KEYS = ("url", "transport", "type", "headers")
+SERVER_KEYS = ("url", "agent", "transport", "type", "headers")
 TRANSPORTS: dict[str, McpTransport] = {
     "http": "http",
     "streamable_http": "http",
@@ -90,7 +94,10 @@ def _server(
         problems.append(rule("mcp-transport").problem(file, f"{key}.transport", value=declared))
     url = spec.get("url")
     headers = spec.get("headers", {})
-    if not isinstance(url, str) or not url.strip():
+    agent = _agent(file, key, spec, problems)
+    if url is None and "agent" in spec:
+        url = ""  # the agent's only
+    elif not isinstance(url, str) or not url.strip():
         problems.append(rule("mcp-url").problem(file, f"{key}.url", why="is missing"))
         url = ""
     elif _expands(file, f"{key}.url", url, env, problems) and not re.match(
@@ -123,7 +130,20 @@ def _server(
         url=url,
         headers=dict(headers),
         env_names=tuple(dict.fromkeys(names)),
+        agent=agent,
     )
+
+
+def _agent(file: str, key: str, spec: dict[str, Any], problems: list[Problem]) -> str | None:
+    """The platform agent a server names, if any (reported when not an agent's name)."""
+    if "agent" not in spec:
+        return None
+    agent = spec["agent"]
+    if isinstance(agent, str) and valid_name(agent):
+        return agent
+    why = f"{agent!r} is not an agent's name (1 to 64 letters, digits, '-' or '_')"
+    problems.append(rule("mcp-agent").problem(file, f"{key}.agent", why=why))
+    return None
 
 
 def _expands(

@@ -56,13 +56,16 @@ class ApprovalGate:
 
 @dataclass(frozen=True)
 class McpServer:
-    """One remote MCP server. `url` and `headers` keep their `${VAR}` references."""
+    """One remote MCP server. `url` and `headers` keep their `${VAR}` references. `agent`:
+    the agent of the same platform it is, called in-process there; `url` ("" when not
+    given) reaches it elsewhere."""
 
     name: str
     transport: McpTransport
     url: str
     headers: dict[str, str] = field(default_factory=dict)
     env_names: tuple[str, ...] = ()
+    agent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -116,3 +119,8 @@ class Project:
     @property
     def all_mcp_servers(self) -> tuple[McpServer, ...]:
         return self.mcp_servers + tuple(m for s in self.subagents for m in s.mcp_servers)
+
+    @property
+    def called_agents(self) -> frozenset[str]:
+        """The agents of the platform its mcp.json files name."""
+        return frozenset(m.agent for m in self.all_mcp_servers if m.agent is not None)

@@ -7,9 +7,17 @@ project per rule; a test keeps the three in step.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from agentctl.errors import Problem
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
+def valid_name(name: str) -> bool:
+    """Agent and subagent names: used in URLs, store namespaces and the `task` tool."""
+    return _NAME.fullmatch(name) is not None
 
 
 @dataclass(frozen=True)
@@ -113,6 +121,11 @@ _RULES = [
         'use "http" (streamable HTTP) or "sse"',
     ),
     Rule("mcp-url", "{why}", 'set "url" to an http:// or https:// address of the server'),
+    Rule(
+        "mcp-agent",
+        "{why}",
+        'set "agent" to the [agent].name of another agent deployed on the same platform',
+    ),
     Rule(
         "env-unset",
         "uses ${{{name}}}, which is not set",

@@ -16,7 +16,8 @@ from agentctl.bundle.dependencies import (
     model_provider,
 )
 from agentctl.errors import ProjectExistsError, UserError
-from agentctl.project.loader import DEFAULT_MODEL, valid_name
+from agentctl.project.loader import DEFAULT_MODEL
+from agentctl.project.rules import valid_name
 
 _TEMPLATES = files("agentctl.project") / "templates"
 # project path -> template path; `.env` is generated from the dependency table.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from deepagents import FilesystemMiddleware, create_deep_agent
@@ -17,6 +18,7 @@ from agentctl.runtime import memory
 from agentctl.runtime.mcp_tools import load_mcp_tools
 from agentctl.runtime.models import create_models
 from agentctl.runtime.namespaces import shared_namespace, subagent_namespace
+from agentctl.runtime.peers import Peers
 from agentctl.runtime.tracing import tracer_callbacks
 
 if TYPE_CHECKING:
@@ -64,6 +66,7 @@ async def load_agent(
     checkpointer: Any,
     env: Mapping[str, str] | None = None,
     sandboxes: Sandboxes | None = None,
+    peers: Peers | None = None,
 ) -> AgentRuntime:
     """Build the agent of `project` and seed its shared memory into `store`.
 
@@ -73,6 +76,7 @@ async def load_agent(
     runtimes of one process never see each other's secrets.
 
     `sandboxes` is the platform sandbox service, for `[sandbox] provider = "platform_sandbox"`.
+    `peers`: the other agents of the platform, which mcp.json may name (`runtime/peers.py`).
 
     Raises a `UserError` naming what to install, set or fix when the model, an MCP server,
     the sandbox or an approval gate cannot work.
@@ -85,7 +89,8 @@ async def load_agent(
         pool = await sandbox_pool(project, sandboxes, env, store)
         sandbox = ScopedSandbox(pool, project.name, project.sandbox.scope)
     models = create_models(project.models, env)
-    main_tools = await load_mcp_tools(project.mcp_servers, env)
+    agents = None if peers is None else partial(peers.connection, auth=project.auth)
+    main_tools = await load_mcp_tools(project.mcp_servers, env, agents)
     subagent_names = [sub.name for sub in project.subagents]
     subagents: list[dict[str, Any]] = [
         {
@@ -99,7 +104,7 @@ async def load_agent(
     ]
     tool_names = set(BUILTIN_TOOLS) | {tool.name for tool in main_tools}
     for sub in project.subagents:
-        own_tools = await load_mcp_tools(sub.mcp_servers, env)
+        own_tools = await load_mcp_tools(sub.mcp_servers, env, agents)
         tool_names |= {tool.name for tool in own_tools}
         backend = memory.subagent_backend(project.name, sub.name)
         spec: dict[str, Any] = {

@@ -2,30 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, quote_plus
+
+from langchain_core.tools import ToolException
 
 from agentctl.errors import McpLoadError
 from agentctl.project.mcp import expand
 from agentctl.project.model import McpServer
+from agentctl.runtime.peers import AgentConnector
 
 
-async def load_mcp_tools(servers: Sequence[McpServer], env: Mapping[str, str]) -> list[Any]:
+async def load_mcp_tools(
+    servers: Sequence[McpServer], env: Mapping[str, str], agents: AgentConnector | None = None
+) -> list[Any]:
     """Every tool of every server, in order. Each server is listed on its own, so the error
-    names the one that failed (with its url as written, never with expanded secrets)."""
+    names the one that failed (with its url as written, never with expanded secrets).
+
+    `agents`: connects to the platform's other agents, which a server naming an agent is
+    called through (in-process); without it (`agentctl dev`), such a server is reached at
+    its `url`."""
     if not servers:
         return []
     from langchain_mcp_adapters.client import MultiServerMCPClient
 
-    connections: dict[str, Any] = {
-        server.name: {
-            "transport": "streamable_http" if server.transport == "http" else "sse",
-            "url": expand(server.url, env),
-            "headers": {name: expand(value, env) for name, value in server.headers.items()},
-        }
-        for server in servers
-    }
+    connections = {server.name: _connection(server, env, agents) for server in servers}
     client = MultiServerMCPClient(connections, tool_name_prefix=False, handle_tool_errors=True)
     tools: list[Any] = []
     offered_by: dict[str, str] = {}
@@ -35,12 +37,12 @@ async def load_mcp_tools(servers: Sequence[McpServer], env: Mapping[str, str]) -
         except Exception as exc:
             reason = _redact(_reason(exc), [env[name] for name in server.env_names])
             raise McpLoadError(
-                f'MCP server "{server.name}" ({server.url}) could not be listed: {reason}'
+                f"MCP server {_named(server)} could not be listed: {reason}"
                 " — check that it is running and reachable, and its url and headers in mcp.json"
             ) from None
         if not listed:
             raise McpLoadError(
-                f'MCP server "{server.name}" ({server.url}) offers no tools — remove it from '
+                f"MCP server {_named(server)} offers no tools — remove it from "
                 "mcp.json or check the server"
             )
         for tool in listed:
@@ -50,8 +52,45 @@ async def load_mcp_tools(servers: Sequence[McpServer], env: Mapping[str, str]) -
                     f' and "{server.name}" — remove one of them'
                 )
             offered_by[tool.name] = server.name
+            if server.agent is not None and agents is not None:
+                tool.handle_tool_error = _also_refusals(tool.handle_tool_error)
         tools += listed
     return tools
+
+
+def _connection(
+    server: McpServer, env: Mapping[str, str], agents: AgentConnector | None
+) -> dict[str, Any]:
+    if server.agent is not None and agents is not None:
+        return agents(server.agent)
+    if not server.url:
+        raise McpLoadError(
+            f'MCP server "{server.name}" names agent "{server.agent}", which is called '
+            "in-process only on the platform that serves both (agentctl serve) — to reach "
+            'it from here, add its "url" (and "headers") to mcp.json'
+        )
+    return {
+        "transport": "streamable_http" if server.transport == "http" else "sse",
+        "url": expand(server.url, env),
+        "headers": {name: expand(value, env) for name, value in server.headers.items()},
+    }
+
+
+def _also_refusals(handler: Any) -> Callable[[ToolException], Any]:
+    """The tool's error handler, which also shows the model a call the platform refused
+    (a bare `ToolException` from `server/peers.py`), rather than failing the run."""
+
+    def handle(error: ToolException) -> Any:
+        if type(error) is ToolException:
+            return str(error)
+        return handler(error)
+
+    return handle
+
+
+def _named(server: McpServer) -> str:
+    """The server as an error names it: its name and where it is, as written."""
+    return f'"{server.name}" ({server.url or "agent " + str(server.agent)})'
 
 
 def _redact(text: str, secrets: Sequence[str]) -> str:

@@ -9,6 +9,8 @@ route runs, by `Authentication` under the server's `AccessPolicy`:
 - nothing, where the policy allows anonymous access (`agentctl dev` without `[auth]`):
   unscoped, with no user, so user memory is skipped.
 - in `agentctl dev` only, the development UI (`x-auth-scheme: langsmith`, from loopback).
+- another agent of the platform calling in-process (`server/peers.py`): the `Caller` it
+  put in the ASGI scope under `IN_CLUSTER`, which no network request can set.
 
 Anything else is 401 (no valid credentials) or 503 (the identity provider did not answer).
 Resources carry their creator in `metadata.owner`; a scoped caller's lookups of anything
@@ -57,6 +59,7 @@ def is_public(path: str) -> bool:
 
 
 DEV_UI_HEADER = (b"x-auth-scheme", b"langsmith")
+IN_CLUSTER = "agentctl.in_cluster_caller"  # the scope key of an in-process call's caller
 _LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
@@ -175,6 +178,9 @@ class Authentication:
         await self.app(scope, receive, send)
 
     async def _resolve(self, scope: Scope) -> Caller:
+        in_cluster = scope.get(IN_CLUSTER)
+        if isinstance(in_cluster, Caller):
+            return in_cluster
         policy = self.policy()
         headers = dict(scope["headers"])
         if policy.dev_ui and _from_dev_ui(scope, headers):

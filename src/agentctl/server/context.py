@@ -14,6 +14,7 @@ from starlette.requests import Request
 from agentctl.engine import Deployment, RunEngine
 from agentctl.engine.crons import CronScheduler
 from agentctl.runtime.agent import AgentRuntime
+from agentctl.runtime.peers import Peers
 from agentctl.sandbox import Sandboxes
 from agentctl.server.access import AccessPolicy
 from agentctl.server.heap import resettle_heap
@@ -49,6 +50,8 @@ class Server:
     stopping_since: float | None = None
     # The platform sandbox service its agents' sandboxes run on (closed with the server).
     sandboxes: Sandboxes | None = None
+    # The platform's other agents, which its agent's mcp.json may name (`serve` only).
+    peers: Peers | None = None
     # Called once the server stopped (e.g. to close what the storage was built on).
     on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     scheduler: CronScheduler = field(init=False)

@@ -20,10 +20,11 @@ from urllib.parse import quote
 from fastapi import FastAPI
 from starlette.requests import Request
 
-from agentctl.errors import Conflict, NotFound, Unprocessable, UserError
+from agentctl.errors import Conflict, NotFound, PeerUnavailable, Unprocessable, UserError
 from agentctl.observability.logs import bind
 from agentctl.observability.metrics import Metrics
 from agentctl.server.context import Server
+from agentctl.server.peers import InCluster
 from agentctl.server.production import check_platform_settings, open_agent_server
 from agentctl.settings import Settings
 from agentctl.storage.base import (
@@ -51,10 +52,50 @@ class HostedAgent:
     record: AgentRecord
     server: Server
     app: FastAPI
+    # The application's lifespan, begun: it started the server and its MCP and A2A
+    # endpoints; ending it stops them.
+    lifespan: Lifespan
 
     @property
     def name(self) -> str:
         return self.record.name
+
+    @property
+    def root(self) -> str:
+        """Its base path on the platform."""
+        return f"/agents/{quote(self.name, safe='')}"
+
+
+class Lifespan:
+    """An application's lifespan, run in a task of its own: it is begun and ended by
+    different tasks (a deploy, the bus, shutdown), and the anyio task groups inside it (the
+    MCP endpoint's) must end in the task that began them."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+        self._end = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def begin(self) -> None:
+        """Run the lifespan up to serving; its error, if it fails to start."""
+        started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._task = asyncio.create_task(self._run(started))
+        await started
+
+    async def end(self) -> None:
+        self._end.set()
+        if self._task is not None:
+            await self._task
+
+    async def _run(self, started: asyncio.Future[None]) -> None:
+        try:
+            async with self.app.router.lifespan_context(self.app):
+                started.set_result(None)
+                await self._end.wait()
+        except BaseException as exc:
+            if started.done():
+                raise
+            started.set_exception(exc)
 
 
 class Platform:
@@ -88,11 +129,21 @@ class Platform:
         """Serve every registered agent, and follow creations and deletions."""
         await self._adopt_default()
         self.storage.bus.subscribe(TOPIC, self._on_agents)
-        for record in await self.storage.agents.list():
-            try:
-                await self._open(record)
-            except UserError as exc:  # the others are served all the same
-                log.error("agent %r cannot be served by this replica: %s", record.name, exc)
+        pending = await self.storage.agents.list()
+        while pending:  # an agent whose mcp.json names another waits for it to be served
+            waiting: list[tuple[AgentRecord, UserError]] = []
+            for record in pending:
+                try:
+                    await self._open(record)
+                except PeerUnavailable as exc:
+                    waiting.append((record, exc))
+                except UserError as exc:  # the others are served all the same
+                    log.error("agent %r cannot be served by this replica: %s", record.name, exc)
+            if len(waiting) == len(pending):
+                for record, reason in waiting:
+                    log.error("agent %r cannot be served by this replica: %s", record.name, reason)
+                break
+            pending = [record for record, _ in waiting]
 
     def begin_stopping(self) -> None:
         if self.stopping_since is None:
@@ -152,6 +203,17 @@ class Platform:
                 "agent by agent — it stays; to remove it, empty the database and Redis prefix "
                 "of the platform (docs/deployment.md, Platform of agents)"
             )
+        callers = sorted(
+            other.name
+            for other in self.agents.values()
+            if other.server.deployment.ready
+            and name in other.server.deployment.runtime.project.called_agents
+        )
+        if callers:
+            raise Conflict(
+                f"agent {name!r} is called by {', '.join(callers)} (their mcp.json names it) "
+                "— deploy them without it first, then delete it"
+            )
         hosted = self.agents.get(name)
         counts = await data_counts(hosted.server.storage) if hosted is not None else {}
         await self.storage.agents.remove(name)
@@ -173,17 +235,19 @@ class Platform:
             hosted = self.agents.get(record.name)
             if hosted is not None:
                 return hosted
-            server = await open_agent_server(self.settings, record.namespace, record.name)
+            peers = InCluster(self.agent, record.name)
+            server = await open_agent_server(self.settings, record.namespace, record.name, peers)
             app = self.make_app(server)
             metrics: Metrics = app.state.metrics
             # Its tasks (runs, crons) log under its name and count in its own metrics.
+            lifespan = Lifespan(app)
             with bind(agent=record.name), metrics.bind():
                 try:
-                    await server.start()
+                    await lifespan.begin()
                 except BaseException:
                     await server.stop()
                     raise
-            hosted = HostedAgent(record, server, app)
+            hosted = HostedAgent(record, server, app, lifespan)
             self.agents[record.name] = hosted
             log.info("serving agent %r", record.name)
             return hosted
@@ -193,7 +257,7 @@ class Platform:
         if hosted is None:
             return
         hosted.server.begin_stopping()
-        await hosted.server.stop()
+        await hosted.lifespan.end()
 
     async def _on_agents(self, message: Message) -> None:
         name = str(message["name"])

@@ -14,6 +14,7 @@ from agentctl.errors import SettingsError
 from agentctl.platform.deployments import Deployments
 from agentctl.platform.secrets import SecretBox
 from agentctl.project.model import Project
+from agentctl.runtime.peers import Peers
 from agentctl.sandbox import open_sandboxes
 from agentctl.server.access import AccessPolicy
 from agentctl.server.context import Server
@@ -49,12 +50,15 @@ def check_platform_settings(settings: Settings) -> tuple[OriginPolicy, str]:
 
 
 async def open_agent_server(
-    settings: Settings, namespace: str | None = None, agent: str | None = None
+    settings: Settings,
+    namespace: str | None = None,
+    agent: str | None = None,
+    peers: Peers | None = None,
 ) -> Server:
     """Open the storage of `namespace` (None: the default one), load the agent's active
     revision (if any) and return its server, ready to start. `agent` is the agent's name
-    (shown by `/info`). Raises a `UserError` for settings or a stored revision this
-    replica cannot use."""
+    (shown by `/info`); `peers` the platform's other agents its mcp.json may name. Raises
+    a `UserError` for settings or a stored revision this replica cannot use."""
     origins, key = check_platform_settings(settings)
     storage, close_storage = await open_storage(settings, namespace)
     data_dir = Path(settings.data_dir)
@@ -83,6 +87,7 @@ async def open_agent_server(
             limits=Limits.of(settings),
             on_close=[close_storage],
             sandboxes=open_sandboxes(SandboxSettings.from_env(), own_dir, key),
+            peers=peers,
         )
         box = SecretBox(settings.secrets_key or key)
         deployments = Deployments(

@@ -1,0 +1,186 @@
+"""Agents calling agents on one platform (in process, on SQLite): an agent's mcp.json names
+another agent, whose MCP tool it calls in-process as the user its run runs for; revisions
+and deletions that would break such calls are refused with a reason."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from agentctl.server.platform_host import Platform
+from agentctl.settings import Settings
+from agentctl.testing import ScriptedModelServer
+from agentctl.testing.identity import OidcIssuer
+from tests.server.conftest import (
+    ALICE,
+    BOB,
+    PLATFORM_OPERATOR,
+    agent_files,
+    call,
+    platform_at,
+    upload,
+    user,
+)
+
+
+def asker(root: Path, names: str = "researcher", auth: dict[str, str] | None = None) -> Path:
+    """Agent `asker`, whose mcp.json names agent `names` (no url)."""
+    agent_files(root, "asker", "You ask the researcher.")
+    servers = {"research": {"agent": names}}
+    (root / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    return with_auth(root, auth)
+
+
+def researcher(root: Path, auth: dict[str, str] | None = None) -> Path:
+    return with_auth(agent_files(root, "researcher", "You research."), auth)
+
+
+def with_auth(root: Path, auth: dict[str, str] | None) -> Path:
+    if auth:
+        section = "".join(f'{key} = "{value}"\n' for key, value in auth.items())
+        config = root / "agent.toml"
+        config.write_text(config.read_text() + "\n[auth]\n" + section)
+    return root
+
+
+def asking(thread_id: str, question: str = "@say found it") -> dict[str, Any]:
+    """A run of asker that asks researcher `question` on its thread `thread_id`."""
+    ask = call("researcher", message=question, thread_id=thread_id)
+    return user(f"{ask}\n@say {{last_tool_result}}")
+
+
+async def wait(
+    http: httpx.AsyncClient, agent: str, body: dict[str, Any], headers: dict[str, str]
+) -> Any:
+    answer = await http.post(
+        f"/agents/{agent}/runs/wait",
+        json={"assistant_id": agent, **body},
+        headers=headers,
+    )
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def sso(oidc: OidcIssuer, audience: str) -> dict[str, str]:
+    return {"provider": "oidc", "issuer": oidc.issuer, "audience": audience}
+
+
+def bearer(oidc: OidcIssuer, user_id: str, audience: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {oidc.mint(user_id, audience=audience)}"}
+
+
+async def test_an_agent_calls_another_in_process_as_its_user(
+    platform: tuple[Platform, httpx.AsyncClient],
+    tmp_path: Path,
+    model_server: ScriptedModelServer,
+    oidc: OidcIssuer,
+) -> None:
+    _, http = platform
+    for root in (
+        researcher(tmp_path / "researcher", sso(oidc, "researcher")),
+        asker(tmp_path / "asker", auth=sso(oidc, "asker")),  # same issuer, its own audience
+    ):
+        deployed = await upload(http, root, model_server)
+        assert deployed.status_code == 201, deployed.text
+
+    # Alice asks asker; asker's run calls researcher's MCP tool, in-process, as Alice.
+    thread_id = str(uuid.uuid4())
+    values = await wait(http, "asker", {"input": asking(thread_id)}, bearer(oidc, ALICE, "asker"))
+    assert values["messages"][-1]["content"] == "found it"
+
+    # The conversation at researcher is Alice's: hers with her own token there, not Bob's.
+    mine = await http.get(
+        f"/agents/researcher/threads/{thread_id}", headers=bearer(oidc, ALICE, "researcher")
+    )
+    assert mine.status_code == 200, mine.text
+    assert mine.json()["metadata"]["owner"] == ALICE
+    assert mine.json()["values"]["messages"][-1]["content"] == "found it"
+    theirs = await http.get(
+        f"/agents/researcher/threads/{thread_id}", headers=bearer(oidc, BOB, "researcher")
+    )
+    assert theirs.status_code == 404
+    # Tokens do not cross: Alice's token for asker is no token at researcher.
+    crossed = await http.get(
+        f"/agents/researcher/threads/{thread_id}", headers=bearer(oidc, ALICE, "asker")
+    )
+    assert crossed.status_code == 401
+
+    # Bob continuing Alice's conversation through asker finds nothing of hers.
+    values = await wait(http, "asker", {"input": asking(thread_id)}, bearer(oidc, BOB, "asker"))
+    assert "not found" in values["messages"][-1]["content"].lower()
+
+    # A run started with the deployment key calls as the operator: no user, no owner.
+    # (Checked before researcher changes how it signs users in, below.)
+    operator_thread = str(uuid.uuid4())
+    values = await wait(http, "asker", {"input": asking(operator_thread)}, PLATFORM_OPERATOR)
+    assert values["messages"][-1]["content"] == "found it"
+    found = await http.get(
+        f"/agents/researcher/threads/{operator_thread}", headers=PLATFORM_OPERATOR
+    )
+    assert "owner" not in found.json()["metadata"]
+
+    # researcher now signs users in elsewhere: asker's users are refused there, call by call.
+    elsewhere = {**sso(oidc, "researcher"), "issuer": oidc.issuer + "/elsewhere"}
+    moved = await upload(http, researcher(tmp_path / "moved", elsewhere), model_server)
+    assert moved.status_code == 201, moved.text
+    values = await wait(http, "asker", {"input": asking(thread_id)}, bearer(oidc, ALICE, "asker"))
+    assert "this agent's users are not admitted there" in values["messages"][-1]["content"]
+
+
+async def test_calls_that_could_not_work_are_refused_at_deploy(
+    platform: tuple[Platform, httpx.AsyncClient],
+    tmp_path: Path,
+    model_server: ScriptedModelServer,
+    oidc: OidcIssuer,
+) -> None:
+    _, http = platform
+    missing = await upload(http, asker(tmp_path / "early"), model_server)
+    assert missing.status_code == 400, missing.text
+    assert 'names agent "researcher", which has no revision' in missing.json()["detail"]
+
+    signed = await upload(http, researcher(tmp_path / "r", sso(oidc, "r")), model_server)
+    assert signed.status_code == 201, signed.text
+    # asker's users sign in elsewhere (here: not at all, while researcher signs users in
+    # with OIDC): every call for them would be refused, so the revision is.
+    other = {"provider": "oidc", "issuer": oidc.issuer + "/elsewhere", "audience": "asker"}
+    refused = await upload(http, asker(tmp_path / "wrong", auth=other), model_server)
+    assert refused.status_code == 400, refused.text
+    assert "does not sign users in as this agent does" in refused.json()["detail"]
+
+    itself = agent_files(tmp_path / "self", "loop", "You loop.")
+    (itself / "mcp.json").write_text(json.dumps({"mcpServers": {"me": {"agent": "loop"}}}))
+    looped = await upload(http, itself, model_server)
+    assert looped.status_code == 400
+    assert 'agent "loop" names itself in mcp.json' in looped.json()["detail"]
+
+
+async def test_deleting_a_called_agent_is_refused_and_a_restart_serves_both(
+    platform_settings: Settings,
+    tmp_path: Path,
+    model_server: ScriptedModelServer,
+) -> None:
+    async with platform_at(platform_settings) as (_, http):
+        for root in (researcher(tmp_path / "researcher"), asker(tmp_path / "asker")):
+            deployed = await upload(http, root, model_server)
+            assert deployed.status_code == 201, deployed.text
+        refused = await http.delete("/platform/agents/researcher", headers=PLATFORM_OPERATOR)
+        assert refused.status_code == 409
+        assert "called by asker" in refused.json()["detail"]
+
+    # asker is registered first, yet served once researcher is.
+    async with platform_at(platform_settings) as (hosting, http):
+        assert sorted(hosting.agents) == ["asker", "researcher"]
+        thread = str(uuid.uuid4())
+        values = await wait(http, "asker", {"input": asking(thread)}, PLATFORM_OPERATOR)
+        assert values["messages"][-1]["content"] == "found it"
+
+        # A revision of asker without the call lets researcher go.
+        plain = agent_files(tmp_path / "asker", "asker", "You answer alone.")
+        (plain / "mcp.json").unlink()
+        assert (await upload(http, plain, model_server)).status_code == 201
+        gone = await http.delete("/platform/agents/researcher", headers=PLATFORM_OPERATOR)
+        assert gone.status_code == 200, gone.text
