@@ -15,7 +15,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,14 +137,21 @@ def run_cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch)
     """Run `agentctl ARGS` in process, in folder `cwd`, and capture what a user would see."""
 
     def run(
-        *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, input: str = ""
+        *args: str,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+        input: str = "",
+        unset: Iterable[str] = (),
     ) -> CliResult:
-        """`input`: what the user types (standard input; empty: end of input at once)."""
+        """`input`: what the user types (standard input; empty: end of input at once);
+        `unset`: variables the user's shell does not have."""
         monkeypatch.setattr("sys.stdin", io.StringIO(input))
         if cwd is not None:
             monkeypatch.chdir(cwd)
         for name, value in (env or {}).items():
             monkeypatch.setenv(name, value)
+        for name in unset:
+            monkeypatch.delenv(name, raising=False)
         capsys.readouterr()
         try:
             main(list(args))
@@ -398,11 +405,12 @@ def sandbox_dir(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def sandbox_project(root: Path, scope: str = "thread") -> Path:
-    """The `coder` project: a platform sandbox of `scope` and a skill with a script."""
+def sandbox_project(root: Path, scope: str = "thread", name: str = "coder") -> Path:
+    """The `coder` project (agent `name`): a platform sandbox of `scope` and a skill with a
+    script."""
     files = {
         "agent.toml": (
-            '[agent]\nname = "coder"\nmodel = "openai:scripted"\n\n'
+            f'[agent]\nname = "{name}"\nmodel = "openai:scripted"\n\n'
             f'[sandbox]\nprovider = "platform_sandbox"\nscope = "{scope}"\n'
         ),
         "AGENTS.md": "You write and run code.\n",

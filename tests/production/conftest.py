@@ -3,7 +3,7 @@ driven by the official langgraph-sdk client and by `agentctl deploy` itself."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,12 +39,19 @@ class Cluster:
         return replica
 
     def deploy(
-        self, project: Path, replica: Replica, *args: str, key: str = KEY, input: str = ""
+        self,
+        project: Path,
+        replica: Replica,
+        *args: str,
+        key: str = KEY,
+        input: str = "",
+        unset: Iterable[str] = (),
     ) -> CliResult:
         """`agentctl deploy` (or `agentctl ARGS`) in folder `project` against `replica`, as a
-        user runs it; `input`: what the user types."""
+        user runs it in a shell with the replicas' environment but `unset` (so the project's
+        `.env` gives those); `input`: what the user types."""
         env = {**self.env, "PLATFORM_URL": replica.url, "PLATFORM_API_KEY": key}
-        return self.run_cli(*args or ("deploy",), cwd=project, env=env, input=input)
+        return self.run_cli(*args or ("deploy",), cwd=project, env=env, input=input, unset=unset)
 
     def connect(self, agent: str = "demo") -> psycopg.Connection[Any]:
         """A connection to the database, in the schema of `agent`'s tables."""

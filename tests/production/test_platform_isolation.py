@@ -1,7 +1,7 @@
 """Acceptance of a platform of agents on two replicas over PostgreSQL + Redis: agents with
 different `[auth]` and memory see nothing of each other (tokens, threads, store, memory,
 crons), a deploy or rollback of one agent leaves another's run and stream alone, and a
-revision's secrets are its own."""
+revision's secrets (MCP headers, model keys) are its own."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import httpx
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
+from agentctl.testing import ScriptedModelServer
 from agentctl.testing.identity import IdpBServer, OidcIssuer
 from agentctl.testing.mcp_servers import calculator, serve
 from tests.conftest import eventually
@@ -21,6 +22,7 @@ from tests.production.conftest import (
     KEY,
     OPERATOR,
     Cluster,
+    agent_client,
     agent_project,
     agent_serving,
     said,
@@ -262,3 +264,58 @@ async def test_secrets_are_each_revisions_own(cluster: Cluster, tmp_path: Path) 
         finally:
             for client in clients.values():
                 await client.aclose()
+
+
+async def test_model_keys_are_each_agents_own(
+    cluster: Cluster, model_server: ScriptedModelServer, tmp_path: Path
+) -> None:
+    """Each agent's model gets the key of its own `.env`, never another's nor the replicas'
+    own; a new revision's key replaces the old at its next run."""
+    first, second = cluster.start(), cluster.start()
+    projects = {name: agent_project(tmp_path / name, name) for name in ("keeper", "other")}
+    clients = {name: [agent_client(r, name) for r in (first, second)] for name in projects}
+
+    def deploy(name: str, dotenv: str) -> str:
+        """Deploy `name` with `dotenv` as its `.env`, from a shell without a model key."""
+        (projects[name] / ".env").write_text(dotenv)
+        deployed = cluster.deploy(projects[name], first, unset=["OPENAI_API_KEY"])
+        assert deployed.exit_code == 0, deployed.err + deployed.out
+        return deployed.err + deployed.out
+
+    async def keys_of(name: str) -> set[str]:
+        """The keys the model was sent during two runs of `name`, one asked of each replica."""
+        before = len(model_server.keys)
+        for client in clients[name]:
+            assert await said(client, name, "hi") == "hi"
+        return set(model_server.keys[before:])
+
+    try:
+        for name in projects:
+            sent = deploy(name, f"OPENAI_API_KEY=sk-{name}-1\n")
+            assert "(secrets: OPENAI_API_KEY, OPENAI_BASE_URL)" in sent
+            await agent_serving(second, name, 1)
+        # Only the deployed keys: never the replicas' own OPENAI_API_KEY (MODEL_KEY).
+        assert await keys_of("keeper") == {"sk-keeper-1"}
+        assert await keys_of("other") == {"sk-other-1"}
+
+        # The key rotated: keeper's next runs, on either replica, use only the new one.
+        deploy("keeper", "OPENAI_API_KEY=sk-keeper-2\n")
+        for replica in (first, second):
+            await agent_serving(replica, "keeper", 2)
+        assert await keys_of("keeper") == {"sk-keeper-2"}
+        assert await keys_of("other") == {"sk-other-1"}
+
+        # The key removed: revision 3 moves keeper to another provider, whose key alone
+        # its runs send; the replicas' own OPENAI_API_KEY does not step in.
+        config = projects["keeper"] / "agent.toml"
+        config.write_text(config.read_text().replace("openai:", "anthropic:"))
+        anthropic = model_server.env_for("anthropic")["ANTHROPIC_BASE_URL"]
+        sent = deploy("keeper", f"ANTHROPIC_API_KEY=sk-keeper-3\nANTHROPIC_BASE_URL={anthropic}\n")
+        assert "(secrets: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL)" in sent
+        for replica in (first, second):
+            await agent_serving(replica, "keeper", 3)
+        assert await keys_of("keeper") == {"sk-keeper-3"}
+        assert await keys_of("other") == {"sk-other-1"}
+    finally:
+        for client in (c for pair in clients.values() for c in pair):
+            await client.aclose()

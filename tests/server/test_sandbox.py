@@ -130,9 +130,7 @@ async def test_the_operator_sees_only_this_server_s_sandboxes(
 ) -> None:
     """A sandbox service shared by two deployments: each operator's list holds only the
     sandboxes of its own agent."""
-    other = sandbox_project(tmp_path / "other")
-    config = other / "agent.toml"
-    config.write_text(config.read_text().replace('name = "coder"', 'name = "other"'))
+    other = sandbox_project(tmp_path / "other", name="other")
     async with (
         running_server(sandbox_project(tmp_path / "coder"), tmp_path / "data") as coder,
         running_server(other, tmp_path / "other-data") as agent,
@@ -161,10 +159,7 @@ async def test_a_command_sees_no_secret_of_the_server_or_of_another_agent(
     coder = sandbox_project(tmp_path / "coder")
     with (coder / ".env").open("a") as env:
         env.write("CODER_TOKEN=coder-token-31337\n")
-    other = sandbox_project(tmp_path / "other")
-    (other / "agent.toml").write_text(
-        (other / "agent.toml").read_text().replace('name = "coder"', 'name = "other"')
-    )
+    other = sandbox_project(tmp_path / "other", name="other")
     async with running_server(coder, tmp_path / "data") as agent:
         other_env = {**load_project(other).env, "OTHER_TOKEN": "other-token-31337"}
         neighbour = await load_agent(
