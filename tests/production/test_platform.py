@@ -6,6 +6,7 @@ agent is gone from every replica with its schema; a replica started later serves
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psycopg
@@ -67,8 +68,19 @@ async def test_agents_answer_apart_at_their_own_urls(cluster: Cluster, tmp_path:
         assert refused.value.response.status_code == 404
     assert await said(clients["beta"], beta, "still beta") == "still beta"
 
-    # Deleting an agent takes it off every replica, and its schema with it.
-    async with httpx.AsyncClient(base_url=second.url, headers=OPERATOR) as http:
+    # Deleting an agent takes it off every replica, and its schema with it: the replica
+    # running one of its runs stops it and lets go of the schema before it is dropped.
+    gamma = agent_client(first, "gamma")
+    slow: Any = await gamma.runs.create(None, "gamma", input=user("@slow 0.5 @say " + "w " * 60))
+
+    async def running() -> bool:
+        found = await gamma.runs.list(slow["thread_id"])
+        return bool(found[0]["status"] == "running")
+
+    await eventually(running, 10, "the run of gamma to start")
+    await gamma.aclose()
+    runner, other = cluster.executing(slow["run_id"], "gamma")
+    async with httpx.AsyncClient(base_url=other.url, headers=OPERATOR, timeout=30) as http:
         deleted = await http.delete("/platform/agents/gamma")
     assert deleted.status_code == 200, deleted.text
     schema = Namespace.of("gamma").schema
@@ -86,6 +98,11 @@ async def test_agents_answer_apart_at_their_own_urls(cluster: Cluster, tmp_path:
             "SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", (schema,)
         ).fetchone()
     assert found_schema is None
+    # The runner had stopped the run and closed gamma's pool before its schema was dropped.
+    assert "stopped serving agent 'gamma'" in runner.output()
+    for replica in (runner, other):  # and none worked on in the schema gone under it
+        problems = [line for line in replica.output().splitlines() if '"error"' in line]
+        assert not problems, "\n".join(problems)
 
     # A replica started now serves every agent there is.
     third = cluster.start()

@@ -218,8 +218,8 @@ class Platform:
         counts = await data_counts(hosted.server.storage) if hosted is not None else {}
         await self.storage.agents.remove(name)
         await self.storage.bus.publish(TOPIC, {"name": name, "action": "deleted"})
-        async with self._lock:  # closed here before its data goes (the bus may lag)
-            await self._close(name)
+        async with self._lock:  # closed here before its data goes; the other replicas
+            await self._close(name, deleted=True)  # close theirs, the drop waits for them
         dropped = await drop_namespace(self.settings, record.namespace)
         log.info("agent %r deleted", name)
         return {
@@ -252,18 +252,23 @@ class Platform:
             log.info("serving agent %r", record.name)
             return hosted
 
-    async def _close(self, name: str) -> None:
+    async def _close(self, name: str, *, deleted: bool = False) -> None:
+        """Stop serving agent `name`; its runs in flight get the shutdown grace, unless it
+        was `deleted` (they stop at once)."""
         hosted = self.agents.pop(name, None)
         if hosted is None:
             return
+        if deleted:
+            hosted.server.shutdown_grace = 0.0
         hosted.server.begin_stopping()
         await hosted.lifespan.end()
+        log.info("stopped serving agent %r", name)
 
     async def _on_agents(self, message: Message) -> None:
         name = str(message["name"])
         if message.get("action") == "deleted":
             async with self._lock:
-                await self._close(name)
+                await self._close(name, deleted=True)
             return
         record = await self.storage.agents.get(name)
         if record is not None:

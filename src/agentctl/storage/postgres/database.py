@@ -39,6 +39,10 @@ from agentctl.storage.sql.table import Table
 Pool = AsyncConnectionPool[AsyncConnection[DictRow]]
 
 CONNECTION_WAIT_SECONDS = 5.0
+# How long the deletion of an agent waits for the other replicas to close its pools.
+DROP_WAIT_SECONDS = 10.0
+log = logging.getLogger("agentctl.storage")
+
 # psycopg_pool tries to replace a lost connection after 1, 2, 4, 8… s: a database back after
 # 15 s would be used up to 16 s later. Try every half second instead (with its jitter).
 AttemptWithBackoff.INITIAL_DELAY = 0.5
@@ -173,6 +177,7 @@ async def open_pool(database_url: str, *, size: int, schema: str | None = None) 
         # The connection's default for the session: `RESET ALL` keeps it.
         options = conninfo_to_dict(database_url).get("options") or ""
         kwargs["options"] = f"{options} -c search_path={quoted(schema)}".strip()
+        kwargs["application_name"] = user_of(schema)
     pool = AsyncConnectionPool(
         database_url,
         min_size=1,
@@ -320,9 +325,17 @@ async def rows(conn: AsyncConnection[DictRow], query: str, params: Sequence[Any]
         return await cursor.fetchall() if cursor.description else []
 
 
-async def drop_schema(database_url: str, schema: str) -> bool:
+def user_of(schema: str) -> str:
+    """The `application_name` of the connections of a pool on `schema`: how a replica
+    deleting it sees whether the others still use it."""
+    return f"agentctl {schema}"[:63]
+
+
+async def drop_schema(database_url: str, schema: str, wait: float = DROP_WAIT_SECONDS) -> bool:
     """Drop `schema` and everything in it (under its migration lock, so that no replica is
-    creating it meanwhile); False when there was none."""
+    creating it meanwhile); False when there was none. Waits up to `wait` seconds for the
+    other replicas to close their pools on it first (they do when told of the deletion),
+    so that none works on in a schema gone under it."""
     try:
         conn = await AsyncConnection.connect(
             database_url, autocommit=True, row_factory=dict_row, connect_timeout=10
@@ -331,9 +344,25 @@ async def drop_schema(database_url: str, schema: str) -> bool:
         raise RuntimeFailure(
             f"cannot connect to PostgreSQL at {_redacted(database_url)}: {exc}"
         ) from exc
-    async with conn, migration_lock(conn, schema):
-        found = await fetch_value(
-            conn, "SELECT count(*) FROM pg_namespace WHERE nspname = %s", schema
-        )
-        await conn.execute(f"DROP SCHEMA IF EXISTS {quoted(schema)} CASCADE")
+    async with conn:
+        await _until_unused(conn, schema, wait)
+        async with migration_lock(conn, schema):
+            found = await fetch_value(
+                conn, "SELECT count(*) FROM pg_namespace WHERE nspname = %s", schema
+            )
+            await conn.execute(f"DROP SCHEMA IF EXISTS {quoted(schema)} CASCADE")
     return bool(found)
+
+
+async def _until_unused(conn: AsyncConnection[DictRow], schema: str, wait: float) -> None:
+    """Return once no other connection is on `schema`'s pools, or after `wait` seconds."""
+    deadline = time.monotonic() + wait
+    query = (
+        "SELECT count(*) FROM pg_stat_activity "
+        "WHERE application_name = %s AND datname = current_database()"
+    )
+    while await fetch_value(conn, query, user_of(schema)):
+        if time.monotonic() >= deadline:
+            log.warning("dropping schema %s while a replica still uses it", schema)
+            return
+        await asyncio.sleep(0.1)
