@@ -68,10 +68,11 @@ async def scenario(
         else:
             stop = lambda: in_thread(postgres.stop)  # noqa: E731
             start = lambda: in_thread(postgres.start)  # noqa: E731
+        urls = [replica.url for replica in replicas]
         return await outage_under_runs(
-            [replica.url for replica in replicas],
+            urls,
             KEY,
-            "waiter",
+            {"waiter": urls},  # the platform's only agent, at its root
             stop,
             start,
             runs=args.runs,

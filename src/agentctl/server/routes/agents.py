@@ -88,15 +88,20 @@ async def metrics(request: Request) -> Response:
     platform = operator_platform(request)
     headers = {"x-api-key": request.headers.get("x-api-key", "")}
 
-    async def scrape(agent: HostedAgent) -> str:
+    async def scrape(agent: HostedAgent) -> httpx.Response:
         transport = httpx.ASGITransport(app=agent.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://agent") as http:
-            return (await http.get("/metrics", headers=headers)).raise_for_status().text
+            return await http.get("/metrics", headers=headers)
 
     agents = list(platform.agents.values())
-    texts = await asyncio.gather(*(scrape(agent) for agent in agents))
+    answers = await asyncio.gather(*(scrape(agent) for agent in agents))
+    for answer in answers:
+        if answer.status_code != 200:  # e.g. its storage is down: a 503, said as it said it
+            kept = {k: v for k, v in answer.headers.items() if k in ("content-type", "retry-after")}
+            return Response(answer.content, answer.status_code, kept)
     joined = await asyncio.to_thread(
-        join_by_agent, {agent.name: text for agent, text in zip(agents, texts, strict=True)}
+        join_by_agent,
+        {agent.name: answer.text for agent, answer in zip(agents, answers, strict=True)},
     )
     return Response(joined, media_type=CONTENT_TYPE_LATEST)
 
