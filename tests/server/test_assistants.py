@@ -222,6 +222,7 @@ async def test_schemas_and_subgraphs(agent: Running) -> None:
         ("POST", "/assistants/search", b'{"sort_by": "colour"}', 422, "sort_by"),
         ("POST", "/assistants/search", b'{"select": ["secret"]}', 422, "select"),
         ("POST", "/assistants/demo/latest", b'{"version": "one"}', 422, "version"),
+        ("POST", "/assistants/demo/latest", b'{"version": 2147483648}', 422, "version"),
         ("PATCH", f"/assistants/{uuid.uuid4()}", b"{}", 404, "not found"),
         ("GET", "/assistants/nobody/schemas", b"", 404, "not found"),
     ],

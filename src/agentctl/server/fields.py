@@ -186,6 +186,7 @@ StreamModes = Annotated[
     WithJsonSchema({"anyOf": [_MODE, {"type": "array", "items": _MODE}]}),
 ]
 RevisionNumber = Annotated[int, Path(ge=1, le=INT64[1])]
+AssistantVersion = Annotated[int, Field(ge=1, le=2**31 - 1)]  # stored as a 32-bit integer
 SortOrder = Literal["asc", "desc"]
 OnConflict = Literal["raise", "do_nothing"]
 

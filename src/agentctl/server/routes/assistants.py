@@ -7,10 +7,9 @@ assistant id is.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from fastapi import APIRouter, Request
-from pydantic import Field
 from starlette.responses import Response
 
 from agentctl.errors import NotFound
@@ -18,7 +17,7 @@ from agentctl.server import graph_schemas, lookup, views
 from agentctl.server.access import caller_of
 from agentctl.server.assistant_requests import AssistantCreate, AssistantPatch
 from agentctl.server.context import server_of
-from agentctl.server.fields import Body, Limit, Metadata, Offset, PageQuery
+from agentctl.server.fields import AssistantVersion, Body, Limit, Metadata, Offset, PageQuery
 from agentctl.server.openapi import CONFLICT
 from agentctl.server.routes.common import page, query_xray, select_fields
 from agentctl.server.schemas import ASSISTANT_LIST, AssistantOut
@@ -55,7 +54,7 @@ class VersionSearch(Body):
 
 
 class SetLatest(Body):
-    version: Annotated[int, Field(ge=1)]
+    version: AssistantVersion
 
 
 @router.post("/assistants", response_model=AssistantOut, responses=CONFLICT)
