@@ -49,18 +49,34 @@ async def status_of(call: Any) -> int:
     return status
 
 
+def on_model(folder: Path, model: str) -> Path:
+    config = folder / "agent.toml"
+    config.write_text(config.read_text().replace('"openai:scripted"', f'"{model}"'))
+    return folder
+
+
 async def test_users_tokens_and_data_stay_within_their_agent(
-    cluster: Cluster, tmp_path: Path, idp_b: IdpBServer, oidc: OidcIssuer
+    cluster: Cluster,
+    tmp_path: Path,
+    idp_b: IdpBServer,
+    oidc: OidcIssuer,
+    model_server: ScriptedModelServer,
 ) -> None:
     first, second = cluster.start(), cluster.start()
+    # Three agents on three models: two providers, two models of one provider.
     plain = agent_project(tmp_path / "plain", "plain")
     idp = {"provider": "idp_b"}
-    signed = with_auth(with_memory(tmp_path / "b", "signed"), tmp_path / "signed", idp, idp_b.env)
+    anthropic = {**idp_b.env, **model_server.env_for("anthropic")}
+    signed = on_model(with_memory(tmp_path / "b", "signed"), "anthropic:scripted")
+    signed = with_auth(signed, tmp_path / "signed", idp, anthropic)
     auth = {"provider": "oidc", "issuer": oidc.issuer, "audience": oidc.audience}
-    sso = with_auth(with_memory(tmp_path / "o", "sso"), tmp_path / "sso", auth)
-    for folder in (plain, signed, sso):
+    sso = on_model(with_memory(tmp_path / "o", "sso"), "openai:scripted-large")
+    sso = with_auth(sso, tmp_path / "sso", auth)
+    for folder, model in ((plain, "openai:scripted"), (signed, "anthropic:scripted"),
+                          (sso, "openai:scripted-large")):  # fmt: skip
         deployed = cluster.deploy(folder, first)
         assert deployed.exit_code == 0, deployed.err + deployed.out
+        assert model in deployed.out + deployed.err
     for name in ("plain", "signed", "sso"):
         await agent_serving(second, name, 1)
     url = f"{second.url}/agents"
