@@ -53,7 +53,7 @@ async def test_an_agent_calls_another_in_cluster_as_its_user(
         )
         assert values["messages"][-1]["content"] == "found it"
         # The conversation the call held at researcher is Alice's there, not Bob's.
-        held = await alice_at_researcher.threads.get(thread_id)
+        held: Any = await alice_at_researcher.threads.get(thread_id)
         assert held["metadata"]["owner"] == ALICE
         assert await bob_at_researcher.threads.search() == []
 
