@@ -76,6 +76,10 @@ OUTSIDE_THE_TREE = {
         "event loop of `agentctl dev`: a bug in the agent's code, so a request that meets one "
         "is answered and logged as an unexpected error (500), the run fails with its message"
     ),
+    "agentctl.runtime.peers.PeerRefused": (
+        "a langchain `ToolException` (the tool layer shows it to the model): an in-process "
+        "call to another agent of the platform that agent would not admit; the run goes on"
+    ),
     "agentctl.testing.script.ScriptError": (
         "the scripted model test kit: a malformed directive line, answered in the fake "
         "provider's own error format, never by agentctl's server or CLI"

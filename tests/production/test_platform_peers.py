@@ -24,16 +24,14 @@ async def test_an_agent_calls_another_in_cluster_as_its_user(
 ) -> None:
     first, second = cluster.start(), cluster.start()
 
-    def sso(audience: str) -> dict[str, str]:
-        return {"provider": "oidc", "issuer": oidc.issuer, "audience": audience}
-
+    sso = {"provider": "oidc", "issuer": oidc.issuer, "audience": oidc.audience}
     researcher = with_auth(
-        agent_project(tmp_path / "r", "researcher"), tmp_path / "researcher", sso("researcher")
+        agent_project(tmp_path / "r", "researcher"), tmp_path / "researcher", sso
     )
     asker = agent_project(tmp_path / "a", "asker")
     servers = {"research": {"agent": "researcher"}}  # no url: in-cluster only
     (asker / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
-    asker = with_auth(asker, tmp_path / "asker", sso("asker"))
+    asker = with_auth(asker, tmp_path / "asker", sso)
     for folder in (researcher, asker):
         deployed = cluster.deploy(folder, first)
         assert deployed.exit_code == 0, deployed.err + deployed.out
@@ -42,9 +40,10 @@ async def test_an_agent_calls_another_in_cluster_as_its_user(
         await agent_serving(second, name, 1)
 
     url = f"{second.url}/agents"
-    alice_at_asker = sdk(f"{url}/asker", token=oidc.mint(ALICE, audience="asker"))
-    alice_at_researcher = sdk(f"{url}/researcher", token=oidc.mint(ALICE, audience="researcher"))
-    bob_at_researcher = sdk(f"{url}/researcher", token=oidc.mint(BOB, audience="researcher"))
+    alice, bob = oidc.mint(ALICE), oidc.mint(BOB)
+    alice_at_asker = sdk(f"{url}/asker", token=alice)
+    alice_at_researcher = sdk(f"{url}/researcher", token=alice)
+    bob_at_researcher = sdk(f"{url}/researcher", token=bob)
     try:
         thread_id = str(uuid.uuid4())
         ask = call("researcher", message="@say found it", thread_id=thread_id)
@@ -58,9 +57,8 @@ async def test_an_agent_calls_another_in_cluster_as_its_user(
         assert await bob_at_researcher.threads.search() == []
 
         # researcher's own MCP endpoint, at its URL on the platform, with the official client.
-        token = oidc.mint(ALICE, audience="researcher")
         async with (
-            httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+            httpx.AsyncClient(headers={"Authorization": f"Bearer {alice}"}, timeout=30) as http,
             streamable_http_client(f"{url}/researcher/mcp", http_client=http) as (read, write, _),
             ClientSession(read, write) as session,
         ):

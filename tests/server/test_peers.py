@@ -11,13 +11,16 @@ from typing import Any
 
 import httpx
 
+from agentctl.runtime.memory import OPERATOR_KEY
 from agentctl.server.platform_host import Platform
 from agentctl.settings import Settings
 from agentctl.testing import ScriptedModelServer
 from agentctl.testing.identity import OidcIssuer
+from tests.conftest import eventually
 from tests.server.conftest import (
     ALICE,
     BOB,
+    PLATFORM_KEY,
     PLATFORM_OPERATOR,
     agent_files,
     call,
@@ -65,12 +68,12 @@ async def wait(
     return answer.json()
 
 
-def sso(oidc: OidcIssuer, audience: str) -> dict[str, str]:
-    return {"provider": "oidc", "issuer": oidc.issuer, "audience": audience}
+def sso(oidc: OidcIssuer, audience: str | None = None) -> dict[str, str]:
+    return {"provider": "oidc", "issuer": oidc.issuer, "audience": audience or oidc.audience}
 
 
-def bearer(oidc: OidcIssuer, user_id: str, audience: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {oidc.mint(user_id, audience=audience)}"}
+def bearer(oidc: OidcIssuer, user_id: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {oidc.mint(user_id)}"}
 
 
 async def test_an_agent_calls_another_in_process_as_its_user(
@@ -81,40 +84,30 @@ async def test_an_agent_calls_another_in_process_as_its_user(
 ) -> None:
     _, http = platform
     for root in (
-        researcher(tmp_path / "researcher", sso(oidc, "researcher")),
-        asker(tmp_path / "asker", auth=sso(oidc, "asker")),  # same issuer, its own audience
+        researcher(tmp_path / "researcher", sso(oidc)),
+        asker(tmp_path / "asker", auth=sso(oidc)),
     ):
         deployed = await upload(http, root, model_server)
         assert deployed.status_code == 201, deployed.text
 
     # Alice asks asker; asker's run calls researcher's MCP tool, in-process, as Alice.
     thread_id = str(uuid.uuid4())
-    values = await wait(http, "asker", {"input": asking(thread_id)}, bearer(oidc, ALICE, "asker"))
+    values = await wait(http, "asker", {"input": asking(thread_id)}, bearer(oidc, ALICE))
     assert values["messages"][-1]["content"] == "found it"
 
-    # The conversation at researcher is Alice's: hers with her own token there, not Bob's.
-    mine = await http.get(
-        f"/agents/researcher/threads/{thread_id}", headers=bearer(oidc, ALICE, "researcher")
-    )
+    # The conversation at researcher is Alice's: hers with her token there, not Bob's.
+    at_researcher = f"/agents/researcher/threads/{thread_id}"
+    mine = await http.get(at_researcher, headers=bearer(oidc, ALICE))
     assert mine.status_code == 200, mine.text
     assert mine.json()["metadata"]["owner"] == ALICE
     assert mine.json()["values"]["messages"][-1]["content"] == "found it"
-    theirs = await http.get(
-        f"/agents/researcher/threads/{thread_id}", headers=bearer(oidc, BOB, "researcher")
-    )
-    assert theirs.status_code == 404
-    # Tokens do not cross: Alice's token for asker is no token at researcher.
-    crossed = await http.get(
-        f"/agents/researcher/threads/{thread_id}", headers=bearer(oidc, ALICE, "asker")
-    )
-    assert crossed.status_code == 401
+    assert (await http.get(at_researcher, headers=bearer(oidc, BOB))).status_code == 404
 
     # Bob continuing Alice's conversation through asker finds nothing of hers.
-    values = await wait(http, "asker", {"input": asking(thread_id)}, bearer(oidc, BOB, "asker"))
+    values = await wait(http, "asker", {"input": asking(thread_id)}, bearer(oidc, BOB))
     assert "not found" in values["messages"][-1]["content"].lower()
 
     # A run started with the deployment key calls as the operator: no user, no owner.
-    # (Checked before researcher changes how it signs users in, below.)
     operator_thread = str(uuid.uuid4())
     values = await wait(http, "asker", {"input": asking(operator_thread)}, PLATFORM_OPERATOR)
     assert values["messages"][-1]["content"] == "found it"
@@ -123,12 +116,44 @@ async def test_an_agent_calls_another_in_process_as_its_user(
     )
     assert "owner" not in found.json()["metadata"]
 
-    # researcher now signs users in elsewhere: asker's users are refused there, call by call.
-    elsewhere = {**sso(oidc, "researcher"), "issuer": oidc.issuer + "/elsewhere"}
-    moved = await upload(http, researcher(tmp_path / "moved", elsewhere), model_server)
+    # researcher now admits the users of another audience: asker's users are refused
+    # there, call by call, and the model is told why.
+    moved = await upload(http, researcher(tmp_path / "moved", sso(oidc, "elsewhere")), model_server)
     assert moved.status_code == 201, moved.text
-    values = await wait(http, "asker", {"input": asking(thread_id)}, bearer(oidc, ALICE, "asker"))
-    assert "this agent's users are not admitted there" in values["messages"][-1]["content"]
+    values = await wait(http, "asker", {"input": asking(thread_id)}, bearer(oidc, ALICE))
+    refusal = values["messages"][-1]["content"]
+    assert refusal.startswith('agent "researcher" does not admit this call'), refusal
+    # Only the server says a run is the operator's: a user claiming it in the config
+    # is refused all the same.
+    forged = {"input": asking(thread_id), "config": {"configurable": {OPERATOR_KEY: True}}}
+    values = await wait(http, "asker", forged, bearer(oidc, ALICE))
+    assert values["messages"][-1]["content"] == refusal
+
+    # The operator's runs, and its crons' runs, still call researcher: the operator is
+    # every agent's.
+    values = await wait(http, "asker", {"input": asking(operator_thread)}, PLATFORM_OPERATOR)
+    assert values["messages"][-1]["content"] == "found it"
+    cron = await http.post(
+        "/agents/asker/runs/crons",
+        json={"assistant_id": "asker", "schedule": "* * * * * *", "input": asking(
+            str(uuid.uuid4())), "on_run_completed": "keep"},
+        headers=PLATFORM_OPERATOR,
+    )  # fmt: skip
+    assert cron.status_code == 200, cron.text
+    assert "by_operator" not in cron.json()["payload"]  # the server's own mark, not shown
+    cron_id = cron.json()["cron_id"]
+
+    async def answered() -> list[Any]:
+        found = await http.post(
+            "/agents/asker/threads/search",
+            json={"metadata": {"cron_id": cron_id}, "values": {}},
+            headers=PLATFORM_OPERATOR,
+        )
+        return [t for t in found.json() if t["status"] == "idle" and t["values"]]
+
+    fired = (await eventually(answered, 15, "the cron's run to answer"))[0]
+    assert fired["values"]["messages"][-1]["content"] == "found it"
+    await http.delete(f"/agents/asker/runs/crons/{cron_id}", headers=PLATFORM_OPERATOR)
 
 
 async def test_calls_that_could_not_work_are_refused_at_deploy(
@@ -142,20 +167,56 @@ async def test_calls_that_could_not_work_are_refused_at_deploy(
     assert missing.status_code == 400, missing.text
     assert 'names agent "researcher", which has no revision' in missing.json()["detail"]
 
-    signed = await upload(http, researcher(tmp_path / "r", sso(oidc, "r")), model_server)
+    signed = await upload(http, researcher(tmp_path / "r", sso(oidc)), model_server)
     assert signed.status_code == 201, signed.text
-    # asker's users sign in elsewhere (here: not at all, while researcher signs users in
-    # with OIDC): every call for them would be refused, so the revision is.
-    other = {"provider": "oidc", "issuer": oidc.issuer + "/elsewhere", "audience": "asker"}
-    refused = await upload(http, asker(tmp_path / "wrong", auth=other), model_server)
-    assert refused.status_code == 400, refused.text
-    assert "does not sign users in as this agent does" in refused.json()["detail"]
+    # asker's users are not researcher's (another issuer, another audience): every call
+    # made for them would be refused, so the revision is.
+    for n, other in enumerate(({**sso(oidc), "issuer": oidc.issuer + "/x"}, sso(oidc, "x"))):
+        refused = await upload(http, asker(tmp_path / f"wrong{n}", auth=other), model_server)
+        assert refused.status_code == 400, refused.text
+        detail = refused.json()["detail"]
+        assert 'agent "researcher" would refuse every call this agent makes for its users' in detail
 
     itself = agent_files(tmp_path / "self", "loop", "You loop.")
     (itself / "mcp.json").write_text(json.dumps({"mcpServers": {"me": {"agent": "loop"}}}))
     looped = await upload(http, itself, model_server)
     assert looped.status_code == 400
     assert 'agent "loop" names itself in mcp.json' in looped.json()["detail"]
+
+    # researcher calling back an agent that calls it: a circle, refused.
+    assert (await upload(http, asker(tmp_path / "asker", auth=sso(oidc)), model_server)).is_success
+    back = researcher(tmp_path / "back", sso(oidc))
+    (back / "mcp.json").write_text(json.dumps({"mcpServers": {"ask": {"agent": "asker"}}}))
+    circle = await upload(http, back, model_server)
+    assert circle.status_code == 400
+    assert 'names "asker", which calls it back' in circle.json()["detail"]
+
+
+async def test_an_agent_open_to_anyone_calls_only_agents_open_to_anyone(
+    tmp_path: Path, model_server: ScriptedModelServer, oidc: OidcIssuer
+) -> None:
+    settings = Settings.from_env(
+        {
+            "PLATFORM_API_KEY": PLATFORM_KEY,
+            "AGENTCTL_DATA_DIR": str(tmp_path / "platform"),
+            "AGENTCTL_ALLOW_ANONYMOUS": "true",
+        }
+    )
+    async with platform_at(settings) as (_, http):
+        signed = await upload(http, researcher(tmp_path / "r", sso(oidc)), model_server)
+        assert signed.status_code == 201, signed.text
+        # Anyone may use asker: calling an agent that signs users in would let them in.
+        refused = await upload(http, asker(tmp_path / "asker"), model_server)
+        assert refused.status_code == 400, refused.text
+        detail = refused.json()["detail"]
+        assert "would refuse every call this agent makes for anyone" in detail
+
+        open_researcher = await upload(http, researcher(tmp_path / "open"), model_server)
+        assert open_researcher.status_code == 201, open_researcher.text
+        assert (await upload(http, asker(tmp_path / "asker"), model_server)).is_success
+        thread_id = str(uuid.uuid4())
+        values = await wait(http, "asker", {"input": asking(thread_id)}, {})  # no credentials
+        assert values["messages"][-1]["content"] == "found it"
 
 
 async def test_deleting_a_called_agent_is_refused_and_a_restart_serves_both(

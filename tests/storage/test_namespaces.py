@@ -28,6 +28,7 @@ from agentctl.storage.base import (
 )
 from agentctl.storage.namespace import Namespace
 from agentctl.storage.open import Close, Dropped, drop_namespace, open_storage
+from agentctl.storage.postgres.database import drop_schema
 
 from .test_conformance import a_cron, add_run, add_thread, claim_id, config, counter_graph
 
@@ -291,3 +292,29 @@ async def test_concurrent_opens_of_new_namespaces(opener: Opener) -> None:
     for storage, name in zip(storages, names, strict=True):
         found = await storage.threads.get(thread.thread_id)
         assert (found is not None) == (name == "fresh")
+
+
+@pytest.mark.parametrize("opener", ["postgres"], indirect=True)
+async def test_a_drop_waits_for_the_other_replicas_to_let_go(opener: Opener) -> None:
+    """Another replica still serves the agent: the drop waits until its pool is closed;
+    a pool never closed (a replica that missed the deletion) has its connections ended."""
+    schema = Namespace.of("busy").schema
+    elsewhere = await opener.open("busy")
+    await add_thread(elsewhere)
+    drop = asyncio.create_task(drop_namespace(opener.settings, "busy"))
+    await asyncio.sleep(0.5)
+    assert not drop.done()  # waiting for the other replica
+    await opener.close(elsewhere)
+    assert (await asyncio.wait_for(drop, 5)).schema == schema
+
+    url = opener.settings.database_url
+    assert url is not None
+    stuck = await opener.open("stuck")
+    await add_thread(stuck)
+    stuck_schema = Namespace.of("stuck").schema
+    assert await drop_schema(url, stuck_schema, wait=0.3)
+    with psycopg.connect(url) as conn:
+        left = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (stuck_schema,)
+        ).fetchone()
+    assert left == (0,)

@@ -37,7 +37,26 @@ __all__ = [
     "JwksCache",
     "OidcAuthenticator",
     "authenticator_for",
+    "same_users",
 ]
+
+
+def same_users(
+    one: AuthConfig | None, one_env: Mapping[str, str], other: AuthConfig | None,
+    other_env: Mapping[str, str],
+) -> bool:  # fmt: skip
+    """Whether two `[auth]`s admit the same tokens: the same provider, issuer and audience,
+    and the same provider settings (`IDP_A_URL`, `IDP_B_SECRET_KEY`, …) in their variables.
+    False when either has no `[auth]`."""
+    if one is None or other is None:
+        return False
+    if (one.provider, one.issuer, one.audience) != (other.provider, other.issuer, other.audience):
+        return False
+    needs = AUTH_PROVIDERS[one.provider]
+    return all(
+        one_env.get(name, "").strip() == other_env.get(name, "").strip()
+        for name in (*needs.env, *needs.optional)
+    )
 
 
 def authenticator_for(

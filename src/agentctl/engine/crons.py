@@ -24,7 +24,18 @@ from croniter import CroniterBadDateError, CroniterError, croniter
 from agentctl.aio import stop_task
 from agentctl.engine.engine import RunEngine
 from agentctl.errors import ThreadBusyError
-from agentctl.storage.base import OWNER, Cron, CronFilter, Page, Run, Storage, Thread, new_id, now
+from agentctl.storage.base import (
+    BY_OPERATOR,
+    OWNER,
+    Cron,
+    CronFilter,
+    Page,
+    Run,
+    Storage,
+    Thread,
+    new_id,
+    now,
+)
 
 log = logging.getLogger("agentctl.engine")
 
@@ -186,6 +197,8 @@ class CronScheduler:
         kwargs: dict[str, Any] = {k: payload[k] for k in RUN_FIELDS if payload.get(k) is not None}
         if cron.user_id:
             kwargs["user_id"] = cron.user_id
+        if payload.get(BY_OPERATOR) is True:
+            kwargs[BY_OPERATOR] = True
         temporary = False
         if cron.thread_id is None:
             thread_id = str(uuid.uuid4())

@@ -19,8 +19,8 @@ from agentctl.engine.wire import (
     langgraph_modes,
     normalize_modes,
 )
-from agentctl.runtime.memory import USER_ID_KEY
-from agentctl.storage.base import Assistant, Run, RunStatus, Storage
+from agentctl.runtime.memory import OPERATOR_KEY, USER_ID_KEY
+from agentctl.storage.base import BY_OPERATOR, Assistant, Run, RunStatus, Storage
 from agentctl.storage.outages import service_down
 
 log = logging.getLogger("agentctl.engine")
@@ -50,6 +50,7 @@ def run_config(run: Run, assistant: Assistant | None, deployment: Deployment) ->
         **(requested.get("configurable") or {}),
     }
     configurable.pop(USER_ID_KEY, None)
+    configurable.pop(OPERATOR_KEY, None)
     checkpoint = run.kwargs.get("checkpoint") or {}
     configurable.update({k: v for k, v in checkpoint.items() if k != "thread_id" and v})
     if run.kwargs.get("checkpoint_id"):
@@ -68,6 +69,8 @@ def run_config(run: Run, assistant: Assistant | None, deployment: Deployment) ->
     user_id = run.kwargs.get("user_id")
     if user_id:
         configurable[USER_ID_KEY] = user_id
+    if run.kwargs.get(BY_OPERATOR) is True:
+        configurable[OPERATOR_KEY] = True
     config["configurable"] = configurable
     config["metadata"] = {
         **(base.get("metadata") or {}),

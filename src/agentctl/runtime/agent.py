@@ -89,7 +89,7 @@ async def load_agent(
         pool = await sandbox_pool(project, sandboxes, env, store)
         sandbox = ScopedSandbox(pool, project.name, project.sandbox.scope)
     models = create_models(project.models, env)
-    agents = None if peers is None else partial(peers.connection, auth=project.auth)
+    agents = None if peers is None else partial(peers.connection, caller=project)
     main_tools = await load_mcp_tools(project.mcp_servers, env, agents)
     subagent_names = [sub.name for sub in project.subagents]
     subagents: list[dict[str, Any]] = [

@@ -11,7 +11,7 @@ from langchain_core.tools import ToolException
 from agentctl.errors import McpLoadError
 from agentctl.project.mcp import expand
 from agentctl.project.model import McpServer
-from agentctl.runtime.peers import AgentConnector
+from agentctl.runtime.peers import AgentConnector, PeerRefused
 
 
 async def load_mcp_tools(
@@ -77,11 +77,11 @@ def _connection(
 
 
 def _also_refusals(handler: Any) -> Callable[[ToolException], Any]:
-    """The tool's error handler, which also shows the model a call the platform refused
-    (a bare `ToolException` from `server/peers.py`), rather than failing the run."""
+    """The tool's error handler, which also shows the model a call the called agent would
+    not admit (`PeerRefused`), rather than failing the run."""
 
     def handle(error: ToolException) -> Any:
-        if type(error) is ToolException:
+        if isinstance(error, PeerRefused):
             return str(error)
         return handler(error)
 

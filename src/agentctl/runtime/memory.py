@@ -45,14 +45,32 @@ NO_USER = "User memory is not available in this conversation: no user is signed 
 T = TypeVar("T")
 
 
+OPERATOR_KEY = "graph_auth_operator"  # in config["configurable"]: True for the operator's runs
+
+
 def current_user_id() -> str | None:
     """The authenticated user of the running graph, or None."""
-    try:
-        configurable = get_config().get("configurable") or {}
-    except RuntimeError:
-        return None
-    user = configurable.get(USER_ID_KEY)
+    user = _configurable().get(USER_ID_KEY)
     return user if isinstance(user, str) and user else None
+
+
+def current_is_operator() -> bool:
+    """Whether the running graph was started by the operator (the deployment key)."""
+    return _configurable().get(OPERATOR_KEY) is True
+
+
+def in_run() -> bool:
+    """Whether a graph is running here (a tool call), rather than a revision loading."""
+    try:
+        get_config()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _configurable() -> dict[str, Any]:
+    configurable = get_config().get("configurable") if in_run() else None
+    return configurable if isinstance(configurable, dict) else {}
 
 
 class UserMemoryBackend(BackendProtocol):  # type: ignore[misc]

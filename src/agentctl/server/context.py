@@ -55,6 +55,7 @@ class Server:
     # Called once the server stopped (e.g. to close what the storage was built on).
     on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     scheduler: CronScheduler = field(init=False)
+    _stopped: bool = field(default=False, init=False, repr=False)
     # Set once the HTTP server begins to stop: streams that never end by themselves (a
     # thread's) end then, so their clients reconnect (to another replica) at once.
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
@@ -76,6 +77,10 @@ class Server:
         await self.scheduler.start()
 
     async def stop(self) -> None:
+        """Stop the scheduler and the engine, close the storage; once (later calls return)."""
+        if self._stopped:
+            return
+        self._stopped = True
         await self.scheduler.stop()
         grace = self.shutdown_grace
         if self.stopping_since is not None:

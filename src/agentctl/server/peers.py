@@ -4,17 +4,16 @@ An agent's mcp.json may name another agent of the platform (`"agent": "<name>"`)
 endpoint (`/mcp`, the agent as one tool) is then called in-process, through the official
 MCP client over an ASGI transport: no network, no load balancer, no token.
 
-Who the called agent sees (docs/server.md, Agents calling agents) is who the calling run
-runs for:
+The called agent admits a call exactly when it would admit, at its own URL, the one the
+calling run runs for (docs/server.md, Agents calling agents):
 
-- a signed-in user, with the same user id, when both agents sign users in the same way
-  (`[auth]` provider and issuer): their threads, runs and memory there are theirs;
-- the operator (no user) for a run started with the deployment key, which every agent of
-  the platform admits.
+- a signed-in user, as the same user id, when both agents' `[auth]` admit the same tokens
+  (`auth.same_users`): their threads, runs and memory there are theirs;
+- the operator, for a run (or a cron's) the deployment key started: every agent's operator;
+- anyone else (an anonymous caller, under `AGENTCTL_ALLOW_ANONYMOUS`) only at an agent
+  open to anonymous callers, as one.
 
-Any other call is refused, so an agent admits nobody through another that it would not
-admit at its own URL. A revision whose users another agent would refuse is refused at
-deploy.
+A revision whose calls would all be refused is refused at deploy.
 """
 
 from __future__ import annotations
@@ -23,14 +22,14 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import httpx
-from langchain_core.tools import ToolException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agentctl.auth import same_users
 from agentctl.errors import McpLoadError, PeerUnavailable
 from agentctl.observability.logs import bind
-from agentctl.project.model import AuthConfig
-from agentctl.runtime.agent import AgentRuntime
-from agentctl.runtime.memory import current_user_id
+from agentctl.project.model import Project
+from agentctl.runtime.memory import current_is_operator, current_user_id, in_run
+from agentctl.runtime.peers import PeerRefused
 from agentctl.server.access import IN_CLUSTER, Caller
 from agentctl.server.context import Server
 
@@ -40,6 +39,9 @@ IN_CLUSTER_URL = "http://in-cluster/mcp"
 
 class Hosted(Protocol):
     """An agent as this replica serves it."""
+
+    @property
+    def name(self) -> str: ...
 
     @property
     def server(self) -> Server: ...
@@ -55,28 +57,26 @@ class Hosted(Protocol):
 
 class InCluster:
     """The `Peers` of agent `caller`: `find(name)` is the agent of that name this replica
-    serves, if any."""
+    serves, if any; `anonymous`: whether agents without `[auth]` admit anyone."""
 
-    def __init__(self, find: Callable[[str], Hosted | None], caller: str) -> None:
+    def __init__(self, find: Callable[[str], Hosted | None], caller: str, anonymous: bool):
         self.find = find
         self.caller = caller
+        self.anonymous = anonymous
 
-    def connection(self, agent: str, auth: AuthConfig | None) -> dict[str, Any]:
-        users = auth  # how the calling revision's users sign in
+    def connection(self, agent: str, caller: Project) -> dict[str, Any]:
         if agent == self.caller or self.caller in self._reached_from(agent):
             path = "itself" if agent == self.caller else f'"{agent}", which calls it back'
             raise McpLoadError(
                 f'agent "{self.caller}" names {path} in mcp.json — agents that call each '
                 "other in a circle never end; remove one of the calls"
             )
-        callee = self._callee(agent).project.auth
-        if users is not None and not same_sign_in(users, callee):
-            raise McpLoadError(
-                f'agent "{agent}" does not sign users in as this agent does '
-                f"({_sign_in(callee)}, here {_sign_in(users)}), so it would refuse every "
-                "call made for this agent's users — give both the same [auth] provider and "
-                "issuer, or call it by url with a token of its own"
-            )
+        callee = self._callee(agent)
+        everyone = self._open(caller)
+        if caller.auth is not None and not (_same_users(caller, callee) or self._open(callee)):
+            raise self._refused(agent, caller, callee, "its users")
+        if everyone and not self._open(callee):
+            raise self._refused(agent, caller, callee, "anyone")
 
         def client(
             headers: dict[str, str] | None = None,
@@ -85,11 +85,13 @@ class InCluster:
         ) -> httpx.AsyncClient:
             # Made for each tool call, in the calling run: who it runs for is known here.
             hosted = self.find(agent)
-            if hosted is None:
-                raise ToolException(f'agent "{agent}" is no longer on this platform')
-            call = _Call(hosted, _principal(hosted, current_user_id(), users))
+            if hosted is None or not hosted.server.deployment.ready:
+                raise PeerRefused(f'agent "{agent}" is no longer served on this platform')
+            principal = self._principal(caller, hosted)
             return httpx.AsyncClient(
-                transport=httpx.ASGITransport(app=call), headers=headers, timeout=timeout
+                transport=httpx.ASGITransport(app=_Call(hosted, principal)),
+                headers=headers,
+                timeout=timeout,
             )
 
         return {
@@ -98,14 +100,50 @@ class InCluster:
             "httpx_client_factory": client,
         }
 
-    def _callee(self, agent: str) -> AgentRuntime:
+    def _principal(self, caller: Project, hosted: Hosted) -> Caller:
+        """Who the call being made is at `hosted`: the running graph's user, or the
+        operator; `PeerRefused` saying why when `hosted` would not admit them."""
+        if not in_run():
+            return Caller()  # the revision loading lists the tool
+        callee = hosted.server.deployment.runtime.project
+        user = current_user_id()
+        if user is not None and _same_users(caller, callee):
+            return Caller(user=user)
+        if current_is_operator() or self._open(callee):
+            return Caller()  # every agent's operator; or as anyone is there
+        raise PeerRefused(
+            f'agent "{hosted.name}" does not admit this call: it admits '
+            f"{self._admits(callee)}, this agent {self._admits(caller)} — deploy one of "
+            "them with the other's [auth]"
+        )
+
+    def _refused(self, agent: str, caller: Project, callee: Project, who: str) -> McpLoadError:
+        return McpLoadError(
+            f'agent "{agent}" would refuse every call this agent makes for {who}: it admits '
+            f"{self._admits(callee)}, this agent {self._admits(caller)} — give both the "
+            "same [auth] (provider, issuer, audience and provider settings), or call it by "
+            "url with a token of its own"
+        )
+
+    def _admits(self, project: Project) -> str:
+        auth = project.auth
+        if auth is not None:
+            shown = " ".join(str(v) for v in (auth.provider, auth.issuer, auth.audience) if v)
+            return f"users of [auth] {shown}"
+        return "anyone" if self._open(project) else "the deployment key only"
+
+    def _open(self, project: Project) -> bool:
+        """Whether an agent of `project` admits anyone, without credentials."""
+        return self.anonymous and project.auth is None
+
+    def _callee(self, agent: str) -> Project:
         hosted = self.find(agent)
         if hosted is None or not hosted.server.deployment.ready:
             raise PeerUnavailable(
-                f'mcp.json names agent "{agent}", which has no revision on this platform — '
-                f"deploy {agent} first (agentctl agents lists the platform's agents)"
+                f'mcp.json names agent "{agent}", which has no revision served on this '
+                f"platform — deploy {agent} first (agentctl agents lists the platform's agents)"
             )
-        return hosted.server.deployment.runtime
+        return hosted.server.deployment.runtime.project
 
     def _reached_from(self, agent: str) -> set[str]:
         """Every agent the served revisions call, directly or not, starting from `agent`."""
@@ -121,32 +159,8 @@ class InCluster:
         return reached
 
 
-def same_sign_in(one: AuthConfig | None, other: AuthConfig | None) -> bool:
-    """Whether two agents' users are the same people: the same provider (and issuer)."""
-    if one is None or other is None:
-        return False
-    return (one.provider, one.issuer) == (other.provider, other.issuer)
-
-
-def _sign_in(auth: AuthConfig | None) -> str:
-    if auth is None:
-        return "no [auth]: the deployment key only"
-    return f"[auth] {auth.provider}" + (f" {auth.issuer}" if auth.issuer else "")
-
-
-def _principal(hosted: Hosted, user: str | None, auth: AuthConfig | None) -> Caller:
-    """Who a call made for `user` (None: the operator) is at `hosted`; `ToolException`
-    with the reason when it would not admit them."""
-    if user is None:
-        return Caller()
-    deployment = hosted.server.deployment
-    callee_auth = deployment.runtime.project.auth if deployment.ready else None
-    if same_sign_in(auth, callee_auth):
-        return Caller(user=user)
-    raise ToolException(
-        f"this agent's users are not admitted there: it signs users in with "
-        f"{_sign_in(callee_auth)}, this agent with {_sign_in(auth)}"
-    )
+def _same_users(caller: Project, callee: Project) -> bool:
+    return same_users(caller.auth, caller.env, callee.auth, callee.env)
 
 
 class _Call:
@@ -157,11 +171,7 @@ class _Call:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         root = self.hosted.root
-        inner = {
-            **scope,
-            "root_path": root,
-            "path": root + scope["path"],
-            IN_CLUSTER: self.principal,
-        }
-        with bind(agent=self.hosted.server.info.get("agent")):
+        path = root + scope["path"]
+        inner = {**scope, "root_path": root, "path": path, IN_CLUSTER: self.principal}
+        with bind(agent=self.hosted.name):
             await self.hosted.app(inner, receive, send)

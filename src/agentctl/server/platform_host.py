@@ -71,16 +71,21 @@ class Lifespan:
     different tasks (a deploy, the bus, shutdown), and the anyio task groups inside it (the
     MCP endpoint's) must end in the task that began them."""
 
-    def __init__(self, app: FastAPI) -> None:
-        self.app = app
+    def __init__(self, app: FastAPI, name: str) -> None:
+        self.app, self.name = app, name
         self._end = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     async def begin(self) -> None:
-        """Run the lifespan up to serving; its error, if it fails to start."""
+        """Run the lifespan up to serving; its error, if it fails to start. Cancelled, the
+        lifespan ends as soon as it has begun."""
         started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._task = asyncio.create_task(self._run(started))
-        await started
+        try:
+            await asyncio.shield(started)
+        except asyncio.CancelledError:
+            self._end.set()
+            raise
 
     async def end(self) -> None:
         self._end.set()
@@ -93,9 +98,12 @@ class Lifespan:
                 started.set_result(None)
                 await self._end.wait()
         except BaseException as exc:
-            if started.done():
+            if not started.done():
+                started.set_exception(exc)
+            elif isinstance(exc, Exception):  # ending it: logged, the others go on
+                log.exception("agent %r stopped with an error", self.name)
+            else:
                 raise
-            started.set_exception(exc)
 
 
 class Platform:
@@ -152,8 +160,8 @@ class Platform:
             hosted.server.begin_stopping()
 
     async def stop(self) -> None:
-        async with self._lock:
-            for name in list(self.agents):
+        async with self._lock:  # callers first: an agent is served before those calling it
+            for name in reversed(list(self.agents)):
                 await self._close(name)
         await self.storage.close()
         await self._close_storage()
@@ -235,12 +243,12 @@ class Platform:
             hosted = self.agents.get(record.name)
             if hosted is not None:
                 return hosted
-            peers = InCluster(self.agent, record.name)
+            peers = InCluster(self.agent, record.name, self.settings.allow_anonymous)
             server = await open_agent_server(self.settings, record.namespace, record.name, peers)
             app = self.make_app(server)
             metrics: Metrics = app.state.metrics
             # Its tasks (runs, crons) log under its name and count in its own metrics.
-            lifespan = Lifespan(app)
+            lifespan = Lifespan(app, record.name)
             with bind(agent=record.name), metrics.bind():
                 try:
                     await lifespan.begin()

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 from agentctl.engine.wire import STREAM_MODES
 from agentctl.server.access import without_owner
 from agentctl.server.fields import Body, Config, Metadata, Seconds, StreamModes, unknown_names
-from agentctl.storage.base import Run, new_id
+from agentctl.storage.base import BY_OPERATOR, Run, new_id
 
 # A run's own options, stored with it for the worker (everything else is the server's).
 RUN_KWARGS = (
@@ -86,14 +86,18 @@ class RunCreate(Body):
         assistant_id: str,
         *,
         user: str | None,
+        operator: bool = False,
         temporary: bool = False,
         stream_mode: list[str] | None = None,
         run_id: str | None = None,
     ) -> Run:
-        """The run to submit; `user` is the authenticated user it executes as."""
+        """The run to submit; `user` is the authenticated user it executes as, `operator`
+        whether the operator started it."""
         kwargs = self.model_dump(include=set(RUN_KWARGS), exclude_none=True)
         if user is not None:
             kwargs["user_id"] = user
+        if operator:
+            kwargs[BY_OPERATOR] = True
         if self.command is not None:
             kwargs["command"] = self.command.model_dump(exclude_unset=True)
         if stream_mode is not None:

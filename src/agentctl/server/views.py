@@ -7,7 +7,7 @@ from typing import Any
 from starlette.responses import Response
 
 from agentctl import serde
-from agentctl.storage.base import Assistant, Cron, Run, Thread
+from agentctl.storage.base import BY_OPERATOR, Assistant, Cron, Run, Thread
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -56,7 +56,7 @@ def thread_view(thread: Thread, values: Any = None) -> dict[str, Any]:
 
 
 def run_view(run: Run) -> dict[str, Any]:
-    kwargs = {k: v for k, v in run.kwargs.items() if k != "user_id"}
+    kwargs = {k: v for k, v in run.kwargs.items() if k not in ("user_id", BY_OPERATOR)}
     return {
         "run_id": run.run_id,
         "thread_id": run.thread_id,
@@ -73,4 +73,6 @@ def run_view(run: Run) -> dict[str, Any]:
 
 
 def cron_view(cron: Cron) -> dict[str, Any]:
-    return _fields(cron, CRON_FIELDS)
+    view = _fields(cron, CRON_FIELDS)
+    view["payload"] = {k: v for k, v in cron.payload.items() if k != BY_OPERATOR}
+    return view

@@ -22,6 +22,9 @@ ACTIVE_RUN_STATUSES: tuple[RunStatus, ...] = ("pending", "running")
 FINAL_RUN_STATUSES: tuple[RunStatus, ...] = ("success", "error", "interrupted", "timeout")
 # The metadata key naming the user who created a thread or cron (set by the server only).
 OWNER = "owner"
+# The key of a run's kwargs (and a cron's payload) saying the operator started it (set by
+# the server only; hidden from clients).
+BY_OPERATOR = "by_operator"
 
 
 def now() -> datetime:

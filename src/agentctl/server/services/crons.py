@@ -10,7 +10,7 @@ from agentctl.server import lookup
 from agentctl.server.access import Caller, without_owner
 from agentctl.server.context import Server
 from agentctl.server.cron_requests import PAYLOAD_FIELDS, CronCreate, CronFields, CronPatch
-from agentctl.storage.base import Cron, CronFilter, Page, new_id, now
+from agentctl.storage.base import BY_OPERATOR, Cron, CronFilter, Page, new_id, now
 
 
 async def _check(body: CronFields, schedule_text: str | None) -> None:
@@ -41,6 +41,8 @@ async def create_cron(
     payload = {k: v for k in PAYLOAD_FIELDS if (v := getattr(body, k, None)) is not None}
     if "metadata" in payload:  # the runs it fires carry the cron's metadata, owner included
         payload["metadata"] = metadata
+    if caller.operator:  # so are the runs it fires
+        payload[BY_OPERATOR] = True
     cron = Cron(
         cron_id=new_id(),
         assistant_id=assistant.assistant_id,

@@ -50,7 +50,8 @@ async def start_run(
         thread_id = new_id()
         await server.storage.threads.create(Thread(thread_id, metadata=caller.stamp(labels)))
         run = body.to_run(thread_id, assistant.assistant_id, user=caller.user,
-                          temporary=temporary, stream_mode=stream_mode, run_id=run_id)  # fmt: skip
+                          operator=caller.operator, temporary=temporary,
+                          stream_mode=stream_mode, run_id=run_id)  # fmt: skip
     else:
         lookup.check_uuid("thread_id", thread_id)
         thread = await server.storage.threads.get(thread_id)
@@ -66,8 +67,8 @@ async def start_run(
             if not await server.storage.threads.create(thread):
                 raise Conflict(f"thread {thread_id!r} was created meanwhile — send the run again")
         run = body.to_run(
-            thread_id, assistant.assistant_id, user=caller.user, stream_mode=stream_mode,
-            run_id=run_id,
+            thread_id, assistant.assistant_id, user=caller.user, operator=caller.operator,
+            stream_mode=stream_mode, run_id=run_id,
         )  # fmt: skip
         if answers_interrupt:
             run.kwargs[ANSWERS_INTERRUPT] = True

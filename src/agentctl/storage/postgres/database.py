@@ -15,6 +15,7 @@ connects), and its migrations create the schema first.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import weakref
@@ -177,7 +178,7 @@ async def open_pool(database_url: str, *, size: int, schema: str | None = None) 
         # The connection's default for the session: `RESET ALL` keeps it.
         options = conninfo_to_dict(database_url).get("options") or ""
         kwargs["options"] = f"{options} -c search_path={quoted(schema)}".strip()
-        kwargs["application_name"] = user_of(schema)
+        kwargs["application_name"] = schema  # how `drop_schema` sees who still uses it
     pool = AsyncConnectionPool(
         database_url,
         min_size=1,
@@ -325,17 +326,11 @@ async def rows(conn: AsyncConnection[DictRow], query: str, params: Sequence[Any]
         return await cursor.fetchall() if cursor.description else []
 
 
-def user_of(schema: str) -> str:
-    """The `application_name` of the connections of a pool on `schema`: how a replica
-    deleting it sees whether the others still use it."""
-    return f"agentctl {schema}"[:63]
-
-
 async def drop_schema(database_url: str, schema: str, wait: float = DROP_WAIT_SECONDS) -> bool:
     """Drop `schema` and everything in it (under its migration lock, so that no replica is
     creating it meanwhile); False when there was none. Waits up to `wait` seconds for the
     other replicas to close their pools on it first (they do when told of the deletion),
-    so that none works on in a schema gone under it."""
+    so that none works on in a schema gone under it; then ends the connections left."""
     try:
         conn = await AsyncConnection.connect(
             database_url, autocommit=True, row_factory=dict_row, connect_timeout=10
@@ -355,14 +350,17 @@ async def drop_schema(database_url: str, schema: str, wait: float = DROP_WAIT_SE
 
 
 async def _until_unused(conn: AsyncConnection[DictRow], schema: str, wait: float) -> None:
-    """Return once no other connection is on `schema`'s pools, or after `wait` seconds."""
+    """Return once no other connection is on `schema`'s pools (their `application_name`);
+    after `wait` seconds, end those left (a replica that missed the deletion)."""
     deadline = time.monotonic() + wait
-    query = (
-        "SELECT count(*) FROM pg_stat_activity "
-        "WHERE application_name = %s AND datname = current_database()"
-    )
-    while await fetch_value(conn, query, user_of(schema)):
+    where = "FROM pg_stat_activity WHERE application_name = %s AND datname = current_database()"
+    while left := await fetch_value(conn, f"SELECT count(*) {where}", schema):
         if time.monotonic() >= deadline:
-            log.warning("dropping schema %s while a replica still uses it", schema)
+            log.warning("schema %s: ending %d connections still open on it", schema, left)
+            with contextlib.suppress(psycopg.Error):  # another role's: the drop waits on them
+                await conn.execute(
+                    f"SELECT pg_terminate_backend(pid) {where}",
+                    (schema,),
+                )
             return
         await asyncio.sleep(0.1)
