@@ -103,6 +103,17 @@ async def test_an_agent_calls_another_in_process_as_its_user(
     assert mine.json()["values"]["messages"][-1]["content"] == "found it"
     assert (await http.get(at_researcher, headers=bearer(oidc, BOB))).status_code == 404
 
+    # Through a subagent of asker, the call is Alice's all the same.
+    delegated = str(uuid.uuid4())
+    subtask = asking(delegated)["messages"][0]["content"]
+    task = call("task", subagent_type="general-purpose", description=subtask)
+    values = await wait(
+        http, "asker", {"input": user(f"{task}\n@say {{last_tool_result}}")}, bearer(oidc, ALICE)
+    )
+    assert values["messages"][-1]["content"] == "found it"
+    theirs = await http.get(f"/agents/researcher/threads/{delegated}", headers=bearer(oidc, ALICE))
+    assert theirs.json()["metadata"]["owner"] == ALICE
+
     # Bob continuing Alice's conversation through asker finds nothing of hers.
     values = await wait(http, "asker", {"input": asking(thread_id)}, bearer(oidc, BOB))
     assert "not found" in values["messages"][-1]["content"].lower()
