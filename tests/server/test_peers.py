@@ -235,13 +235,17 @@ async def test_deleting_a_called_agent_is_refused_and_a_restart_serves_both(
     tmp_path: Path,
     model_server: ScriptedModelServer,
 ) -> None:
-    async with platform_at(platform_settings) as (_, http):
+    async with platform_at(platform_settings) as (hosting, http):
         for root in (researcher(tmp_path / "researcher"), asker(tmp_path / "asker")):
             deployed = await upload(http, root, model_server)
             assert deployed.status_code == 201, deployed.text
         refused = await http.delete("/platform/agents/researcher", headers=PLATFORM_OPERATOR)
         assert refused.status_code == 409
         assert "called by asker" in refused.json()["detail"]
+        # So it is by a replica that could not serve asker: its revision says so.
+        await hosting._close("asker")
+        refused = await http.delete("/platform/agents/researcher", headers=PLATFORM_OPERATOR)
+        assert refused.status_code == 409
 
     # asker is registered first, yet served once researcher is.
     async with platform_at(platform_settings) as (hosting, http):

@@ -170,6 +170,14 @@ def _server(server: McpServer) -> dict[str, Any]:
     return shown
 
 
+def called_agents(manifest: dict[str, Any]) -> set[str]:
+    """The agents of the platform a revision's mcp.json files name, from its manifest."""
+    servers = [*manifest.get("mcp_servers", [])]
+    for sub in manifest.get("subagents", []):
+        servers += sub.get("mcp_servers", [])
+    return {server["agent"] for server in servers if "agent" in server}
+
+
 def canonical(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 

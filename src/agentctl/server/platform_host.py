@@ -20,6 +20,7 @@ from urllib.parse import quote
 from fastapi import FastAPI
 from starlette.requests import Request
 
+from agentctl.bundle.revision import called_agents
 from agentctl.errors import Conflict, NotFound, PeerUnavailable, Unprocessable, UserError
 from agentctl.observability.logs import bind
 from agentctl.observability.metrics import Metrics
@@ -211,12 +212,7 @@ class Platform:
                 "agent by agent — it stays; to remove it, empty the database and Redis prefix "
                 "of the platform (docs/deployment.md, Platform of agents)"
             )
-        callers = sorted(
-            other.name
-            for other in self.agents.values()
-            if other.server.deployment.ready
-            and name in other.server.deployment.runtime.project.called_agents
-        )
+        callers = await self._callers_of(name)
         if callers:
             raise Conflict(
                 f"agent {name!r} is called by {', '.join(callers)} (their mcp.json names it) "
@@ -237,6 +233,29 @@ class Platform:
             "redis_keys": dropped.redis_keys,
             "folder": None if dropped.folder is None else str(dropped.folder),
         }
+
+    async def _callers_of(self, name: str) -> list[str]:
+        """The agents whose active revision names agent `name` in mcp.json, read from each
+        one's storage (an agent this replica could not serve counts too)."""
+        callers = []
+        for record in await self.storage.agents.list():
+            if record.name == name:
+                continue
+            hosted = self.agents.get(record.name)
+            if hosted is not None:
+                manifest = await active_manifest(hosted.server.storage)
+            elif record.namespace is None:
+                manifest = await active_manifest(self.storage)
+            else:
+                storage, close = await open_storage(self.settings, record.namespace)
+                try:
+                    manifest = await active_manifest(storage)
+                finally:
+                    await storage.close()
+                    await close()
+            if name in called_agents(manifest):
+                callers.append(record.name)
+        return sorted(callers)
 
     async def _open(self, record: AgentRecord) -> HostedAgent:
         async with self._lock:
@@ -300,6 +319,13 @@ async def data_counts(storage: Storage) -> dict[str, int]:
     _, crons = await storage.crons.search(CronFilter(), everything)
     runs = sum((await storage.runs.count_by_status()).values())
     return {"threads": threads, "runs": runs, "assistants": assistants, "crons": crons}
+
+
+async def active_manifest(storage: Storage) -> dict[str, Any]:
+    """The manifest of the active revision in `storage` ({} when there is none)."""
+    number = await storage.revisions.active()
+    record = None if number is None else await storage.revisions.get(number)
+    return {} if record is None else record.manifest
 
 
 async def runs_in_flight(storage: Storage) -> int:
