@@ -10,10 +10,10 @@ import sys
 import threading
 import webbrowser
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -114,22 +114,29 @@ def dev(
 
 @contextmanager
 def _interruptible_until_ready(servers: list[DevServer]) -> Iterator[None]:
-    """Ctrl-C and SIGTERM interrupt the start (exit status 130) until the server in `servers`
-    is ready; from then on they stop it gracefully."""
-    with signals(interrupt=lambda: not (servers and servers[0].ready)):
-        try:
-            yield
-        except KeyboardInterrupt:
-            if sys.stderr.isatty():
-                click.echo(err=True)  # after the terminal's ^C
-            click.echo("interrupted before the server was ready", err=True)
-            sys.stdout.flush()
-            sys.stderr.flush()
-            # At once: an interrupt the event loop still holds could otherwise surface as a
-            # second KeyboardInterrupt during the interpreter's shutdown, after every handler,
-            # and end the process by SIGINT instead of with this status. Nothing is served
-            # yet, so nothing is lost (the database writes transactions).
-            os._exit(EXIT_INTERRUPTED)
+    """Ctrl-C and SIGTERM end the start (exit status 130) until the server in `servers` is
+    ready; from then on they stop it gracefully."""
+
+    def interrupt() -> bool:
+        if servers and servers[0].ready:
+            return False
+        _exit_interrupted()
+
+    with signals(interrupt=interrupt):
+        yield
+
+
+def _exit_interrupted() -> NoReturn:
+    """End the process at once, from the signal handler: an exception raised there could be
+    swallowed by whatever code the signal interrupted (a callback, a cleanup) and leave the
+    start waiting on. Nothing is served yet, so nothing is lost (the database writes
+    transactions)."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(RuntimeError, ValueError, OSError):  # interrupted mid-write
+            stream.flush()
+    newline = "\n" if sys.stderr.isatty() else ""  # after the terminal's ^C
+    os.write(2, f"{newline}interrupted before the server was ready\n".encode())
+    os._exit(EXIT_INTERRUPTED)
 
 
 def _origins(values: tuple[str, ...]) -> tuple[str, ...]:
