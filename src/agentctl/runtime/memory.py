@@ -38,14 +38,12 @@ from agentctl.runtime.namespaces import shared_namespace, subagent_namespace, us
 
 MEMORIES = "/memories"
 USER_ID_KEY = "graph_auth_user_id"  # in config["configurable"], set by the server
+OPERATOR_KEY = "graph_auth_operator"  # in config["configurable"]: True for the operator's runs
 USER_MEMORY_FILE = f"{MEMORIES}/user/AGENTS.md"
 USER_MEMORY_KEY = "/AGENTS.md"  # its key in the user's namespace
 NO_USER = "User memory is not available in this conversation: no user is signed in."
 
 T = TypeVar("T")
-
-
-OPERATOR_KEY = "graph_auth_operator"  # in config["configurable"]: True for the operator's runs
 
 
 def current_user_id() -> str | None:
@@ -61,16 +59,20 @@ def current_is_operator() -> bool:
 
 def in_run() -> bool:
     """Whether a graph is running here (a tool call), rather than a revision loading."""
-    try:
-        get_config()
-    except RuntimeError:
-        return False
-    return True
+    return _running_config() is not None
 
 
 def _configurable() -> dict[str, Any]:
-    configurable = get_config().get("configurable") if in_run() else None
+    configurable = (_running_config() or {}).get("configurable")
     return configurable if isinstance(configurable, dict) else {}
+
+
+def _running_config() -> dict[str, Any] | None:
+    """The config of the running graph; None outside one."""
+    try:
+        return dict(get_config())
+    except RuntimeError:
+        return None
 
 
 class UserMemoryBackend(BackendProtocol):  # type: ignore[misc]

@@ -84,8 +84,8 @@ class InCluster:
             auth: httpx.Auth | None = None,
         ) -> httpx.AsyncClient:
             # Made for each tool call, in the calling run: who it runs for is known here.
-            hosted = self.find(agent)
-            if hosted is None or not hosted.server.deployment.ready:
+            hosted = self._served(agent)
+            if hosted is None:
                 raise PeerRefused(f'agent "{agent}" is no longer served on this platform')
             principal = self._principal(caller, hosted)
             return httpx.AsyncClient(
@@ -136,9 +136,14 @@ class InCluster:
         """Whether an agent of `project` admits anyone, without credentials."""
         return self.anonymous and project.auth is None
 
-    def _callee(self, agent: str) -> Project:
+    def _served(self, agent: str) -> Hosted | None:
+        """Agent `agent` as this replica serves it, with a revision; None otherwise."""
         hosted = self.find(agent)
-        if hosted is None or not hosted.server.deployment.ready:
+        return hosted if hosted is not None and hosted.server.deployment.ready else None
+
+    def _callee(self, agent: str) -> Project:
+        hosted = self._served(agent)
+        if hosted is None:
             raise PeerUnavailable(
                 f'mcp.json names agent "{agent}", which has no revision served on this '
                 f"platform — deploy {agent} first (agentctl agents lists the platform's agents)"
@@ -150,8 +155,8 @@ class InCluster:
         reached: set[str] = set()
         pending = [agent]
         while pending:
-            hosted = self.find(pending.pop())
-            if hosted is None or not hosted.server.deployment.ready:
+            hosted = self._served(pending.pop())
+            if hosted is None:
                 continue
             for name in hosted.server.deployment.runtime.project.called_agents - reached:
                 reached.add(name)
