@@ -187,6 +187,10 @@ class RunEngine:
         if message.get("from") != self.worker:
             self._wake.set()
 
+    def wake(self) -> None:
+        """Look for runs to execute now (a revision arrived)."""
+        self._wake.set()
+
     def is_executing(self, run_id: str) -> bool:
         return run_id in self._tasks
 
@@ -211,6 +215,10 @@ class RunEngine:
             # Cleared before the claim: a wake-up that arrives while a claim awaits the
             # database (PostgreSQL) makes the next sleep return at once.
             self._wake.clear()
+            if not self.deployment.ready:  # a new agent of a platform, its revision on the way:
+                self.admission.release()  # runs are for the replicas that have it
+                await self._sleep_until_woken()
+                continue
             try:
                 run = await self.storage.runs.claim(now(), worker=self.worker, lease=self.lease)
             except Exception as exc:

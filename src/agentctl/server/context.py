@@ -105,6 +105,7 @@ class Server:
                 await replaced.authenticator.aclose()
         self.info["revision"] = runtime.revision_id
         await self.ensure_default_assistant()
+        self.engine.wake()
         resettle_heap()
 
     def browser_sign_in(self) -> dict[str, str] | None:
