@@ -380,26 +380,28 @@ async def test_leases(storage: Storage) -> None:
     thread = await add_thread(storage)
     run = await add_run(storage, thread.thread_id)
     await storage.runs.claim(now(), worker="old", lease=LEASE)
-    assert await storage.runs.renew("old", LEASE) == {run.run_id}
-    assert await storage.runs.renew("new", LEASE) == set()
+    assert await storage.runs.renew("old", LEASE) == {run.run_id: 1}
+    assert await storage.runs.renew("new", LEASE) == {}
     assert await storage.runs.requeue_orphans("old", now()) == []  # its own live run
 
     requeued = await storage.runs.requeue_orphans("new", now())
     if storage.kind == "postgres":
-        # Another replica's live lease is respected; once expired, the run is requeued.
+        # Another replica's live lease is respected; once expired (by the database's
+        # clock), the run is requeued.
         assert requeued == []
-        assert await storage.runs.renew("old", LEASE) == {run.run_id}
-        requeued = await storage.runs.requeue_orphans("new", now() + timedelta(seconds=2 * LEASE))
+        assert await storage.runs.renew("old", 0.05) == {run.run_id: 1}
+        await asyncio.sleep(0.1)
+        requeued = await storage.runs.requeue_orphans("new", now())
     # On SQLite one process serves the file: another worker's run was left by a dead one.
     assert ids(requeued) == [run.run_id]
     assert (requeued[0].status, requeued[0].attempt) == ("pending", 1)
     assert await status_of(storage, run.run_id) == "pending"
-    assert await storage.runs.renew("old", LEASE) == set()  # the old worker must stop
+    assert await storage.runs.renew("old", LEASE) == {}  # the old worker must stop
 
     again = await storage.runs.claim(now(), worker="new", lease=LEASE)
     assert again is not None
     assert (again.run_id, again.attempt) == (run.run_id, 2)
-    assert await storage.runs.renew("new", LEASE) == {run.run_id}
+    assert await storage.runs.renew("new", LEASE) == {run.run_id: 2}
 
 
 async def test_expired_lease_is_requeued(storage: Storage) -> None:
@@ -416,8 +418,8 @@ async def test_release(storage: Storage) -> None:
     released = await storage.runs.release("a")
     assert ids(released) == ids(runs[:2])
     assert all(run.status == "pending" and run.attempt == 1 for run in released)
-    assert await storage.runs.renew("a", LEASE) == set()
-    assert await storage.runs.renew("b", LEASE) == {runs[2].run_id}
+    assert await storage.runs.renew("a", LEASE) == {}
+    assert await storage.runs.renew("b", LEASE) == {runs[2].run_id: 1}
     assert await storage.runs.release("a") == []
     claimed = await storage.runs.claim(now(), worker="c", lease=LEASE)
     assert claimed is not None

@@ -5,7 +5,9 @@ A new run wakes the dispatchers of every replica at once (no polling); runs of o
 execute one at a time, in order; a run accepted is in the database before the client hears
 of it. A claimed run is leased: its replica renews the lease while it executes the run, and
 a run whose lease expires (its replica died) is requeued and resumed from its last
-checkpoint with `attempt` + 1, by whichever replica claims it. A cancel reaches the run
+checkpoint with `attempt` + 1, by whichever replica claims it. A replica that only stalled
+past its lease is not trusted when it wakes: every write of an attempt is fenced
+(storage/fence.py), and a refused write stops the attempt at once. A cancel reaches the run
 wherever it executes, over the storage's bus.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -25,10 +28,13 @@ from agentctl import serde
 from agentctl.engine import executor
 from agentctl.engine.admission import DEFAULT_MAX_LAG, Admission
 from agentctl.engine.deployment import Deployment
+from agentctl.engine.guard import FenceGuard
 from agentctl.engine.wire import END_EVENT
 from agentctl.errors import ThreadBusyError
 from agentctl.observability import bind_run, run_finished, run_span, run_started
+from agentctl.storage import fence as fencing
 from agentctl.storage.base import Message, Run, RunStatus, Storage, ThreadUpdate, now
+from agentctl.storage.fence import Fence, StaleAttempt
 from agentctl.storage.outages import outages, ride_out, service_down
 
 log = logging.getLogger("agentctl.engine")
@@ -74,7 +80,9 @@ class RunEngine:
         self.admission = Admission(max_runs, max_lag)
         self._wake = asyncio.Event()
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._cancel_actions: dict[str, StopReason] = {}
+        # The fence of the attempt of each run executing here.
+        self._fences: dict[str, Fence] = {}
+        self._cancel_actions: dict[asyncio.Task[None], StopReason] = {}
         # Runs recording how they ended: their status is no longer `running`, so their
         # lease is not renewed, yet they are not lost: they must not be stopped mid-way.
         self._finishing: set[str] = set()
@@ -169,10 +177,17 @@ class RunEngine:
         task = self._tasks.get(run_id)
         if task is None:
             return False
-        if run_id not in self._cancel_actions:  # a second cancel would cut clean-up short
-            self._cancel_actions[run_id] = action
+        if task not in self._cancel_actions:  # a second cancel would cut clean-up short
+            self._cancel_actions[task] = action
             task.cancel("cancelled")
         return True
+
+    def _lose(self, task: asyncio.Task[None]) -> None:
+        """Stop an attempt that no longer holds its run: it writes nothing more, and the run
+        is not ended (the attempt that holds it goes on)."""
+        if task not in self._cancel_actions:
+            self._cancel_actions[task] = "lease lost"
+            task.cancel("lease lost")
 
     async def _on_cancel(self, message: Message) -> None:
         run_id, action = message["run_id"], message["action"]
@@ -219,6 +234,7 @@ class RunEngine:
                 self.admission.release()  # runs are for the replicas that have it
                 await self._sleep_until_woken()
                 continue
+            asked = time.monotonic()  # the lease is counted from no later than this
             try:
                 run = await self.storage.runs.claim(now(), worker=self.worker, lease=self.lease)
             except Exception as exc:
@@ -230,7 +246,12 @@ class RunEngine:
                 self.admission.release()
                 await self._sleep_until_woken()
                 continue
-            task = asyncio.create_task(self._run(run), name=f"run-{run.run_id}")
+            # An earlier attempt still executing here stalled past its lease: it stops
+            # before this one starts, so a run never executes in two attempts at once.
+            previous = self._tasks.get(run.run_id)
+            if previous is not None:
+                self._lose(previous)
+            task = asyncio.create_task(self._run(run, asked, previous), name=f"run-{run.run_id}")
             self._tasks[run.run_id] = task
             early = self._early_cancels.pop(run.run_id, None)
             if early is not None:
@@ -242,14 +263,16 @@ class RunEngine:
         while True:
             await asyncio.sleep(self.lease / 3)
             try:
-                executing = list(self._tasks)
+                executing = list(self._fences.values())
+                asked = time.monotonic()
                 held = await self.storage.runs.renew(self.worker, self.lease)
-                for run_id in executing:
-                    task = self._tasks.get(run_id)
-                    if run_id not in held and task is not None and run_id not in self._finishing:
-                        log.warning("run %s: lease lost to another replica; stopping", run_id)
-                        self._cancel_actions.setdefault(run_id, "lease lost")
-                        task.cancel("lease lost")
+                for fence in executing:
+                    task = self._tasks.get(fence.run_id)
+                    if held.get(fence.run_id) == fence.attempt:
+                        fence.granted(asked)
+                    elif task is not None and fence.run_id not in self._finishing:
+                        log.warning("run %s: lease lost to another replica; stopping", fence.run_id)
+                        self._lose(task)
                 await self._requeue_orphans()
                 horizon = time.monotonic() - 2 * self.lease
                 for run_id, (_, at) in list(self._early_cancels.items()):
@@ -271,6 +294,7 @@ class RunEngine:
     async def _requeue_orphans(self) -> None:
         requeued = await self.storage.runs.requeue_orphans(self.worker, now())
         for run in requeued:
+            await self.storage.events.supersede(run.run_id, run.attempt)
             log.info("run %s lost its replica; retrying it (attempt %d)", run.run_id,
                      run.attempt + 1)  # fmt: skip
         if requeued:
@@ -285,14 +309,35 @@ class RunEngine:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), timeout)
 
-    async def _run(self, run: Run) -> None:
+    async def _run(self, run: Run, asked: float, previous: asyncio.Task[None] | None) -> None:
+        """Execute the attempt of `run` claimed at `asked` (monotonic), once `previous` (an
+        earlier attempt still here) has stopped."""
+        task = asyncio.current_task()
+        assert task is not None
+        if previous is not None:
+            await asyncio.wait([previous])
+        fence = Fence(
+            run.run_id,
+            run.attempt,
+            self.worker,
+            extend=self.storage.runs.extend,
+            stop=functools.partial(self._lose, task),
+            lease=self.lease,
+        )
+        fence.granted(asked)
+        self._fences[run.run_id] = fence
+        fencing.current.set(fence)  # this task's own context: its checkpoint writes
         started, status = time.monotonic(), "requeued"  # unless it ends here
         run_started(run)
         with bind_run(run.run_id, run.thread_id, run.assistant_id, attempt=run.attempt):
             try:
-                status = await self._execute(run)
+                status = await self._execute(run, fence)
+            except StaleAttempt:
+                log.warning("run %s: attempt %d lost the run while this replica was stalled; "
+                            "it stopped without writing, another attempt goes on with it",
+                            run.run_id, run.attempt)  # fmt: skip
             except asyncio.CancelledError:
-                if self._cancel_actions.get(run.run_id) in (None, "lease lost"):
+                if self._cancel_actions.get(task) in (None, "lease lost"):
                     raise  # its replica stops, or another took it: it is retried, not ended
                 status = "interrupted"
             except Exception as exc:
@@ -301,12 +346,15 @@ class RunEngine:
                     return
                 log.exception("run %s could not be executed", run.run_id)
                 failure = {"error": "InternalError", "message": "the server failed to run it"}
-                await self._finish(run, None, executor.Outcome("error", failure))
+                await self._finish(run, None, executor.Outcome("error", failure), fence)
                 status = "error"
             finally:
-                self._tasks.pop(run.run_id, None)
-                self._cancel_actions.pop(run.run_id, None)
-                self._finishing.discard(run.run_id)
+                if self._tasks.get(run.run_id) is task:
+                    del self._tasks[run.run_id]
+                    self._finishing.discard(run.run_id)
+                if self._fences.get(run.run_id) is fence:
+                    del self._fences[run.run_id]
+                self._cancel_actions.pop(task, None)
                 self.admission.release()
                 self._wake.set()
                 run_finished(run, status, time.monotonic() - started)
@@ -319,22 +367,25 @@ class RunEngine:
         await ride_out(lambda: self.storage.runs.release(self.worker, run_id=run.run_id))
         await self._wake_others()
 
-    async def _execute(self, run: Run) -> RunStatus:
+    async def _execute(self, run: Run, fence: Fence) -> RunStatus:
         """Execute the run to its end and record how it ended; returns its status."""
         graph = self.deployment.runtime.graph  # the run keeps this revision to the end
         assistant = await self.storage.assistants.get(run.assistant_id)
         config = executor.run_config(run, assistant, self.deployment)
+        config["callbacks"] = [FenceGuard(fence)]  # before each model and tool call
         resume = await executor.resumes_from_checkpoint(self.storage, run)
         graph_id = assistant.graph_id if assistant is not None else self.deployment.graph_id
         labels = thread_labels(graph_id, run.assistant_id)
         await ride_out(
             lambda: self.storage.threads.update(
-                run.thread_id, ThreadUpdate(metadata=labels, status="busy")
+                run.thread_id, ThreadUpdate(metadata=labels, status="busy"), fence=fence
             )
         )
 
         async def publish(event: str, data: Any) -> None:
-            await self.storage.events.append(run.thread_id, run.run_id, event, serde.dumps(data))
+            await fence.check()
+            events = self.storage.events
+            await events.append(run.thread_id, run.run_id, event, serde.dumps(data), fence=fence)
 
         with run_span(run) as trace:
             try:
@@ -346,39 +397,52 @@ class RunEngine:
                 outcome = executor.Outcome("timeout", failure)
                 await publish("error", outcome.error)
             except asyncio.CancelledError:
-                action = self._cancel_actions.get(run.run_id)
+                task = asyncio.current_task()
+                action = self._cancel_actions.get(task) if task is not None else None
                 if action == "interrupt" or action == "rollback":
-                    await self._finish_cancelled(run, graph, action)
+                    await self._finish_cancelled(run, graph, action, fence)
                 raise
             trace.outcome(outcome.status, outcome.error)
-        await self._finish(run, graph, outcome)
+        await self._finish(run, graph, outcome, fence)
         return outcome.status
 
-    async def _finish(self, run: Run, graph: Any, outcome: executor.Outcome) -> None:
+    async def _finish(self, run: Run, graph: Any, outcome: executor.Outcome, fence: Fence) -> None:
+        """Record how the run ended, then tell its clients. The status write is fenced: an
+        attempt that lost the run ends nothing."""
         self._finishing.add(run.run_id)
         await ride_out(
-            lambda: self.storage.runs.finish(run.run_id, outcome.status, error=outcome.error)
+            lambda: self.storage.runs.finish(
+                run.run_id, outcome.status, error=outcome.error, fence=fence
+            )
         )
-        await ride_out(lambda: self._settle_thread(run, graph, outcome.status))
-        await self._append_end(run, outcome.status)
+        await ride_out(lambda: self._settle_thread(run, graph, outcome.status, fence))
+        await self._append_end(run, outcome.status, fence=fence)
         if run.temporary:
             await ride_out(lambda: self.storage.threads.delete(run.thread_id))
 
-    async def _finish_cancelled(self, run: Run, graph: Any, action: CancelAction) -> None:
+    async def _finish_cancelled(
+        self, run: Run, graph: Any, action: CancelAction, fence: Fence
+    ) -> None:
         self._finishing.add(run.run_id)
         storage = self.storage
+        after: Fence | None = fence
         if action == "rollback":
-            await ride_out(lambda: storage.runs.delete(run.run_id))
+            await ride_out(lambda: storage.runs.delete(run.run_id, fence=fence))
+            after = None  # the run is gone: no other attempt of it can write any more
             await ride_out(lambda: storage.checkpointer.adelete_for_run(run.thread_id, run.run_id))
         else:
-            await ride_out(lambda: storage.runs.set_status(run.run_id, "interrupted", "cancelled"))
+            await ride_out(
+                lambda: storage.runs.set_status(run.run_id, "interrupted", "cancelled", fence=fence)
+            )
         settled: RunStatus = "interrupted" if action == "interrupt" else "success"
-        await ride_out(lambda: self._settle_thread(run, graph, settled))
-        await self._append_end(run, "interrupted", cancelled=True)
+        await ride_out(lambda: self._settle_thread(run, graph, settled, after))
+        await self._append_end(run, "interrupted", cancelled=True, fence=after)
         if run.temporary:
             await ride_out(lambda: storage.threads.delete(run.thread_id))
 
-    async def _settle_thread(self, run: Run, graph: Any, status: RunStatus) -> None:
+    async def _settle_thread(
+        self, run: Run, graph: Any, status: RunStatus, fence: Fence | None
+    ) -> None:
         """The thread's status and pending interrupts after `run`."""
         interrupts: dict[str, list[dict[str, Any]]] = {}
         # A failed run (e.g. a strict resume of an interrupt that is not waiting) leaves
@@ -398,11 +462,13 @@ class RunEngine:
         if status == "interrupted" and not interrupts:
             thread_status = "idle"
         change = ThreadUpdate(status=thread_status, interrupts=interrupts)  # type: ignore[arg-type]
-        await self.storage.threads.update(run.thread_id, change)
+        await self.storage.threads.update(run.thread_id, change, fence=fence)
 
-    async def _append_end(self, run: Run, status: RunStatus, *, cancelled: bool = False) -> None:
+    async def _append_end(
+        self, run: Run, status: RunStatus, *, cancelled: bool = False, fence: Fence | None = None
+    ) -> None:
         end: dict[str, Any] = {"run_id": run.run_id, "status": status}
         if cancelled:
             end["cancelled"] = True
         data = serde.dumps(end)
-        await self.storage.events.append(run.thread_id, run.run_id, END_EVENT, data)
+        await self.storage.events.append(run.thread_id, run.run_id, END_EVENT, data, fence=fence)

@@ -21,6 +21,7 @@ from agentctl.engine.wire import (
 )
 from agentctl.runtime.memory import OPERATOR_KEY, USER_ID_KEY
 from agentctl.storage.base import BY_OPERATOR, Assistant, Run, RunStatus, Storage
+from agentctl.storage.fence import StaleAttempt
 from agentctl.storage.outages import service_down
 
 log = logging.getLogger("agentctl.engine")
@@ -151,15 +152,29 @@ async def execute(
                 outcome.interrupts.extend(chunk["__interrupt__"])
             for name, data in _client_events(modes, namespace, mode, chunk, legacy):
                 await publish(name, data)
-    except asyncio.CancelledError:
+    except (asyncio.CancelledError, StaleAttempt):
         raise
     except Exception as exc:  # the agent failed: the client gets an `error` event
+        if _stale(exc):  # wrapped by a library: this attempt writes nothing more
+            raise StaleAttempt(run.run_id, run.attempt) from exc
         if service_down(exc):
             raise  # not the agent's failure: the run is retried once the service is back
         log.warning("run %s failed: %s: %s", run.run_id, type(exc).__name__, exc, exc_info=True)
         outcome = Outcome("error", {"error": type(exc).__name__, "message": str(exc)})
         await publish("error", outcome.error)
     return outcome
+
+
+def _stale(exc: BaseException) -> bool:
+    """Whether `exc` is, or was caused by, a refused write of a stale attempt."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, StaleAttempt):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _client_events(

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
+from agentctl.storage.fence import Fence
+
 RunStatus = Literal["pending", "running", "success", "error", "interrupted", "timeout"]
 ThreadStatus = Literal["idle", "busy", "interrupted", "error"]
 ACTIVE_RUN_STATUSES: tuple[RunStatus, ...] = ("pending", "running")
@@ -208,9 +210,12 @@ class ThreadStore(Protocol):
 
     async def get(self, thread_id: str) -> Thread | None: ...
 
-    async def update(self, thread_id: str, change: ThreadUpdate) -> Thread | None:
+    async def update(
+        self, thread_id: str, change: ThreadUpdate, *, fence: Fence | None = None
+    ) -> Thread | None:
         """Apply `change` at once, so that concurrent changes of different metadata keys all
-        land; the thread after it (None when there is none)."""
+        land; the thread after it (None when there is none). A run's attempt passes its
+        `fence` (see `RunStore`)."""
 
     async def delete(self, thread_id: str) -> bool:
         """Delete the thread with its runs, events and checkpoints."""
@@ -245,10 +250,15 @@ class RunStore(Protocol):
         (`Run.owner`) with the fewest runs running anywhere, the oldest of those owners'
         first when several tie."""
 
-    async def renew(self, worker: str, lease: float) -> set[str]:
-        """Extend by `lease` seconds the lease of every running run `worker` holds and return
-        their ids. A run the worker executes but that is missing here was taken from it
-        (its lease expired and it was requeued): the worker must stop executing it."""
+    async def renew(self, worker: str, lease: float) -> dict[str, int]:
+        """Extend by `lease` seconds (from the database's clock) the lease of every running
+        run `worker` holds and return their ids with their attempts. A run the worker
+        executes but that is missing here (or has another attempt) was taken from it (its
+        lease expired and it was requeued): the worker must stop executing it."""
+
+    async def extend(self, fence: Fence) -> bool:
+        """Extend by `fence.lease` seconds the lease of the fence's attempt; False when that
+        attempt no longer holds its run."""
 
     async def requeue_orphans(self, worker: str, at: datetime) -> builtins.list[Run]:
         """Running runs whose worker is gone become `pending` again (no worker, no lease);
@@ -264,25 +274,40 @@ class RunStore(Protocol):
         """If the run is still `pending`, delete it (`delete`) or mark it `interrupted`
         with cancel reason "cancelled"; False when it was not pending any more."""
 
+    # The writes of a run's own attempt pass its `fence`: one that attempt no longer holds
+    # is refused (`Fence.refused`: the attempt stops, `StaleAttempt` is raised).
+
     async def finish(
         self,
         run_id: str,
         status: RunStatus,
         *,
         error: dict[str, Any] | None = None,
+        fence: Fence | None = None,
     ) -> None: ...
 
-    async def set_status(self, run_id: str, status: RunStatus, reason: str | None = None) -> None:
+    async def set_status(
+        self,
+        run_id: str,
+        status: RunStatus,
+        reason: str | None = None,
+        *,
+        fence: Fence | None = None,
+    ) -> None:
         """Set a status without finishing (e.g. cancel a pending run)."""
 
-    async def delete(self, run_id: str) -> bool: ...
+    async def delete(self, run_id: str, *, fence: Fence | None = None) -> bool: ...
 
     async def next_wakeup(self) -> datetime | None:
         """When the earliest delayed pending run becomes runnable."""
 
 
 class EventLog(Protocol):
-    async def append(self, thread_id: str, run_id: str, event: str, data: bytes) -> Event: ...
+    async def append(
+        self, thread_id: str, run_id: str, event: str, data: bytes, *, fence: Fence | None = None
+    ) -> Event:
+        """Append an event of run `run_id`; with its attempt's `fence`, refused (see
+        `RunStore`) once a later attempt of the run appended."""
 
     async def read(
         self, thread_id: str, *, after: str | None, run_id: str | None = None
@@ -292,6 +317,11 @@ class EventLog(Protocol):
 
     async def last_id(self, thread_id: str) -> str | None:
         """The id of the thread's latest stored event (None when it has none)."""
+
+    async def supersede(self, run_id: str, attempt: int) -> None:
+        """Refuse from now on the fenced appends of run `run_id`'s attempts up to `attempt`
+        (it was requeued: they no longer hold it). A backend whose fence reads the runs
+        table itself needs nothing here."""
 
     def subscribe(self, thread_id: str) -> Subscription:
         """Live events appended to the thread, in every process, from this call on."""

@@ -54,7 +54,7 @@ class PostgresStorage:
         self.bus = bus
         self.assistants = PostgresAssistants(pool)
         self.threads = PostgresThreads(pool, ThreadData(events, checkpointer))
-        self.runs = PostgresRuns(pool, schema)
+        self.runs = PostgresRuns(pool)
         self.crons = PostgresCrons(pool)
         self.revisions = PostgresRevisions(pool)
         self.agents = PostgresAgents(pool)

@@ -53,7 +53,10 @@ logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
 # Advisory lock keys (any bigint no other code of ours uses).
 MIGRATION_LOCK = 0x6167_6E74_6D69_6701
-CLAIM_LOCK = 0x6167_6E74_636C_6D01
+# A transaction left open longer than this is ended by PostgreSQL, with its locks: a replica
+# that stalls mid-transaction (SIGSTOP, a throttled container) holds no row another replica
+# needs for longer. Our transactions run their statements back to back.
+IDLE_IN_TRANSACTION_MS = 10_000
 
 MIGRATIONS: list[str] = [
     # 1: the server's own tables (the checkpointer, the store and the event log keep theirs).
@@ -174,11 +177,13 @@ async def open_pool(database_url: str, *, size: int, schema: str | None = None) 
         ) from exc
     freshness = _Freshness()
     kwargs: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    # The connection's defaults for the session: `RESET ALL` keeps them.
+    options = str(conninfo_to_dict(database_url).get("options") or "")
+    options += f" -c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
     if schema is not None:
-        # The connection's default for the session: `RESET ALL` keeps it.
-        options = conninfo_to_dict(database_url).get("options") or ""
-        kwargs["options"] = f"{options} -c search_path={quoted(schema)}".strip()
+        options += f" -c search_path={quoted(schema)}"
         kwargs["application_name"] = schema  # how `drop_schema` sees who still uses it
+    kwargs["options"] = options.strip()
     pool = AsyncConnectionPool(
         database_url,
         min_size=1,

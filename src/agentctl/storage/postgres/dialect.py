@@ -29,6 +29,9 @@ class PostgresDialect(Dialect):
     def time(self, value: datetime | None) -> datetime | None:
         return value
 
+    def lease_seconds(self, seconds: float) -> float:
+        return seconds
+
     def from_time(self, value: datetime | None) -> datetime | None:
         """The UTC datetime the SQLite backend returns."""
         return None if value is None else value.astimezone(UTC)
@@ -57,4 +60,11 @@ class PostgresDialect(Dialect):
         return f'{column} COLLATE "C"'
 
 
-POSTGRES = PostgresDialect(param="%s", true="TRUE", like="ILIKE", same="IS NOT DISTINCT FROM")
+POSTGRES = PostgresDialect(
+    param="%s",
+    true="TRUE",
+    like="ILIKE",
+    same="IS NOT DISTINCT FROM",
+    # The time of the statement itself, not of its transaction: never before a wait.
+    lease_end="clock_timestamp() + %s * INTERVAL '1 second'",
+)

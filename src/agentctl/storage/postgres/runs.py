@@ -1,20 +1,21 @@
 """Runs in PostgreSQL, claimed by any number of replicas at once.
 
-A claim takes a transaction-scoped advisory lock before it looks for a runnable run, so
-claims are serialized: each one sees every run the previous ones took (committed before
-their lock was released), and no two replicas start one run, or two runs of one thread.
-Leases are reckoned on the replicas' clocks, like the `at` every caller passes. Each schema
-(storage namespace) has its own lock: the runs of one never wait for another's claims.
+A claim is one statement, in a transaction of its own: it picks the fairest runnable run and
+locks its row, skipping rows another claim has locked (`FOR UPDATE SKIP LOCKED`), so no claim
+ever waits for another, and a replica that stalls mid-claim holds nothing the others need.
+The row is re-checked once locked (still `pending`): no two replicas start one run. Each
+thread has at most one runnable run (its oldest pending one, while none of its runs is
+running), so no two runs of one thread start either. Leases are reckoned on the
+database's clock at the moment of each write (`clock_timestamp()`), never from before a wait.
 """
 
 from __future__ import annotations
 
 import builtins
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from agentctl.storage.base import Run, now
-from agentctl.storage.namespace import lock_key
-from agentctl.storage.postgres.database import CLAIM_LOCK, Pool, PostgresTable, rows
+from agentctl.storage.postgres.database import PostgresTable
 from agentctl.storage.postgres.dialect import POSTGRES
 from agentctl.storage.sql.runs import COLUMNS, RunSql, SqlRunStore
 
@@ -40,30 +41,32 @@ _HEADS = (
 _CLAIM = (
     f"WITH heads AS ({_HEADS}) "
     "UPDATE runs SET status = 'running', attempt = attempt + 1, worker = %s, "
-    "lease_expires_at = %s, updated_at = %s WHERE run_id = ("
-    ' SELECT run_id FROM heads ORDER BY running, created_at, run_id COLLATE "C" LIMIT 1'
+    f"lease_expires_at = {POSTGRES.lease_end}, updated_at = %s WHERE run_id = ("
+    " SELECT r.run_id FROM heads h JOIN runs r ON r.run_id = h.run_id"
+    " WHERE r.status = 'pending'"
+    ' ORDER BY h.running, h.created_at, h.run_id COLLATE "C" LIMIT 1'
+    " FOR UPDATE OF r SKIP LOCKED"
     f") AND status = 'pending' RETURNING {COLUMNS}"
+)
+# Running runs whose lease ran out by the database's clock; a row locked by a write of its
+# attempt (a fenced write holds it briefly) is left for the next look.
+_ORPHANS = (
+    "run_id IN (SELECT run_id FROM runs WHERE status = 'running' AND"
+    " (lease_expires_at IS NULL OR lease_expires_at < clock_timestamp())"
+    " FOR UPDATE SKIP LOCKED)"
 )
 
 
 class PostgresRuns(PostgresTable, SqlRunStore):
     sql = SQL
 
-    def __init__(self, pool: Pool, schema: str | None = None) -> None:
-        super().__init__(pool)
-        self.claim_lock = lock_key(CLAIM_LOCK, schema)
-
     async def claim(self, at: datetime, *, worker: str, lease: float) -> Run | None:
-        claimed = now()
-        async with self.pool.connection() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (self.claim_lock,))
-            # A new statement, so a new snapshot: it sees the claims made before the lock.
-            # A run cancelled meanwhile fails the re-check of its status: nothing is claimed.
-            found = await rows(
-                conn, _CLAIM, (at, at, worker, claimed + timedelta(seconds=lease), claimed)
-            )
+        found = await self.write_rows(
+            _CLAIM, (at, at, worker, POSTGRES.lease_seconds(lease), now())
+        )
         return SQL.record(found[0]) if found else None
 
     async def requeue_orphans(self, worker: str, at: datetime) -> builtins.list[Run]:
-        # Other replicas' runs stay theirs while their leases run: `worker` is not needed.
-        return await self.requeue("(lease_expires_at IS NULL OR lease_expires_at < %s)", at)
+        # Other replicas' runs stay theirs while their leases run: `worker` and `at` (the
+        # replica's clock) are not needed.
+        return await self.requeue(_ORPHANS)

@@ -34,21 +34,30 @@ from typing import Any, cast
 
 from agentctl.errors import RuntimeFailure
 from agentctl.storage.base import Event, event_position
+from agentctl.storage.fence import Fence
 from agentctl.storage.outages import ride_out, service_down
 from agentctl.storage.redis.pubsub import PubSub, stop
 from agentctl.storage.subscription import QueueSubscription
 from redis.asyncio import Redis
-from redis.exceptions import NoScriptError, RedisError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 log = logging.getLogger("agentctl.storage")
 
-# KEYS[1] stream, KEYS[2] its writers hash; ARGV: run_id, event, data, ttl seconds, channel,
-# writer, number. The message is "<id> <len(run_id)> <len(event)>\n" + run_id + event + data.
+# KEYS[1] stream, KEYS[2] its writers hash, KEYS[3] the run's fence; ARGV: run_id, event,
+# data, ttl seconds, channel, writer, number, attempt ("" when not fenced). The message is
+# "<id> <len(run_id)> <len(event)>\n" + run_id + event + data. The fence holds the latest
+# attempt of the run that appended: an earlier attempt's append is refused.
 APPEND = """
 local last = redis.call('HGET', KEYS[2], ARGV[6])
 if last then
   local number, stored = string.match(last, '^(%d+) (.*)$')
   if tonumber(number) >= tonumber(ARGV[7]) then return stored end
+end
+if ARGV[8] ~= '' then
+  local latest = tonumber(redis.call('GET', KEYS[3]) or '0')
+  local attempt = tonumber(ARGV[8])
+  if latest > attempt then return redis.error_reply('STALE attempt') end
+  if latest < attempt then redis.call('SET', KEYS[3], ARGV[8], 'EX', ARGV[4]) end
 end
 local id = redis.call('XADD', KEYS[1], '*', 'run_id', ARGV[1], 'event', ARGV[2], 'data', ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[6], ARGV[7] .. ' ' .. id)
@@ -59,12 +68,20 @@ redis.call('PUBLISH', ARGV[5], id .. ' ' .. #ARGV[1] .. ' ' .. #ARGV[2] .. '\\n'
 return id
 """
 APPEND_SHA = hashlib.sha1(APPEND.encode()).hexdigest()
+# KEYS[1] a run's fence; ARGV: the first attempt still allowed, ttl seconds.
+SUPERSEDE = """
+if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+end
+"""
 PAGE = 1000  # stream entries per XRANGE
 Position = tuple[int, int]
 Entries = list[tuple[bytes, dict[bytes, bytes]]]
-# (stream, writers hash), (run_id, event, data, ttl, channel, writer, number)
-Argv = tuple[tuple[str, str], tuple[str | bytes | int, ...]]
-Queued = tuple[str, str, str, bytes, int, "asyncio.Future[Event]"]
+STALE = "STALE attempt"  # the script's error for a refused append
+# (stream, writers hash, fence), (run_id, event, data, ttl, channel, writer, number, attempt)
+Argv = tuple[tuple[str, str, str], tuple[str | bytes | int, ...]]
+# thread_id, run_id, event, data, attempt ("" when not fenced), number, its future
+Queued = tuple[str, str, str, bytes, int | str, int, "asyncio.Future[Event]"]
 
 
 def _text(value: bytes | str) -> str:
@@ -147,16 +164,24 @@ class RedisEventLog:
 
     # -- appending -------------------------------------------------------------------------
 
-    async def append(self, thread_id: str, run_id: str, event: str, data: bytes) -> Event:
+    async def append(
+        self, thread_id: str, run_id: str, event: str, data: bytes, *, fence: Fence | None = None
+    ) -> Event:
         """Append in one round trip. Appends are sent in call order, those made while
         others are in flight together in one pipeline, so a thread's ids follow that order.
         While Redis cannot be reached, the appends wait and are sent again."""
         future: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
         self._number += 1
-        self._queued.append((thread_id, run_id, event, data, self._number, future))
+        attempt = "" if fence is None else fence.attempt
+        self._queued.append((thread_id, run_id, event, data, attempt, self._number, future))
         if self._flusher is None:
             self._flusher = asyncio.create_task(self._flush())
-        return await future
+        try:
+            return await future
+        except ResponseError as exc:
+            if fence is not None and str(exc) == STALE:
+                raise fence.refused() from None
+            raise
 
     async def _flush(self) -> None:
         batch: list[Queued] = []
@@ -164,7 +189,8 @@ class RedisEventLog:
             while self._queued:
                 batch, self._queued = self._queued, []
                 results = await ride_out(functools.partial(self._send_all, batch))
-                for (_, run_id, event, data, _, future), result in zip(batch, results, strict=True):
+                for item, result in zip(batch, results, strict=True):
+                    _, run_id, event, data, *_, future = item
                     if future.done():
                         continue
                     if isinstance(result, Exception):
@@ -184,26 +210,28 @@ class RedisEventLog:
     async def _send_all(self, batch: list[Queued]) -> list[Any]:
         """Each append's id or error; raises when Redis cannot be reached for any of them
         (then the whole batch is sent again: what was stored already is skipped)."""
-        results = await self._send([self._argv(*item[:5]) for item in batch])
+        results = await self._send([self._argv(*item[:6]) for item in batch])
         for result in results:
             if isinstance(result, Exception) and service_down(result):
                 raise result
         return results
 
-    def _argv(self, thread_id: str, run_id: str, event: str, data: bytes, number: int) -> Argv:
+    def _argv(
+        self, thread_id: str, run_id: str, event: str, data: bytes, attempt: int | str, number: int
+    ) -> Argv:
         channel = self.channel(thread_id)
         key = self.key(thread_id)
-        argv = (run_id, event, data, self.ttl_seconds, channel, self._writer, number)
-        return (key, f"{key}:writers"), argv
+        argv = (run_id, event, data, self.ttl_seconds, channel, self._writer, number, attempt)
+        return (key, f"{key}:writers", self.fence_key(run_id)), argv
 
     async def _send(self, batch: list[Argv]) -> list[Any]:
         """The script's result (an id) or the error, for each append of `batch`."""
         if len(batch) == 1:
             keys, argv = batch[0]
             try:
-                return [await self._client.evalsha(APPEND_SHA, 2, *keys, *argv)]
+                return [await self._client.evalsha(APPEND_SHA, 3, *keys, *argv)]
             except NoScriptError:
-                return [await self._client.eval(APPEND, 2, *keys, *argv)]
+                return [await self._client.eval(APPEND, 3, *keys, *argv)]
             except RedisError as exc:
                 return [exc]
         results = await self._pipeline(batch, APPEND_SHA)
@@ -218,9 +246,9 @@ class RedisEventLog:
         async with self._client.pipeline(transaction=False) as pipe:
             for keys, argv in batch:
                 if sha is None:
-                    pipe.eval(APPEND, 2, *keys, *argv)
+                    pipe.eval(APPEND, 3, *keys, *argv)
                 else:
-                    pipe.evalsha(sha, 2, *keys, *argv)
+                    pipe.evalsha(sha, 3, *keys, *argv)
             return list(await pipe.execute(raise_on_error=False))
 
     # -- reading ---------------------------------------------------------------------------
@@ -252,6 +280,13 @@ class RedisEventLog:
             if len(entries) < PAGE:
                 return events
             start = f"({events[-1].id}"
+
+    def fence_key(self, run_id: str) -> str:
+        return f"{self.prefix}:fence:{run_id}"
+
+    async def supersede(self, run_id: str, attempt: int) -> None:
+        key = self.fence_key(run_id)
+        await ride_out(lambda: self._client.eval(SUPERSEDE, 1, key, attempt + 1, self.ttl_seconds))
 
     async def last_id(self, thread_id: str) -> str | None:
         entries = cast(Entries, await self._client.xrevrange(self.key(thread_id), count=1))

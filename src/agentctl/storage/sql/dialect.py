@@ -40,6 +40,8 @@ class Dialect(ABC):
     true: str  # the literal TRUE
     like: str  # case-insensitive LIKE
     same: str  # equality under which NULL equals NULL
+    # A run's lease end, `seconds` (one parameter, `lease_seconds`) from the database's now.
+    lease_end: str
 
     @abstractmethod
     def json(self, value: Any) -> Any:
@@ -56,6 +58,10 @@ class Dialect(ABC):
     @abstractmethod
     def from_time(self, value: Any) -> datetime | None:
         """A timestamp column's value, in UTC."""
+
+    @abstractmethod
+    def lease_seconds(self, seconds: float) -> Any:
+        """The parameter of `lease_end` for a lease of `seconds`."""
 
     @abstractmethod
     def metadata_filter(self, column: str, metadata: dict[str, Any]) -> Clause:

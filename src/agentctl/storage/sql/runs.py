@@ -1,13 +1,17 @@
 """The runs table's statements and rows, for either database. How a run is claimed is each
-backend's own (a lock on PostgreSQL, the one process on SQLite)."""
+backend's own (row locks skipped on PostgreSQL, the one process on SQLite).
+
+A run's writes are fenced (storage/fence.py): `FENCED` is true of the row exactly while the
+attempt holds the run — a requeue clears its worker, a new claim raises its attempt."""
 
 from __future__ import annotations
 
 import builtins
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from agentctl.storage.base import ACTIVE_RUN_STATUSES, Run, RunStatus, now
+from agentctl.storage.fence import Fence
 from agentctl.storage.sql.dialect import Dialect, Query, Row
 from agentctl.storage.sql.records import TableSql, columns, names
 from agentctl.storage.sql.table import RecordTable
@@ -20,6 +24,16 @@ _COLUMNS = columns(
 COLUMNS = names(_COLUMNS)
 # `status IN (...)` of the runs still to finish, as SQL.
 ACTIVE = ", ".join(f"'{status}'" for status in ACTIVE_RUN_STATUSES)
+
+
+def fenced(param: str, table: str = "runs") -> str:
+    """SQL true of `table`'s row of a run while the fence's attempt holds it (parameters:
+    `fence_params`)."""
+    return f"{table}.run_id = {param} AND {table}.attempt = {param} AND {table}.worker = {param}"
+
+
+def fence_params(fence: Fence) -> tuple[str, int, str]:
+    return fence.run_id, fence.attempt, fence.worker
 
 
 class RunSql(TableSql[Run]):
@@ -35,24 +49,33 @@ class RunSql(TableSql[Run]):
         self.all_active = f"SELECT {COLUMNS} FROM runs WHERE status IN ({ACTIVE}) {oldest_first}"
         self.count_by_status = "SELECT status, COUNT(*) FROM runs GROUP BY status"
         self.renew = (
-            f"UPDATE runs SET lease_expires_at = {p} WHERE status = 'running' AND worker = {p} "
-            "RETURNING run_id"
+            f"UPDATE runs SET lease_expires_at = {d.lease_end} "
+            f"WHERE status = 'running' AND worker = {p} RETURNING run_id, attempt"
+        )
+        self.holds = f"SELECT 1 FROM runs WHERE {fenced(p)}"
+        self.extend = (
+            f"UPDATE runs SET lease_expires_at = {d.lease_end} "
+            f"WHERE {fenced(p)} AND status = 'running' RETURNING run_id"
         )
         self.cancel = (
             "UPDATE runs SET status = 'interrupted', cancel_reason = 'cancelled', "
             f"updated_at = {p} WHERE run_id = {p} AND status = 'pending'"
         )
         self.delete_pending = f"DELETE FROM runs WHERE run_id = {p} AND status = 'pending'"
-        self.finish = (
-            f"UPDATE runs SET status = {p}, error = {p}, updated_at = {p} WHERE run_id = {p}"
-        )
+        self.finish = f"UPDATE runs SET status = {p}, error = {p}, updated_at = {p} WHERE "
         self.set_status = (
             f"UPDATE runs SET status = {p}, cancel_reason = COALESCE({p}, cancel_reason), "
-            f"updated_at = {p} WHERE run_id = {p}"
+            f"updated_at = {p} WHERE "
         )
         self.next_wakeup = (
             "SELECT MIN(not_before) FROM runs WHERE status = 'pending' AND not_before IS NOT NULL"
         )
+
+    def which(self, run_id: str, fence: Fence | None) -> tuple[str, tuple[Any, ...]]:
+        """The WHERE of a write to run `run_id`, fenced when `fence` is given."""
+        if fence is None:
+            return f"run_id = {self.dialect.param}", (run_id,)
+        return fenced(self.dialect.param), fence_params(fence)
 
     def values(self, run: Run) -> Row:
         """The row `insert` stores: the run's columns, then whom it counts against."""
@@ -90,9 +113,13 @@ class SqlRunStore(RecordTable[Run]):
     async def create(self, run: Run) -> None:
         await self.write(self.sql.insert, self.sql.values(run), durable=True)
 
-    async def renew(self, worker: str, lease: float) -> set[str]:
-        expires = self.sql.dialect.time(now() + timedelta(seconds=lease))
-        return {run_id for (run_id,) in await self.write_rows(self.sql.renew, (expires, worker))}
+    async def renew(self, worker: str, lease: float) -> dict[str, int]:
+        until = self.sql.dialect.lease_seconds(lease)
+        return dict(await self.write_rows(self.sql.renew, (until, worker)))
+
+    async def extend(self, fence: Fence) -> bool:
+        params = (self.sql.dialect.lease_seconds(fence.lease), *fence_params(fence))
+        return bool(await self.write_rows(self.sql.extend, params))
 
     async def release(self, worker: str, *, run_id: str | None = None) -> builtins.list[Run]:
         p = self.sql.dialect.param
@@ -114,18 +141,40 @@ class SqlRunStore(RecordTable[Run]):
         return await self.write(self.sql.cancel, (self.sql.dialect.time(now()), run_id)) == 1
 
     async def finish(
-        self, run_id: str, status: RunStatus, *, error: dict[str, Any] | None = None
+        self,
+        run_id: str,
+        status: RunStatus,
+        *,
+        error: dict[str, Any] | None = None,
+        fence: Fence | None = None,
     ) -> None:
         d = self.sql.dialect
-        params = (status, None if error is None else d.json(error), d.time(now()), run_id)
-        await self.write(self.sql.finish, params, appends=False)
+        where, ids = self.sql.which(run_id, fence)
+        params = (status, None if error is None else d.json(error), d.time(now()), *ids)
+        await self._fenced(fence, self.sql.finish + where, params)
 
-    async def set_status(self, run_id: str, status: RunStatus, reason: str | None = None) -> None:
-        params = (status, reason, self.sql.dialect.time(now()), run_id)
-        await self.write(self.sql.set_status, params, appends=False)
+    async def set_status(
+        self,
+        run_id: str,
+        status: RunStatus,
+        reason: str | None = None,
+        *,
+        fence: Fence | None = None,
+    ) -> None:
+        where, ids = self.sql.which(run_id, fence)
+        params = (status, reason, self.sql.dialect.time(now()), *ids)
+        await self._fenced(fence, self.sql.set_status + where, params)
 
-    async def delete(self, run_id: str) -> bool:
-        return await self.write(self.sql.delete, (run_id,)) == 1
+    async def delete(self, run_id: str, *, fence: Fence | None = None) -> bool:
+        where, ids = self.sql.which(run_id, fence)
+        return await self._fenced(fence, f"DELETE FROM runs WHERE {where}", ids)
+
+    async def _fenced(self, fence: Fence | None, query: str, params: tuple[Any, ...]) -> bool:
+        """Run a write of one run; a fenced one that changes nothing was refused."""
+        changed = await self.write(query, params, appends=False) == 1
+        if fence is not None and not changed:
+            raise fence.refused()
+        return changed
 
     async def get(self, run_id: str) -> Run | None:
         return await self.one(self.sql.get, (run_id,))

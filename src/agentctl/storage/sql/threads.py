@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from agentctl.storage.base import EventLog, Page, Thread, ThreadFilter, ThreadUpdate, now
+from agentctl.storage.fence import Fence
 from agentctl.storage.sorts import THREAD_SORT, sort_field
 from agentctl.storage.sql.dialect import Dialect, Query, page_queries
 from agentctl.storage.sql.records import TableSql, columns, names
@@ -72,12 +73,17 @@ class SqlThreadStore(RecordTable[Thread]):
         await self.data.delete(thread_id)
         return deleted
 
-    async def update(self, thread_id: str, change: ThreadUpdate) -> Thread | None:
-        return await self.apply(thread_id, change, now())
+    async def update(
+        self, thread_id: str, change: ThreadUpdate, *, fence: Fence | None = None
+    ) -> Thread | None:
+        return await self.apply(thread_id, change, now(), fence)
 
     @abstractmethod
-    async def apply(self, thread_id: str, change: ThreadUpdate, at: datetime) -> Thread | None:
-        """`update`, with `at` as the thread's `updated_at`."""
+    async def apply(
+        self, thread_id: str, change: ThreadUpdate, at: datetime, fence: Fence | None
+    ) -> Thread | None:
+        """`update`, with `at` as the thread's `updated_at`; a fenced change that the fence's
+        attempt may no longer make raises (`Fence.refused`)."""
 
     @abstractmethod
     async def delete_rows(self, thread_id: str) -> bool:

@@ -21,7 +21,9 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.base import GetOp, ListNamespacesOp, PutOp, SearchOp
 from langgraph.store.sqlite import SqliteStore
 
+from agentctl.storage.fence import current
 from agentctl.storage.sqlite.database import Database
+from agentctl.storage.sqlite.runs import check_fence
 
 _COLUMNS = "thread_id, checkpoint_ns, checkpoint_id"
 PUT_CHECKPOINT = (
@@ -74,6 +76,7 @@ class LoopSqliteSaver(SqliteSaver):  # type: ignore[misc]
             serialized,
             meta.encode("utf-8", "ignore"),
         )
+        check_fence(self.conn, current.get())
         self.db.defer(PUT_CHECKPOINT, [row])
         return {
             "configurable": {
@@ -99,6 +102,7 @@ class LoopSqliteSaver(SqliteSaver):  # type: ignore[misc]
             type_, blob = self.serde.dumps_typed(value)
             position = WRITES_IDX_MAP.get(channel, index)
             rows.append((*key, task_id, task_path, position, channel, type_, blob))
+        check_fence(self.conn, current.get())
         self.db.defer(statement, rows)
 
     async def aget_tuple(self, config: Any) -> Any:

@@ -4,11 +4,12 @@ JSON functions read TEXT; a BLOB would be taken as JSONB), timestamps as ISO 860
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import orjson
 
+from agentctl.storage.base import now
 from agentctl.storage.sql.dialect import Clause, Dialect, json_text
 
 
@@ -28,6 +29,11 @@ class SqliteDialect(Dialect):
 
     def from_time(self, value: str | None) -> datetime | None:
         return None if value is None else datetime.fromisoformat(value)
+
+    # The one process using the file is the database: its clock, read as the statement runs
+    # (statements run inline, nothing waits between the two).
+    def lease_seconds(self, seconds: float) -> str | None:
+        return timestamp(now() + timedelta(seconds=seconds))
 
     def metadata_filter(self, column: str, metadata: dict[str, Any]) -> Clause:
         clauses: list[str] = []
@@ -53,4 +59,4 @@ class SqliteDialect(Dialect):
         return column
 
 
-SQLITE = SqliteDialect(param="?", true="1", like="LIKE", same="IS")
+SQLITE = SqliteDialect(param="?", true="1", like="LIKE", same="IS", lease_end="?")

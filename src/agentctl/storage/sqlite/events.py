@@ -11,7 +11,9 @@ import time
 from collections import defaultdict
 
 from agentctl.storage.base import Event, event_position
+from agentctl.storage.fence import Fence
 from agentctl.storage.sqlite.database import Database
+from agentctl.storage.sqlite.runs import check_fence
 from agentctl.storage.subscription import QueueSubscription
 
 # Appended events reach the table with the next commit (`Database.defer`): live subscribers
@@ -28,7 +30,11 @@ class SqliteEventLog:
         self._last: dict[str, tuple[int, int]] = {}
         self._subscribers: defaultdict[str, set[QueueSubscription]] = defaultdict(set)
 
-    async def append(self, thread_id: str, run_id: str, event: str, data: bytes) -> Event:
+    async def append(
+        self, thread_id: str, run_id: str, event: str, data: bytes, *, fence: Fence | None = None
+    ) -> Event:
+        # Checked and deferred inline: nothing can take the run over in between.
+        check_fence(self.conn, fence)
         ms, seq = self._next_position(thread_id)
         self.db.defer(INSERT_EVENT, [(thread_id, ms, seq, run_id, event, data)])
         item = Event(f"{ms}-{seq}", run_id, event, data)
@@ -64,6 +70,9 @@ class SqliteEventLog:
             params.append(run_id)
         rows = self.conn.execute(query + " ORDER BY ms, seq", params).fetchall()
         return [Event(f"{m}-{s}", rid, name, bytes(data)) for m, s, rid, name, data in rows]
+
+    async def supersede(self, run_id: str, attempt: int) -> None:
+        """Nothing to do: a fenced append reads the run's row."""
 
     async def last_id(self, thread_id: str) -> str | None:
         self.db.flush()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import builtins
+import sqlite3
 from datetime import datetime, timedelta
 
 from agentctl.storage.base import Run, now
-from agentctl.storage.sql.runs import COLUMNS, RunSql, SqlRunStore
+from agentctl.storage.fence import Fence
+from agentctl.storage.sql.runs import COLUMNS, RunSql, SqlRunStore, fence_params
 from agentctl.storage.sqlite.database import SqliteTable
 from agentctl.storage.sqlite.dialect import SQLITE, timestamp
 
@@ -33,6 +35,14 @@ _CLAIM = (
     "UPDATE runs SET status = 'running', attempt = ?, worker = ?, "
     "lease_expires_at = ?, updated_at = ? WHERE run_id = ? AND status = 'pending'"
 )
+
+
+def check_fence(conn: sqlite3.Connection, fence: Fence | None) -> None:
+    """Refuse a write of a run's attempt (`Fence.refused`) unless it holds the run. Called
+    inline right before the write, in the one process using the file: nothing can take the
+    run over in between."""
+    if fence is not None and not conn.execute(SQL.holds, fence_params(fence)).fetchone():
+        raise fence.refused()
 
 
 class SqliteRuns(SqliteTable, SqlRunStore):

@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from agentctl.storage.base import Thread, ThreadUpdate
+from agentctl.storage.fence import Fence
 from agentctl.storage.sql.threads import SqlThreadStore, ThreadData, ThreadSql
 from agentctl.storage.sqlite.database import Database, SqliteTable
 from agentctl.storage.sqlite.dialect import SQLITE
+from agentctl.storage.sqlite.runs import check_fence
 
 _UPDATE = (
     "UPDATE threads SET metadata = ?, status = ?, interrupts = ?, updated_at = ? "
@@ -22,9 +24,12 @@ class SqliteThreads(SqliteTable, SqlThreadStore):
         super().__init__(db)
         self.data = data
 
-    async def apply(self, thread_id: str, change: ThreadUpdate, at: datetime) -> Thread | None:
+    async def apply(
+        self, thread_id: str, change: ThreadUpdate, at: datetime, fence: Fence | None
+    ) -> Thread | None:
         # Read, merge, write in one transaction: `get` runs inline, nothing writes in between.
         with self.db.transaction(sees_appends=False):
+            check_fence(self.conn, fence)
             thread = await self.get(thread_id)
             if thread is None:
                 return None
