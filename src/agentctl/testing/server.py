@@ -63,6 +63,9 @@ class ScriptedModelApp:
         self.keep_alive = keep_alive
         self.requests = 0
         self.keys: list[str] = []  # the credential of each chat request, "" when none
+        # Called with the client's (host, port) and each chat request, before it is
+        # answered, on the server's thread: e.g. to tell which process made each call.
+        self.observer: Callable[[tuple[str, int] | None, Chat], None] | None = None
         self._stopping: asyncio.Event | None = None
 
     def reset(self) -> None:
@@ -94,7 +97,7 @@ class ScriptedModelApp:
                 await self._count_tokens(receive, send)
             else:
                 self.keys.append(_credential(scope))
-                await self._answer(wire, receive, send)
+                await self._answer(wire, receive, send, scope.get("client"))
         elif method != "GET" and (path in _LISTS or path.startswith("/v1/models/")):
             await _error(send, _OPENAI, 405, f"Method {method} not allowed", "method_not_allowed")
         elif path in _MODELS:
@@ -130,10 +133,14 @@ class ScriptedModelApp:
         if chat is not None:
             await _json(send, 200, anthropic_wire.count_tokens_body(chat))
 
-    async def _answer(self, wire: Wire, receive: Receive, send: Send) -> None:
+    async def _answer(
+        self, wire: Wire, receive: Receive, send: Send, client: tuple[str, int] | None
+    ) -> None:
         chat = await self._read(wire, receive, send)
         if chat is None:
             return
+        if self.observer is not None:
+            self.observer(client, chat)
         try:
             reply = decide(chat.messages)
         except ScriptError as exc:
