@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -149,8 +150,9 @@ async def test_a_stalled_replica_never_runs_a_run_twice(
                 None, "chat", input=user(f"probe-{round_}\n@say probe")
             )
             submitted = time.monotonic()
+            probe_id: str = probe["run_id"]
             await eventually(
-                lambda: _true(run_status(cluster, probe["run_id"]) != "pending"),
+                lambda: _true(run_status(cluster, probe_id) != "pending"),
                 LEASE * 2,
                 "the probe run to start while a replica is frozen",
             )
@@ -161,7 +163,7 @@ async def test_a_stalled_replica_never_runs_a_run_twice(
             freezes.append(Freeze(stopped, time.time(), held))
             await asyncio.sleep(0.5)
         for thread_id in threads:
-            await eventually(lambda t=thread_id: _idle(client, t), 60, f"{thread_id} to finish")
+            await eventually(partial(_idle, client, thread_id), 60, f"{thread_id} to finish")
     finally:
         stalling.process.send_signal(signal.SIGCONT)
 
@@ -170,7 +172,7 @@ async def test_a_stalled_replica_never_runs_a_run_twice(
         runs = await client.runs.list(thread_id)
         assert [run["status"] for run in runs] == ["success", "success"], thread_id
         # No thread's state went back: both answers are there, in order.
-        state = await client.threads.get_state(thread_id)
+        state: Any = await client.threads.get_state(thread_id)
         said = [message_text(m["content"]) for m in state["values"]["messages"]]
         assert said[1::2] == [f"answer {token}", f"next {token}"], said
         for run in runs:

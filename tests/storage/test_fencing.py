@@ -4,6 +4,7 @@ never waits for another replica's."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import psycopg
@@ -44,7 +45,7 @@ class Attempt:
         refused = []
         storage, run, fence = self.storage, self.run, self.fence
         change = ThreadUpdate(metadata={"by": run.attempt}, status="busy")
-        writes = {
+        writes: dict[str, Callable[[], Awaitable[Any]]] = {
             "thread": lambda: storage.threads.update(run.thread_id, change, fence=fence),
             "event": lambda: storage.events.append(
                 run.thread_id, run.run_id, "values", b"{}", fence=fence
@@ -80,7 +81,8 @@ async def test_only_the_attempt_holding_a_run_writes(storage: Storage) -> None:
     await storage.events.supersede(first.run.run_id, first.run.attempt)
     every = ["thread", "event", "checkpoint", "status"]
     assert await first.writes() == every
-    assert first.stops == 1 and first.fence.stale
+    assert first.stops == 1
+    assert first.fence.stale
     assert not await storage.runs.extend(first.fence)
     with pytest.raises(StaleAttempt):
         await first.fence.check()
@@ -94,7 +96,8 @@ async def test_only_the_attempt_holding_a_run_writes(storage: Storage) -> None:
     first.fence.stale = False
     assert await first.writes() == every
     thread_after = await storage.threads.get(thread.thread_id)
-    assert thread_after is not None and thread_after.metadata["by"] == 2
+    assert thread_after is not None
+    assert thread_after.metadata["by"] == 2
     latest = await storage.checkpointer.aget_tuple(
         {"configurable": {"thread_id": thread.thread_id}}
     )
@@ -102,7 +105,8 @@ async def test_only_the_attempt_holding_a_run_writes(storage: Storage) -> None:
 
     # Ended by its attempt, a run takes the ending writes of that attempt only.
     await storage.runs.finish(second.run.run_id, "success", fence=second.fence)
-    await storage.events.append(thread.thread_id, second.run.run_id, "end", b"{}", fence=second.fence)
+    end = b"{}"
+    await storage.events.append(thread.thread_id, second.run.run_id, "end", end, fence=second.fence)
     with pytest.raises(StaleAttempt):
         await storage.runs.finish(first.run.run_id, "error", fence=first.fence)
     assert (await storage.runs.get(first.run.run_id)).status == "success"  # type: ignore[union-attr]
