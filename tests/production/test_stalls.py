@@ -150,9 +150,8 @@ async def test_a_stalled_replica_never_runs_a_run_twice(
                 None, "chat", input=user(f"probe-{round_}\n@say probe")
             )
             submitted = time.monotonic()
-            probe_id: str = probe["run_id"]
             await eventually(
-                lambda: _true(run_status(cluster, probe_id) != "pending"),
+                partial(_started, cluster, probe["run_id"]),
                 LEASE * 2,
                 "the probe run to start while a replica is frozen",
             )
@@ -196,9 +195,7 @@ def _check_one_attempt_at_a_time(
     for freeze in freezes:
         if run_id in freeze.held and max(attempts) > freeze.held[run_id]:
             # Taken over: the frozen replica made no call for it once it woke.
-            late = [
-                c for c in run_calls if c.pid == stalling.process.pid and c.at > freeze.resumed
-            ]
+            late = [c for c in run_calls if c.pid == stalling.process.pid and c.at > freeze.resumed]
             assert late == [], (run_id, late)
     # Calls of one run never interleave between the replicas.
     owners = [call.pid for call in sorted(run_calls, key=lambda call: call.at)]
@@ -218,5 +215,5 @@ async def _idle(client: Any, thread_id: str) -> bool:
     return len(runs) == 2 and all(run["status"] not in ("pending", "running") for run in runs)
 
 
-async def _true(value: bool) -> bool:
-    return value
+async def _started(cluster: Cluster, run_id: str) -> bool:
+    return run_status(cluster, run_id) != "pending"
