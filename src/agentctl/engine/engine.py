@@ -320,7 +320,8 @@ class RunEngine:
             run.run_id,
             run.attempt,
             self.worker,
-            extend=self.storage.runs.extend,
+            # While the database is down nothing can take the run over: the check waits.
+            extend=lambda fence: ride_out(lambda: self.storage.runs.extend(fence)),
             stop=functools.partial(self._lose, task),
             lease=self.lease,
         )
