@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint format typecheck test test-fast check demo console screenshots bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost bench-load bench-console clean
+.PHONY: install lint format typecheck test test-fast check demo console screenshots bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost bench-load bench-console bench-bounds clean
 
 install: $(STAMP)
 
@@ -100,6 +100,11 @@ bench-sandbox: install
 # Peak RSS and /ok stall during huge runs/wait inputs and a values-filtered thread search.
 bench-request-cost: install
 	$(BIN)/python bench/request_cost.py $(ARGS)
+
+# Oversized WebSocket handshakes against a dev server's slots, and a dry run of a project
+# holding a sparse 1 GiB file (bench/bounds.py).
+bench-bounds: install
+	$(BIN)/python bench/bounds.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) demo .mypy_cache .ruff_cache .pytest_cache

@@ -20,7 +20,9 @@ project's `.env`. Those of scope `sandbox` configure the platform sandbox
 ([sandbox.md](sandbox.md)): `agentctl serve` and `agentctl dev` read them when they run
 sandboxes themselves, `agentctl sandbox-server` when it runs them for every replica.
 `agentctl dev` also reads the request and connection limits (`AGENTCTL_MAX_*`,
-`AGENTCTL_HEADER_TIMEOUT_SECONDS`, `AGENTCTL_BODY_TIMEOUT_SECONDS`: [server.md](server.md#limits)).
+`AGENTCTL_*_TIMEOUT_SECONDS`: [server.md](server.md#limits)); `agentctl deploy` and
+`agentctl dev` read the revision limits (`AGENTCTL_MAX_REVISION_MB`,
+`AGENTCTL_MAX_REVISION_FILES`: [project-layout.md](project-layout.md#size)).
 
 - An empty value is the same as an unset one: the default applies.
 - Booleans take `true`/`false` (also `1`/`0`, `yes`/`no`, `on`/`off`); numbers must be greater

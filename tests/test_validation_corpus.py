@@ -22,6 +22,7 @@ DOCS = Path(__file__).parents[1] / "docs" / "errors.md"
 
 
 UNREADABLE = {"file-unreadable": "skills/review/secret.txt"}  # case -> file made unreadable
+ENLARGED = {"revision-too-large": "skills/data/dataset.bin"}  # case -> file made 1 GiB, sparse
 _LOAD = (
     "import sys\n"
     "from agentctl.errors import ConfigError\n"
@@ -34,6 +35,8 @@ _LOAD = (
 def problems_of(case: str, monkeypatch: pytest.MonkeyPatch) -> str:
     if case in UNREADABLE:
         return unreadable_problems(case)
+    if case in ENLARGED:
+        return enlarged_problems(case, monkeypatch)
     monkeypatch.chdir(CORPUS / case)
     with pytest.raises(ConfigError) as caught:
         load_project("agent.toml", environ={})
@@ -57,6 +60,18 @@ def unreadable_problems(case: str) -> str:
         shutil.rmtree(folder)
 
 
+def enlarged_problems(case: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Load a copy of the case with one file made a sparse file of 1 GiB (no disk used)."""
+    with tempfile.TemporaryDirectory() as folder:
+        project = Path(shutil.copytree(CORPUS / case, Path(folder) / case))
+        os.truncate(project / ENLARGED[case], 1 << 30)
+        monkeypatch.chdir(project)
+        with pytest.raises(ConfigError) as caught:
+            load_project("agent.toml", environ={})
+        monkeypatch.undo()
+    return "\n".join(str(p) for p in caught.value.problems) + "\n"
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_broken_project_gives_its_exact_message(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
     expected = (CORPUS / case / "expected.txt").read_text()
@@ -64,7 +79,7 @@ def test_broken_project_gives_its_exact_message(case: str, monkeypatch: pytest.M
 
 
 @pytest.mark.parametrize(
-    "case", [c for c in CASES if not c.startswith("_") and c not in UNREADABLE]
+    "case", [c for c in CASES if not c.startswith("_") and c not in {*UNREADABLE, *ENLARGED}]
 )
 def test_case_reports_the_rule_it_is_named_after(
     case: str, monkeypatch: pytest.MonkeyPatch

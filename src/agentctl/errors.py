@@ -25,6 +25,7 @@ request) from failures of the running system::
     │       │   ├── SandboxBusy
     │       │   └── ThreadBusyError
     │       ├── ContentTooLarge   status 413: more than a limit allows
+    │       │   └── RevisionTooLarge
     │       └── Unprocessable     status 422: a value the server refuses
     │           ├── RevisionRefused
     │           └── SandboxRefused
@@ -232,6 +233,12 @@ class ContentTooLarge(RequestError):
     """A request holding more than a limit of the server allows (e.g. input messages)."""
 
     status = 413
+
+
+class RevisionTooLarge(ContentTooLarge):
+    """A revision archive whose files are larger, or more, than a revision may hold
+    (`AGENTCTL_MAX_REVISION_MB`, `AGENTCTL_MAX_REVISION_FILES`), refused from its entries'
+    headers before their data is read."""
 
 
 class Unprocessable(RequestError):

@@ -84,8 +84,16 @@ SETTINGS: tuple[Setting, ...] = (
             "On SIGTERM, how long in-flight runs may take to finish before the replica hands "
             "them to another one."),
     Setting("AGENTCTL_MAX_BODY_MB", int, 10,
-            "The largest request body (a run's input, a deployed revision), in MiB; a larger "
-            "one is answered 413 before it is read."),
+            "The largest request body (a run's input, a deployed revision) or WebSocket "
+            "message, in MiB; a larger body is answered 413 before it is read."),
+    Setting("AGENTCTL_MAX_REVISION_MB", int, 256,
+            "The most a revision's files may be together, in MiB (a sparse file counts at its "
+            "apparent size). `agentctl deploy` and `agentctl dev` refuse a larger project "
+            "before reading its files, naming the largest; a replica refuses (413) an uploaded "
+            "archive from its entries' headers, before unpacking it. Set it where `agentctl "
+            "deploy` runs too."),
+    Setting("AGENTCTL_MAX_REVISION_FILES", int, 5000,
+            "The most files a revision may hold; checked as `AGENTCTL_MAX_REVISION_MB` is."),
     Setting("AGENTCTL_MAX_INPUT_MESSAGES", int, 1000,
             "The most messages one request may send (a run's `input` or `command.update`, a "
             "state update); more are answered 413. The thread's earlier messages do not count."),
@@ -94,10 +102,18 @@ SETTINGS: tuple[Setting, ...] = (
             "reads; a filter that would read more is answered 422 (narrow it with `metadata`, "
             "`status` or `ids`)."),
     Setting("AGENTCTL_HEADER_TIMEOUT_SECONDS", float, 10.0,
-            "A connection that has not sent a request's headers within this long is closed."),
+            "A connection that has not sent a request's headers within this long (plain HTTP "
+            "or a WebSocket handshake) is answered 408 and closed."),
+    Setting("AGENTCTL_MAX_HEADER_KB", int, 64,
+            "The most a request's headers may be, in KiB; larger ones are answered 431 and "
+            "the connection closed. A WebSocket handshake also holds to the websockets "
+            "library's limits (a line of 8 KiB, 128 headers)."),
     Setting("AGENTCTL_BODY_TIMEOUT_SECONDS", float, 60.0,
             "A request whose body has not arrived whole within this long (after its headers) "
             "is answered 408 and its connection closed."),
+    Setting("AGENTCTL_WRITE_TIMEOUT_SECONDS", float, 60.0,
+            "A client that reads nothing of what the server sends it (a response, a stream, "
+            "a WebSocket) for this long is disconnected."),
     Setting("AGENTCTL_MAX_CONNECTIONS", int, 4096,
             "Open connections per replica, at most; a connection beyond is answered 503 and "
             "closed, and a warning is logged (at most every 10 s). The server raises its limit "
@@ -200,10 +216,14 @@ class Settings:
     lease_seconds: float
     shutdown_grace_seconds: float
     max_body_mb: int
+    max_revision_mb: int
+    max_revision_files: int
     max_input_messages: int
     max_search_scan: int
     header_timeout_seconds: float
+    max_header_kb: int
     body_timeout_seconds: float
+    write_timeout_seconds: float
     max_connections: int
     secrets_key: str | None
     allow_anonymous: bool

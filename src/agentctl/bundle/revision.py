@@ -12,10 +12,14 @@ import hashlib
 import io
 import json
 import tarfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
+from agentctl.bundle.limits import ArchiveTally, RevisionLimits
 from agentctl.bundle.requirements import requirements_of
 from agentctl.errors import UserError
 from agentctl.project.loader import CONFIG_FILE, INSTRUCTIONS_FILE, USER_DIR
@@ -26,6 +30,7 @@ ARCHIVE_FILE = "revision.tar.gz"
 FORMAT_VERSION = 1
 _EPOCH = 315532800  # 1980-01-01, the oldest time every archive tool accepts
 USER_TEMPLATE = f"{USER_DIR}/{INSTRUCTIONS_FILE}"
+DEFAULT_LIMITS = RevisionLimits()
 
 
 @dataclass(frozen=True)
@@ -61,36 +66,74 @@ def deployed_variables(manifest: dict[str, Any]) -> list[str]:
     return [*manifest["env"], *manifest.get("env_optional", ())]
 
 
-def read_archive(data: bytes) -> dict[str, bytes]:
+def read_archive(data: bytes, limits: RevisionLimits = DEFAULT_LIMITS) -> dict[str, bytes]:
     """The files of a revision archive, by path."""
-    files: dict[str, bytes] = {}
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-            for member in tar.getmembers():
-                if not member.isfile():
-                    raise UserError(f"revision archive holds a non-file entry: {member.name!r}")
-                extracted = tar.extractfile(member)
-                if extracted is not None:
-                    files[member.name] = extracted.read()
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise UserError(f"not a revision archive: {exc}") from None
-    return files
+    with _archive_errors():
+        return {name: reader.read() for name, reader in _entries(data, limits)}
 
 
-def extract_revision(archive: bytes, folder: Path) -> Path:
-    """Unpack a revision into `folder` (created) and return it; refuses unsafe paths."""
-    files = read_archive(archive)
-    for path, data in files.items():
-        parts = PurePosixPath(path).parts
-        if not parts or PurePosixPath(path).is_absolute() or ".." in parts:
-            raise UserError(f"revision archive holds an unsafe path: {path!r}")
-        target = folder.joinpath(*parts)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        except OSError as exc:
-            raise UserError(f"revision archive cannot be unpacked at {path!r}: {exc}") from None
+def hash_archive(data: bytes, limits: RevisionLimits) -> tuple[bytes | None, dict[str, str]]:
+    """A revision archive's manifest (None when it has none) and the SHA-256 of each of
+    its other files, by path; no file is held whole."""
+    manifest: bytes | None = None
+    digests: dict[str, str] = {}
+    with _archive_errors():
+        for name, reader in _entries(data, limits):
+            if name == MANIFEST_FILE:
+                manifest = reader.read()
+                continue
+            digest = hashlib.sha256()
+            while chunk := reader.read(_CHUNK):
+                digest.update(chunk)
+            digests[name] = digest.hexdigest()
+    return manifest, digests
+
+
+def extract_revision(archive: bytes, folder: Path, limits: RevisionLimits = DEFAULT_LIMITS) -> Path:
+    """Unpack a revision into `folder` (created) and return it; refuses unsafe paths, and
+    entries past `limits` before writing them."""
+    with _archive_errors():
+        for path, reader in _entries(archive, limits):
+            parts = PurePosixPath(path).parts
+            if not parts or PurePosixPath(path).is_absolute() or ".." in parts:
+                raise UserError(f"revision archive holds an unsafe path: {path!r}")
+            target = folder.joinpath(*parts)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with target.open("wb") as out:
+                    while chunk := reader.read(_CHUNK):
+                        out.write(chunk)
+            except OSError as exc:
+                raise UserError(f"revision archive cannot be unpacked at {path!r}: {exc}") from None
     return folder
+
+
+_CHUNK = 1024 * 1024
+
+
+def _entries(data: bytes, limits: RevisionLimits) -> Iterator[tuple[str, IO[bytes]]]:
+    """Each file of a revision archive with a reader of its bytes, in order. An entry is
+    checked from its header before any of its data is read: refused past `limits`
+    (`RevisionTooLarge`), or when it is not a plain file."""
+    tally = ArchiveTally(limits)
+    # (Not the stream mode "r|gz": it inflates 10 KiB of input at a time whole, up to 10 MiB.)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        for member in tar:
+            if member.type not in (tarfile.REGTYPE, tarfile.AREGTYPE):
+                raise UserError(f"revision archive holds a non-file entry: {member.name!r}")
+            tally.add(member.name, member.size, counted=member.name != MANIFEST_FILE)
+            reader = tar.extractfile(member)
+            assert reader is not None  # a plain file's
+            yield member.name, reader
+
+
+@contextmanager
+def _archive_errors() -> Iterator[None]:
+    """Reading a damaged archive is a `UserError` naming the damage."""
+    try:
+        yield
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+        raise UserError(f"not a revision archive: {exc}") from None
 
 
 def _contents(project: Project) -> dict[str, bytes]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import click
 
 from agentctl.bundle.build import check_env, store_revision
 from agentctl.bundle.dependencies import PLATFORM_API_KEY
+from agentctl.bundle.limits import RevisionLimits
 from agentctl.bundle.requirements import install_command, requirements_of
 from agentctl.bundle.revision import ARCHIVE_FILE, Revision, build_revision, deployed_variables
 from agentctl.cli.target import agent_of, agent_option, config_option, platform_of, when
@@ -35,7 +37,7 @@ def deploy(config: Path, dry_run: bool) -> None:
     """
     started = time.monotonic()
     step("Validating", str(config))
-    project = load_project(config)
+    project = load_project(config, limits=RevisionLimits.from_env(os.environ))
     requirements = requirements_of(project)
     check_env(project, requirements, platform_key=not dry_run)
     if not dry_run and not is_set(project.env, PLATFORM_URL):

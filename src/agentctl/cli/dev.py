@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, NoReturn
 import click
 
 from agentctl.bundle.build import check_env, store_revision
+from agentctl.bundle.limits import RevisionLimits
 from agentctl.bundle.requirements import install_command, requirements_of
 from agentctl.bundle.revision import build_revision
 from agentctl.cli.deploy import BEARER, example_call, step, warn
@@ -155,7 +156,7 @@ def prepare(config: Path, environ: Mapping[str, str], *, quiet: bool) -> Build:
     is needed); the revision is stored under .agentctl/build/."""
     from agentctl.server.devloop import Build
 
-    project = load_project(config, environ=environ)
+    project = load_project(config, environ=environ, limits=RevisionLimits.from_env(environ))
     requirements = requirements_of(project)
     check_env(project, requirements, platform_key=False)
     missing = requirements.missing_packages()

@@ -22,13 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
+from agentctl.bundle.limits import RevisionLimits
 from agentctl.bundle.requirements import install_command, requirements_of
 from agentctl.bundle.revision import (
     MANIFEST_FILE,
     canonical,
     deployed_variables,
     extract_revision,
-    read_archive,
+    hash_archive,
 )
 from agentctl.errors import RevisionRefused
 from agentctl.platform.secrets import SecretBox
@@ -69,7 +70,8 @@ class Loaded:
 class Deployments(Generic[Access]):
     """Revisions of one deployment, as seen by one replica of `server`.
 
-    `access_for(project)` gives the access policy a revision asks for."""
+    `access_for(project)` gives the access policy a revision asks for; a revision larger
+    than `limits` is refused before it is unpacked."""
 
     def __init__(
         self,
@@ -78,8 +80,10 @@ class Deployments(Generic[Access]):
         data_dir: Path,
         *,
         access_for: Callable[[Project], Access],
+        limits: RevisionLimits,
     ) -> None:
         self.server = server
+        self.limits = limits
         self.storage: Storage = server.storage
         self.box = box
         self.folder = data_dir / "revisions"
@@ -104,7 +108,7 @@ class Deployments(Generic[Access]):
 
         Raises `RevisionRefused` (or the loader's `UserError`) naming what is wrong: a
         damaged archive, a package this server lacks, a missing variable, a broken agent."""
-        manifest = verify_archive(archive)
+        manifest = await asyncio.to_thread(verify_archive, archive, self.limits)
         used = deployed_variables(manifest)
         unknown = sorted(set(secrets) - set(used))
         if unknown:
@@ -179,7 +183,7 @@ class Deployments(Generic[Access]):
 
     def _project(self, folder: Path, secrets: Mapping[str, str]) -> Project:
         """The revision in `folder`, whose variables (`project.env`) are `secrets` only."""
-        return load_project(folder, environ=secrets)
+        return load_project(folder, environ=secrets, limits=self.limits)
 
     async def _runtime(self, project: Project, revision_id: str) -> AgentRuntime:
         return await load_agent(
@@ -200,7 +204,7 @@ class Deployments(Generic[Access]):
         self.folder.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".unpacking-", dir=self.folder))
         try:
-            extract_revision(archive, staging)
+            extract_revision(archive, staging, self.limits)
             staging.rename(target)
         except OSError:
             if not target.is_dir():  # not just another replica's process unpacking it too
@@ -210,10 +214,10 @@ class Deployments(Generic[Access]):
         return target
 
 
-def verify_archive(archive: bytes) -> dict[str, Any]:
-    """The manifest of a revision archive whose content matches its id; else refused."""
-    files = read_archive(archive)
-    raw = files.get(MANIFEST_FILE)
+def verify_archive(archive: bytes, limits: RevisionLimits) -> dict[str, Any]:
+    """The manifest of a revision archive whose content matches its id and fits in
+    `limits`; else refused."""
+    raw, actual = hash_archive(archive, limits)
     if raw is None:
         raise RevisionRefused(f"the archive has no {MANIFEST_FILE}: build it with agentctl deploy")
     try:
@@ -224,11 +228,6 @@ def verify_archive(archive: bytes) -> dict[str, Any]:
         raise RevisionRefused(f"the archive's {MANIFEST_FILE} is not a revision manifest") from None
     if hashlib.sha256(canonical(manifest)).hexdigest() != claimed:
         raise RevisionRefused("the manifest does not match the revision id: the archive is damaged")
-    actual = {
-        path: hashlib.sha256(data).hexdigest()
-        for path, data in files.items()
-        if path != MANIFEST_FILE
-    }
     if actual != listed:
         raise RevisionRefused("the archive's files do not match its manifest: it is damaged")
     manifest["id"] = claimed

@@ -10,6 +10,7 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 from agentctl.bundle.dependencies import MODEL_PROVIDERS
+from agentctl.bundle.limits import RevisionLimits
 from agentctl.errors import ConfigError, Problem
 from agentctl.project.envfile import read_env_file
 from agentctl.project.files import check_bundled, is_hidden, read_text, relative
@@ -41,13 +42,17 @@ GENERAL_PURPOSE = "general-purpose"  # the built-in subagent's name
 
 
 def load_project(
-    config: str | Path = CONFIG_FILE, environ: Mapping[str, str] | None = None
+    config: str | Path = CONFIG_FILE,
+    environ: Mapping[str, str] | None = None,
+    limits: RevisionLimits | None = None,
 ) -> Project:
     """Load and validate the project whose agent.toml is `config` (or a folder holding one).
 
     `.env` in the project root is read first; `environ` (default: `os.environ`) overrides it.
-    Raises `ConfigError` with every problem found.
+    The files a revision holds must fit in `limits` (default: the default limits), checked
+    by their sizes on disk before any is read. Raises `ConfigError` with every problem found.
     """
+    limits = limits or RevisionLimits()
     path = Path(config)
     if path.is_dir():
         path = path / CONFIG_FILE
@@ -59,7 +64,7 @@ def load_project(
     dotenv, env_problems = read_env_file(root)
     problems += env_problems
     env = {**dotenv, **(os.environ if environ is None else environ)}
-    data = read_toml(root, path, problems)
+    data = read_toml(root, path, problems, limits)
     config_file = relative(root, path)
     sections: dict[str, dict[str, str]] = {}
     agent = None
@@ -72,11 +77,11 @@ def load_project(
     sandbox = _sandbox(config_file, sections.get("sandbox", {}), problems)
     auth = _auth(config_file, data or {}, sections.get("auth"), problems)
     gates = approval_gates(config_file, (data or {}).get("interrupt_on"), problems)
-    instructions = _instructions(root, root / INSTRUCTIONS_FILE, problems)
-    skills = load_skills(root, root / SKILLS_DIR, problems)
-    user_template = _user_template(root, problems)
-    mcp_servers = _mcp(root, root, env, problems)
-    subagents = _subagents(root, env, problems)
+    instructions = _instructions(root, root / INSTRUCTIONS_FILE, problems, limits)
+    skills = load_skills(root, root / SKILLS_DIR, problems, limits)
+    user_template = _user_template(root, problems, limits)
+    mcp_servers = _mcp(root, root, env, problems, limits)
+    subagents = _subagents(root, env, problems, limits)
     files = [config_file, INSTRUCTIONS_FILE]
     files += [f for skill in skills for f in skill.files]
     if (root / USER_DIR / INSTRUCTIONS_FILE).is_file():
@@ -84,7 +89,7 @@ def load_project(
     if (root / MCP_FILE).is_file():
         files.append(MCP_FILE)
     files += [f for sub in subagents for f in sub.files]
-    contents = check_bundled(root, [f for f in files if (root / f).exists()], problems)
+    contents = check_bundled(root, [f for f in files if (root / f).exists()], problems, limits)
     _check_no_secrets(contents, dotenv, problems)
     if problems:
         raise ConfigError(problems)
@@ -325,32 +330,40 @@ def approval_gates(file: str, table: Any, problems: list[Problem]) -> dict[str, 
     return gates
 
 
-def _instructions(root: Path, path: Path, problems: list[Problem]) -> str | None:
+def _instructions(
+    root: Path, path: Path, problems: list[Problem], limits: RevisionLimits
+) -> str | None:
     if not path.is_file():
         file = relative(root, path)
         problems.append(rule("instructions-missing").problem(file))
         return None
-    return read_text(root, path, problems)
+    return read_text(root, path, problems, limits)
 
 
-def _user_template(root: Path, problems: list[Problem]) -> str | None:
+def _user_template(root: Path, problems: list[Problem], limits: RevisionLimits) -> str | None:
     folder = root / USER_DIR
     if not folder.is_dir():
         return None
     template = folder / INSTRUCTIONS_FILE
     if not template.is_file():
         return ""
-    return read_text(root, template, problems) or ""
+    return read_text(root, template, problems, limits) or ""
 
 
 def _mcp(
-    root: Path, folder: Path, env: Mapping[str, str], problems: list[Problem]
+    root: Path,
+    folder: Path,
+    env: Mapping[str, str],
+    problems: list[Problem],
+    limits: RevisionLimits,
 ) -> tuple[McpServer, ...]:
     path = folder / MCP_FILE
-    return load_mcp(root, path, env, problems) if path.is_file() else ()
+    return load_mcp(root, path, env, problems, limits) if path.is_file() else ()
 
 
-def _subagents(root: Path, env: Mapping[str, str], problems: list[Problem]) -> tuple[Subagent, ...]:
+def _subagents(
+    root: Path, env: Mapping[str, str], problems: list[Problem], limits: RevisionLimits
+) -> tuple[Subagent, ...]:
     folder = root / SUBAGENTS_DIR
     if not folder.is_dir():
         return ()
@@ -359,7 +372,7 @@ def _subagents(root: Path, env: Mapping[str, str], problems: list[Problem]) -> t
     for entry in sorted(folder.iterdir()):
         if is_hidden(entry.name) or not entry.is_dir():
             continue
-        sub = _subagent(root, entry, env, problems)
+        sub = _subagent(root, entry, env, problems, limits)
         if sub is None:
             continue
         if sub.name == GENERAL_PURPOSE:
@@ -382,7 +395,11 @@ def _subagents(root: Path, env: Mapping[str, str], problems: list[Problem]) -> t
 
 
 def _subagent(
-    root: Path, folder: Path, env: Mapping[str, str], problems: list[Problem]
+    root: Path,
+    folder: Path,
+    env: Mapping[str, str],
+    problems: list[Problem],
+    limits: RevisionLimits,
 ) -> Subagent | None:
     where = relative(root, folder)
     config = f"{where}/{CONFIG_FILE}"
@@ -395,7 +412,7 @@ def _subagent(
         nested = f"{where}/{SUBAGENTS_DIR}"
         problems.append(rule("subagent-nested").problem(nested))
     data = (
-        read_toml(root, folder / CONFIG_FILE, problems)
+        read_toml(root, folder / CONFIG_FILE, problems, limits)
         if (folder / CONFIG_FILE).is_file()
         else None
     )
@@ -415,12 +432,12 @@ def _subagent(
     if model is not None:
         _check_model(config, model, problems)
     instructions = (
-        read_text(root, folder / INSTRUCTIONS_FILE, problems)
+        read_text(root, folder / INSTRUCTIONS_FILE, problems, limits)
         if (folder / INSTRUCTIONS_FILE).is_file()
         else None
     )
-    skills: tuple[Skill, ...] = load_skills(root, folder / SKILLS_DIR, problems)
-    mcp_servers = _mcp(root, folder, env, problems)
+    skills: tuple[Skill, ...] = load_skills(root, folder / SKILLS_DIR, problems, limits)
+    mcp_servers = _mcp(root, folder, env, problems, limits)
     if len(problems) > before:
         return None
     files = [config, f"{where}/{INSTRUCTIONS_FILE}"]

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agentctl.bundle.limits import RevisionLimits
 from agentctl.errors import Problem
 from agentctl.project.envfile import is_set
 from agentctl.project.files import read_text
@@ -43,11 +44,15 @@ def expand(text: str, env: Mapping[str, str]) -> str:
 
 
 def load_mcp(
-    root: Path, path: Path, env: Mapping[str, str], problems: list[Problem]
+    root: Path,
+    path: Path,
+    env: Mapping[str, str],
+    problems: list[Problem],
+    limits: RevisionLimits,
 ) -> tuple[McpServer, ...]:
     """The servers of one mcp.json, reporting every problem with the file's own path."""
     file = path.relative_to(root).as_posix()
-    text = read_text(root, path, problems)
+    text = read_text(root, path, problems, limits)
     if text is None:
         return ()
     try:

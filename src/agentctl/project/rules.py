@@ -53,6 +53,11 @@ _RULES = [
         "replace the link with a copy of the file it should hold",
     ),
     Rule(
+        "revision-too-large",
+        "{why} (limit {limit})",
+        "{remedy}, or raise {variable} (where you run agentctl, and on the server)",
+    ),
+    Rule(
         "instructions-missing",
         "is missing",
         "create {file} with the agent's instructions (its system prompt)",

@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from agentctl.bundle.limits import RevisionLimits
 from agentctl.errors import Problem
 from agentctl.project.files import is_hidden, read_text, relative, walk_files
 from agentctl.project.model import Skill
@@ -28,7 +29,9 @@ def split_frontmatter(text: str) -> tuple[str | None, str]:
     return match.group(1), text[match.end() :]
 
 
-def load_skills(root: Path, folder: Path, problems: list[Problem]) -> tuple[Skill, ...]:
+def load_skills(
+    root: Path, folder: Path, problems: list[Problem], limits: RevisionLimits
+) -> tuple[Skill, ...]:
     """Every skill under `folder` (a `skills/` directory), in name order."""
     if not folder.is_dir():
         return ()
@@ -39,20 +42,22 @@ def load_skills(root: Path, folder: Path, problems: list[Problem]) -> tuple[Skil
         if not entry.is_dir():
             problems.append(rule("skill-outside-folder").problem(relative(root, entry)))
             continue
-        skill = _load_skill(root, entry, problems)
+        skill = _load_skill(root, entry, problems, limits)
         if skill:
             skills.append(skill)
     return tuple(skills)
 
 
-def _load_skill(root: Path, folder: Path, problems: list[Problem]) -> Skill | None:
+def _load_skill(
+    root: Path, folder: Path, problems: list[Problem], limits: RevisionLimits
+) -> Skill | None:
     where = relative(root, folder)
     skill_md = folder / SKILL_FILE
     files = tuple(relative(root, p) for p in walk_files(root, folder))
     if not skill_md.is_file():
         problems.append(rule("skill-md-missing").problem(where, name=folder.name))
         return None
-    text = read_text(root, skill_md, problems)
+    text = read_text(root, skill_md, problems, limits)
     if text is None:
         return None
     meta = _frontmatter(f"{where}/{SKILL_FILE}", text, folder.name, problems)

@@ -6,6 +6,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from agentctl.bundle.limits import RevisionLimits
 from agentctl.errors import Problem
 from agentctl.project.files import read_text, relative
 from agentctl.project.rules import rule, wrong_type
@@ -41,8 +42,10 @@ SUBAGENT_SCHEMA: Schema = {
 }
 
 
-def read_toml(root: Path, path: Path, problems: list[Problem]) -> dict[str, Any] | None:
-    text = read_text(root, path, problems)
+def read_toml(
+    root: Path, path: Path, problems: list[Problem], limits: RevisionLimits
+) -> dict[str, Any] | None:
+    text = read_text(root, path, problems, limits)
     if text is None:
         return None
     try:

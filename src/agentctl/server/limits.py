@@ -3,7 +3,8 @@
 `Limits` holds every bound (each an `AGENTCTL_*` setting, docs/settings.md). `BodyLimit`
 answers 413 to a body over `max_body_mb` before it is read whole and 408 to a body that does
 not arrive within `body_timeout_seconds`, and hands memory back to the system after a large
-one. The header timeout and the connection limit are in `http.py`; the input and search
+one. What a connection may hold (headers, idle time, unread answers, how many are open) is
+bounded in `connections.py`; the input and search
 bounds are checked where those are handled (`check_messages`, `threads.py`).
 """
 
@@ -25,7 +26,8 @@ from agentctl.settings import BY_NAME, parse
 
 log = logging.getLogger("agentctl.server")
 
-MIB = 1024 * 1024
+KIB = 1024
+MIB = KIB * KIB
 # A body at least this large is followed by handing freed memory back to the system.
 RELEASE_AFTER_BYTES = MIB
 
@@ -38,7 +40,9 @@ class Limits:
     max_input_messages: int = 1000
     max_search_scan: int = 10_000
     header_timeout_seconds: float = 10.0
+    max_header_kb: int = 64
     body_timeout_seconds: float = 60.0
+    write_timeout_seconds: float = 60.0
     max_connections: int = 4096
 
     @classmethod

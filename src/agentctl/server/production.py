@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agentctl.auth import authenticator_for
+from agentctl.bundle.limits import RevisionLimits
 from agentctl.engine import Deployment, RunEngine
 from agentctl.engine.admission import max_lag_setting
 from agentctl.errors import SettingsError
@@ -95,6 +96,7 @@ async def open_agent_server(
             box,
             Path(settings.data_dir),
             access_for=lambda project: serve_access(project, settings),
+            limits=RevisionLimits.of(settings),
         )
         server.deployments = deployments
         await deployments.restore()

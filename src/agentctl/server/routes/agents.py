@@ -14,6 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.responses import PlainTextResponse, Response
 
 from agentctl._version import __version__
+from agentctl.bundle.limits import RevisionLimits
 from agentctl.errors import AgentctlError, Forbidden, NotDeployed, NotFound, RevisionRefused
 from agentctl.observability.metrics import join_by_agent
 from agentctl.platform.deployments import Deployments, verify_archive
@@ -139,7 +140,9 @@ async def deploy(body: RevisionUpload, request: Request) -> Response:
     """Deploy a revision to the agent it names (`[agent].name`), created if new."""
     platform = operator_platform(request)
     archive = body.archive_bytes()
-    name = (verify_archive(archive).get("agent") or {}).get("name")
+    limits = RevisionLimits.of(platform.settings)
+    manifest = await asyncio.to_thread(verify_archive, archive, limits)
+    name = (manifest.get("agent") or {}).get("name")
     if not isinstance(name, str):
         raise RevisionRefused("the revision's manifest names no agent: build it with agentctl")
     agent = await platform.create(name)
