@@ -332,7 +332,7 @@ class RunEngine:
         run_started(run)
         with bind_run(run.run_id, run.thread_id, run.assistant_id, attempt=run.attempt):
             try:
-                status = await self._execute(run, fence)
+                status = await self._execute_or_fail(run, fence)
             except StaleAttempt:
                 log.warning("run %s: attempt %d lost the run while this replica was stalled; "
                             "it stopped without writing, another attempt goes on with it",
@@ -341,14 +341,6 @@ class RunEngine:
                 if self._cancel_actions.get(task) in (None, "lease lost"):
                     raise  # its replica stops, or another took it: it is retried, not ended
                 status = "interrupted"
-            except Exception as exc:
-                if service_down(exc):
-                    await self._retry_later(run, exc)
-                    return
-                log.exception("run %s could not be executed", run.run_id)
-                failure = {"error": "InternalError", "message": "the server failed to run it"}
-                await self._finish(run, None, executor.Outcome("error", failure), fence)
-                status = "error"
             finally:
                 if self._tasks.get(run.run_id) is task:
                     del self._tasks[run.run_id]
@@ -359,6 +351,22 @@ class RunEngine:
                 self.admission.release()
                 self._wake.set()
                 run_finished(run, status, time.monotonic() - started)
+
+    async def _execute_or_fail(self, run: Run, fence: Fence) -> RunStatus | Literal["requeued"]:
+        """`_execute`; a failure of the server's own ends the run with an error, an outage
+        hands it back for later."""
+        try:
+            return await self._execute(run, fence)
+        except StaleAttempt:
+            raise
+        except Exception as exc:
+            if service_down(exc):
+                await self._retry_later(run, exc)
+                return "requeued"
+            log.exception("run %s could not be executed", run.run_id)
+            failure = {"error": "InternalError", "message": "the server failed to run it"}
+            await self._finish(run, None, executor.Outcome("error", failure), fence)
+            return "error"
 
     async def _retry_later(self, run: Run, exc: Exception) -> None:
         """The run stopped because PostgreSQL or Redis went away: once the database is back,
