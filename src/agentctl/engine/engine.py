@@ -28,7 +28,6 @@ from agentctl import serde
 from agentctl.engine import executor
 from agentctl.engine.admission import DEFAULT_MAX_LAG, Admission
 from agentctl.engine.deployment import Deployment
-from agentctl.engine.guard import FenceGuard
 from agentctl.engine.wire import END_EVENT
 from agentctl.errors import ThreadBusyError
 from agentctl.observability import bind_run, run_finished, run_span, run_started
@@ -381,7 +380,6 @@ class RunEngine:
         graph = self.deployment.runtime.graph  # the run keeps this revision to the end
         assistant = await self.storage.assistants.get(run.assistant_id)
         config = executor.run_config(run, assistant, self.deployment)
-        config["callbacks"] = [FenceGuard(fence)]  # before each model and tool call
         resume = await executor.resumes_from_checkpoint(self.storage, run)
         graph_id = assistant.graph_id if assistant is not None else self.deployment.graph_id
         labels = thread_labels(graph_id, run.assistant_id)
@@ -437,7 +435,9 @@ class RunEngine:
         after: Fence | None = fence
         if action == "rollback":
             await ride_out(lambda: storage.runs.delete(run.run_id, fence=fence))
-            after = None  # the run is gone: no other attempt of it can write any more
+            # The run is gone: no other attempt of it can write any more.
+            after = None
+            fencing.current.set(None)
             await ride_out(lambda: storage.checkpointer.adelete_for_run(run.thread_id, run.run_id))
         else:
             await ride_out(

@@ -15,6 +15,7 @@ from deepagents.middleware.subagents import GENERAL_PURPOSE_SUBAGENT
 from agentctl.errors import UserError
 from agentctl.project.model import Project, Skill
 from agentctl.runtime import memory
+from agentctl.runtime.fencing import HoldsRun
 from agentctl.runtime.mcp_tools import load_mcp_tools
 from agentctl.runtime.models import create_models
 from agentctl.runtime.namespaces import shared_namespace, subagent_namespace
@@ -98,7 +99,8 @@ async def load_agent(
             "tools": main_tools,
             "permissions": memory.subagent_permissions(None),
             "middleware": [
-                FilesystemMiddleware(backend=memory.subagent_backend(project.name, None))
+                HoldsRun(),
+                FilesystemMiddleware(backend=memory.subagent_backend(project.name, None)),
             ],
         }
     ]
@@ -114,7 +116,7 @@ async def load_agent(
             "model": models[sub.model or project.model],
             "tools": [*main_tools, *own_tools],
             "permissions": memory.subagent_permissions(sub.name),
-            "middleware": [FilesystemMiddleware(backend=backend)],
+            "middleware": [HoldsRun(), FilesystemMiddleware(backend=backend)],
         }
         if sub.skills:
             spec["skills"] = [f"{memory.MEMORIES}/subagents/{sub.name}/skills/"]
@@ -127,7 +129,7 @@ async def load_agent(
             f"use the name of one of its tools: {', '.join(sorted(tool_names))}"
         )
     user_memory = project.user_template is not None
-    middleware: list[Any] = []
+    middleware: list[Any] = [HoldsRun()]
     if user_memory:
         middleware.append(memory.SeedUserMemory(project.name, project.user_template or ""))
     graph = create_deep_agent(

@@ -8,15 +8,14 @@ shared by every checkpoint naming that version, and pending writes in `checkpoin
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
-from typing import Any, TypeVar
+from typing import Any
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.store.postgres.aio import AsyncPostgresStore
-from psycopg import AsyncConnection, AsyncCursor
+from psycopg import AsyncCursor
 from psycopg.rows import DictRow, dict_row
 
 from agentctl.storage.fence import current
@@ -24,8 +23,6 @@ from agentctl.storage.outages import ride_out
 from agentctl.storage.postgres.database import Pool
 from agentctl.storage.postgres.runs import SQL as RUNS
 from agentctl.storage.sql.runs import fence_params
-
-T = TypeVar("T")
 
 _TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 
@@ -45,10 +42,6 @@ _DELETE_UNUSED_BLOBS = """
 """
 
 
-# The connection of the fenced write in progress (`PoolPostgresSaver._fenced`).
-_fenced_connection: ContextVar[AsyncConnection[DictRow] | None] = ContextVar(
-    "agentctl_fenced_connection", default=None
-)
 _HOLDS = f"{RUNS.holds} FOR SHARE"
 
 
@@ -62,33 +55,22 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
         super().__init__(pool)
         self.pool = pool
 
-    async def _fenced(self, write: Callable[[], Awaitable[T]]) -> T:
-        """`write()`, in one transaction with the check that the attempt executing here (if
-        any) holds its run; its row stays locked against a requeue until the commit. Sent in
-        a pipeline: the check costs no round trip of its own."""
-        fence = current.get()
-        if fence is None:
-            return await write()
-        async with self.pool.connection() as conn, conn.pipeline(), conn.transaction():
-            held = await conn.execute(_HOLDS, fence_params(fence))
-            token = _fenced_connection.set(conn)
-            try:
-                result = await write()
-            finally:
-                _fenced_connection.reset(token)
-            if await held.fetchone() is None:
-                raise fence.refused()
-        return result
-
     @asynccontextmanager
     async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
-        fenced = _fenced_connection.get()
-        if fenced is not None:  # in the pipeline and transaction of `_fenced`
-            async with fenced.cursor(binary=True, row_factory=dict_row) as cur:
-                yield cur
-            return
+        """The library's cursor: `pipeline` for its writes, which the attempt executing here
+        (if any) makes only while it holds its run."""
+        fence = current.get() if pipeline else None
         async with self.pool.connection() as conn:
-            if pipeline and self.supports_pipeline:
+            if fence is not None:
+                # One transaction with the check, its run's row locked against a requeue
+                # until the commit; sent in a pipeline, so the check adds no round trip.
+                async with conn.pipeline(), conn.transaction():
+                    held = await conn.execute(_HOLDS, fence_params(fence))
+                    async with conn.cursor(binary=True, row_factory=dict_row) as cur:
+                        yield cur
+                    if await held.fetchone() is None:
+                        raise fence.refused()
+            elif pipeline and self.supports_pipeline:
                 async with conn.pipeline(), conn.cursor(binary=True, row_factory=dict_row) as cur:
                     yield cur
             elif pipeline:
@@ -129,7 +111,7 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
                 config, checkpoint, metadata, new_versions
             )
 
-        return await ride_out(lambda: self._fenced(put))
+        return await ride_out(put)
 
     async def aput_writes(
         self, config: Any, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
@@ -137,9 +119,9 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
         """Save a task's pending writes; both saves wait out an outage of the database (they
         are upserts: saving again what was saved is harmless), so a run goes on from the step
         it was at once the database is back."""
-        await ride_out(lambda: self._fenced(lambda: super(PoolPostgresSaver, self).aput_writes(
+        await ride_out(lambda: super(PoolPostgresSaver, self).aput_writes(
             config, writes, task_id, task_path
-        )))  # fmt: skip
+        ))  # fmt: skip
 
     async def acopy_thread(self, source: str, target: str) -> None:
         """Copy every checkpoint, channel value and pending write of thread `source` to
