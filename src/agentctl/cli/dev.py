@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from agentctl.bundle.build import check_env, store_revision
+from agentctl.bundle.build import BUILD_DIR, check_env, store_revision
 from agentctl.bundle.requirements import install_command, requirements_of
 from agentctl.bundle.revision import build_revision
 from agentctl.cli.deploy import BEARER, example_call, step, warn
@@ -170,8 +170,8 @@ def prepare(config: Path, environ: Mapping[str, str], *, quiet: bool) -> Build:
     except OSError as exc:  # the server needs no copy on disk: it serves the one in memory
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
-        warn(f"the disk holding {project.root} is full: the revision was not written to "
-             ".agentctl/build/ (it is served from memory)")  # fmt: skip
+        warn(f"the disk holding {project.root / BUILD_DIR} is full: the revision was not "
+             "written there (it is served from memory)")  # fmt: skip
     return Build(project, revision)
 
 

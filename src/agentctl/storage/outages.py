@@ -134,9 +134,11 @@ class _Outages:
         )
 
     def settle(self, unavailable: list[str]) -> None:
-        """Every service not in `unavailable` (all were just asked) is back."""
+        """Every service not in `unavailable` (all were just asked) is back. A disk says
+        itself when it takes writes again (another storage's may be asked elsewhere)."""
         for service in [name for name in self.since if name not in unavailable]:
-            self.up(service)
+            if not service.startswith(_DISK):
+                self.up(service)
 
     def up(self, service: str) -> None:
         since = self.since.pop(service, None)
