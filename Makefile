@@ -31,10 +31,10 @@ test: install
 	BIN=$(BIN) bash scripts/test-deps.sh
 	$(BIN)/pytest -q
 
-# The tests that need nothing beyond Python (no PostgreSQL, Redis, bubblewrap, Node or
-# Chromium) and take well under a second each: the markers are in pyproject.toml.
+# The tests that need nothing beyond Python (no PostgreSQL, Redis, bubblewrap, Node,
+# Chromium or a tmpfs to fill) and take well under a second each: the markers are in pyproject.toml.
 test-fast: install
-	$(BIN)/pytest -q -m "not (postgres or redis or sandbox or node or browser or slow)"
+	$(BIN)/pytest -q -m "not (postgres or redis or sandbox or node or browser or disk or slow)"
 
 check: lint typecheck test
 

@@ -1,7 +1,7 @@
 """Fixtures shared by every tier, and the markers that sort the tests into tiers.
 
 A test is marked by what it needs beyond Python (`postgres`, `redis`, `sandbox`, `node`,
-`browser`) and `slow` when it takes seconds; `make test-fast` runs the ones marked none of
+`browser`, `disk`) and `slow` when it takes seconds; `make test-fast` runs the ones marked none of
 these. Most markers are applied here from the fixtures a test uses, the parameters it runs
 with ("postgres", "redis") and its folder; the few tests that fetch a service dynamically are
 marked by hand. A fixture that reaches a service fails a test not marked for it, so the fast
@@ -29,6 +29,7 @@ from agentctl.testing.identity import IdpAServer, IdpBServer, OidcIssuer
 from agentctl.testing.mcp_servers import Ledger, calculator, library, serve
 from tests.dev_process import DevProcess, StartDev
 from tests.npm import node_executable
+from tests.small_disk import SmallDisk
 
 # -- tiers --------------------------------------------------------------------------------
 
@@ -39,6 +40,7 @@ FIXTURE_MARKERS = {
     "redis_server_url": ("redis",),
     "redis_prefix": ("redis",),
     "sandbox_dir": ("sandbox",),
+    "small_disk": ("disk",),
     "node": ("node",),
     "chromium": ("browser",),
     # Services fetched inside the fixture (tests/storage): replicas' PostgreSQL storage with
@@ -387,6 +389,19 @@ def redis_prefix(request: pytest.FixtureRequest, redis_server_url: str) -> Itera
             client.delete(*keys)
     finally:
         client.close()
+
+
+# -- a disk that fills up ------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(request: pytest.FixtureRequest) -> Iterator[SmallDisk]:
+    """A 4 MiB tmpfs the test mounts over a folder (`mount`), fills and frees; unmounted
+    after the test."""
+    require_marker(request, "disk", "a tmpfs of its own")
+    disk = SmallDisk()
+    yield disk
+    disk.unmount()
 
 
 # -- sandboxes ------------------------------------------------------------------------------

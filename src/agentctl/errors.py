@@ -36,6 +36,7 @@ request) from failures of the running system::
         ├── NotDeployed           status 503: no revision deployed yet
         ├── SandboxUnavailable    status 503: this machine cannot run sandboxes
         ├── SandboxFull           status 507: no disk space left for a write
+        ├── DiskUnavailable       status 503: the embedded database's disk is full (or failing)
         ├── SecretsUnreadable     stored secrets do not open with this server's key
         └── CgroupError           cgroups cannot be used here
 
@@ -305,6 +306,23 @@ class SandboxFull(RuntimeFailure):
     status = 507
 
 
+class DiskUnavailable(RuntimeFailure):
+    """The disk holding the embedded database (`agentctl dev`, `agentctl serve` without
+    DATABASE_URL) is full or cannot be written: an outage of that store. What runs in flight
+    write waits in memory and is stored once the disk has room; a request that must write
+    is refused meanwhile (503 with `Retry-After`), and a start that must write stops here."""
+
+    status = 503
+
+    def __init__(self, service: str, condition: str, consequence: str | None = None) -> None:
+        """`service`: "the disk holding <folder>"; `condition`: "is full", ...;
+        `consequence`: what it means for the caller (by default, for a request)."""
+        consequence = consequence or "so the request was not carried out — free space on it"
+        super().__init__(f"{service} {condition}, {consequence}")
+        self.service = service
+        self.condition = condition
+
+
 class SecretsUnreadable(RuntimeFailure):
     """Stored secrets cannot be decrypted with this server's key."""
 
@@ -327,6 +345,7 @@ __all__ = [
     "ConfigError",
     "Conflict",
     "ContentTooLarge",
+    "DiskUnavailable",
     "FilterError",
     "Forbidden",
     "McpLoadError",

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import signal
 import sys
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from agentctl.bundle.build import check_env, store_revision
+from agentctl.bundle.build import BUILD_DIR, check_env, store_revision
 from agentctl.bundle.limits import RevisionLimits
 from agentctl.bundle.requirements import install_command, requirements_of
 from agentctl.bundle.revision import build_revision
@@ -165,7 +166,13 @@ def prepare(config: Path, environ: Mapping[str, str], *, quiet: bool) -> Build:
     if not quiet:
         step("Bundling", f"{len(project.files)} files")
     revision = build_revision(project)
-    store_revision(project, revision)
+    try:
+        store_revision(project, revision)
+    except OSError as exc:  # the server needs no copy on disk: it serves the one in memory
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        warn(f"the disk holding {project.root / BUILD_DIR} is full: the revision was not "
+             "written there (it is served from memory)")  # fmt: skip
     return Build(project, revision)
 
 
@@ -188,6 +195,9 @@ class _Printer:
         self._try(dev)
         click.echo(f"  Data  {dev.data_dir}")
         self._auth(dev)
+        for outage in dev.outages:
+            warn(f"{outage}: serving read-only until it has room — requests that write get "
+                 "503, runs wait and go on by themselves once there is space")  # fmt: skip
         blocking = (
             "blocking calls on the event loop are allowed"
             if dev.allow_blocking

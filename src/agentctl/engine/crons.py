@@ -36,6 +36,7 @@ from agentctl.storage.base import (
     new_id,
     now,
 )
+from agentctl.storage.outages import outages, service_down
 
 log = logging.getLogger("agentctl.engine")
 
@@ -151,8 +152,12 @@ class CronScheduler:
             try:
                 await self.fire_due()
                 timeout = await self._seconds_to_next()
-            except Exception:
-                log.exception("the cron scheduler failed; retrying in %s s", self.max_sleep)
+            except Exception as exc:
+                service = service_down(exc)
+                if service is not None:  # an outage: logged once, storage/outages.py
+                    outages.down(service, exc)
+                else:
+                    log.exception("the cron scheduler failed; retrying in %s s", self.max_sleep)
                 timeout = self.max_sleep
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout)

@@ -95,7 +95,10 @@ class RunEngine:
         """Requeue the runs whose process died, then start dispatching and keeping leases."""
         self.storage.bus.subscribe("wake", self._on_wake)
         self.storage.bus.subscribe("cancel", self._on_cancel)
-        await self._requeue_orphans()
+        try:
+            await self._requeue_orphans()
+        except Exception as exc:  # an outage (a full disk): `_keep_leases` requeues them
+            self._outage_or_raise(exc)
         self._background = [
             asyncio.create_task(self._dispatch(), name="agentctl-dispatcher"),
             asyncio.create_task(self._keep_leases(), name="agentctl-leases"),
@@ -119,7 +122,12 @@ class RunEngine:
             task.cancel(SHUTDOWN)
         await asyncio.gather(*tasks, return_exceptions=True)
         if tasks:
-            released = await self.storage.runs.release(self.worker)
+            try:
+                released = await self.storage.runs.release(self.worker)
+            except Exception as exc:  # an outage: they are retried once their lease expires
+                self._outage_or_raise(exc)
+                log.info("%d unfinished runs are retried once their lease expires", len(tasks))
+                return
             log.info("handed %d unfinished runs to the other replicas", len(released))
             await self._wake_others()
 
@@ -176,6 +184,8 @@ class RunEngine:
         task = self._tasks.get(run_id)
         if task is None:
             return False
+        if run_id in self._finishing:  # it ended: too late to stop it (it may be waiting
+            return True  # for the storage to record that, e.g. a full disk)
         if task not in self._cancel_actions:  # a second cancel would cut clean-up short
             self._cancel_actions[task] = action
             task.cancel("cancelled")
@@ -280,6 +290,14 @@ class RunEngine:
             except Exception as exc:
                 self._log_failure(exc, "keeping run leases failed; retrying")
             self._wake.set()
+
+    @staticmethod
+    def _outage_or_raise(exc: Exception) -> None:
+        """Note an outage (logged once, storage/outages.py); raise any other failure."""
+        service = service_down(exc)
+        if service is None:
+            raise exc
+        outages.down(service, exc)
 
     @staticmethod
     def _log_failure(exc: Exception, message: str) -> None:
@@ -476,6 +494,9 @@ class RunEngine:
     async def _append_end(
         self, run: Run, status: RunStatus, *, cancelled: bool = False, fence: Fence | None = None
     ) -> None:
+        # Clients hear of the end only once how the run ended is stored for good (an
+        # outage of the storage, e.g. a full disk, holds it back until it is).
+        await ride_out(self.storage.sync)
         end: dict[str, Any] = {"run_id": run.run_id, "status": status}
         if cancelled:
             end["cancelled"] = True

@@ -277,21 +277,27 @@ async def reseed(
     owned: Callable[[str], bool] = lambda key: True,
 ) -> None:
     """Write `files` (key: path within the route, e.g. `/AGENTS.md`) into `namespace`, and
-    delete the keys the revision `owned` there before but no longer has; other keys stay."""
-    for key in {k for k in await _keys(store, namespace) if owned(k)} - set(files):
+    delete the keys the revision `owned` there before but no longer has; other keys stay.
+    A file stored already with the same content is not written again (a restart of an
+    unchanged project writes nothing: it starts on a full disk)."""
+    stored = await _values(store, namespace)
+    for key in {k for k in stored if owned(k)} - set(files):
         await store.adelete(namespace, key)
     for key, data in files.items():
-        await store.aput(namespace, key, file_value(data))
+        value = file_value(data)
+        before = stored.get(key) or {}
+        if (before.get("content"), before.get("encoding")) != (value["content"], value["encoding"]):
+            await store.aput(namespace, key, value)
 
 
-async def _keys(store: BaseStore, namespace: tuple[str, ...]) -> set[str]:
-    keys: set[str] = set()
+async def _values(store: BaseStore, namespace: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    values: dict[str, dict[str, Any]] = {}
     offset = 0
     while True:
         page = await store.asearch(namespace, limit=500, offset=offset)
-        keys.update(item.key for item in page if item.namespace == namespace)
+        values.update((item.key, item.value) for item in page if item.namespace == namespace)
         if len(page) < 500:
-            return keys
+            return values
         offset += 500
 
 

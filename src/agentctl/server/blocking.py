@@ -8,7 +8,8 @@ that made it fails with that message. Other threads and other event loops are no
 What our own stack legitimately does on the loop is allowed:
 
 - the embedded SQLite database runs short queries inline on purpose (see
-  `agentctl.storage.sqlite.database`): its connections are exempt, any other is not;
+  `agentctl.storage.sqlite.database`): its connections are exempt, any other is not; so is
+  its look at how much room its disk has left while the disk is full;
 - printing to the terminal (stdout/stderr) and logging;
 - what Python does on a module's first import, `importlib.metadata` and `inspect` lookups
   libraries do on first use, and `os.stat`-like calls (cheap on a local disk);
@@ -71,6 +72,7 @@ _CAN_BLOCK: dict[str, list[FunctionSpec]] = {
         name: [("logging/__init__.py", {"emit", "flush"}), ("click/utils.py", {"echo"})]
         for name in ("io.TextIOWrapper.write", "io.BufferedWriter.write")
     },
+    "os.statvfs": [("agentctl/storage/sqlite/database.py", {"free_bytes"})],
 }
 
 

@@ -39,6 +39,7 @@ from agentctl.server.http import (
 )
 from agentctl.server.limits import Limits
 from agentctl.server.origins import OriginPolicy
+from agentctl.storage.outages import describe
 
 log = logging.getLogger("agentctl.dev")
 
@@ -104,6 +105,8 @@ class DevServer:
         self.max_runs = max_runs
         self.max_lag = max_lag
         self.server: Server | None = None
+        # What is wrong with the storage at start ("the disk holding /x is full").
+        self.outages: list[str] = []
         # Ready (the ready message is out): a Ctrl-C or SIGTERM from here on is a graceful
         # stop, one before interrupts the start.
         self.ready = False
@@ -137,6 +140,7 @@ class DevServer:
             max_lag=self.max_lag,
         )
         self.server = server
+        self.outages = [describe(service) for service in await server.storage.unavailable()]
         config = uvicorn_config(
             create_app(server), self.limits, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN
         )

@@ -100,6 +100,10 @@ def install(app: FastAPI) -> None:
 
     async def agentctl_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, AgentctlError)
+        service = service_down(exc)  # e.g. the embedded database's full disk
+        if service is not None:
+            outages.down(service, exc)
+            return json_error(exc.status, str(exc), {"Retry-After": str(RETRY_AFTER_SECONDS)})
         return json_error(exc.status, str(exc))
 
     async def unexpected(request: Request, exc: Exception) -> Response:

@@ -6,13 +6,14 @@ from starlette.responses import Response
 
 from agentctl.server import views
 from agentctl.storage.base import Storage
-from agentctl.storage.outages import RETRY_AFTER_SECONDS, outages
+from agentctl.storage.outages import RETRY_AFTER_SECONDS, describe, outages
 
 
 async def readiness(storage: Storage, stopping: bool, live: bool) -> Response:
-    """503 once stopping (draining runs) or while a service of `storage` does not answer,
-    so a load balancer sends new requests elsewhere meanwhile; `live`: 200 for as long as
-    the process answers at all, so an outage of a service does not get replicas restarted."""
+    """503 once stopping (draining runs) or while a service of `storage` does not answer
+    (or the embedded database's disk takes no writes), with what is wrong in `detail`, so a
+    load balancer sends new requests elsewhere meanwhile; `live`: 200 for as long as the
+    process answers at all, so an outage of a service does not get replicas restarted."""
     if live:
         return views.json_response({"ok": True})
     if stopping:
@@ -20,7 +21,8 @@ async def readiness(storage: Storage, stopping: bool, live: bool) -> Response:
     unavailable = await storage.unavailable()
     outages.settle(unavailable)
     if unavailable:
-        body = {"ok": False, "unavailable": unavailable}
+        detail = "; ".join(describe(service) for service in unavailable)
+        body = {"ok": False, "unavailable": unavailable, "detail": detail}
         headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
         return views.json_response(body, status=503, headers=headers)
     return views.json_response({"ok": True})

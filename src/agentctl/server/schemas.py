@@ -127,6 +127,7 @@ class OkOut(BaseModel):
     ok: bool
     stopping: bool = False
     unavailable: list[str] | None = None  # the services that do not answer
+    detail: str | None = None  # what is wrong with them ("the disk holding /x is full")
 
 
 class RevisionOut(BaseModel):

@@ -497,4 +497,8 @@ class Storage(Protocol):
         """The services this storage is built on that do not answer right now (e.g.
         `["PostgreSQL"]`), each asked with a short timeout; empty when all answer."""
 
+    async def sync(self) -> None:
+        """Return once every write made so far is stored for good (committed), raising an
+        outage's error (storage/outages.py) while it cannot be."""
+
     async def close(self) -> None: ...

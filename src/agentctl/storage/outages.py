@@ -5,6 +5,10 @@ in flight: a write that could not be made is made again once the service is back
 write retried here is idempotent), and a request the server cannot carry out meanwhile is
 answered 503 with `Retry-After` (server/errors.py). Each outage is logged once when it is
 first seen and once when the service is back.
+
+The embedded database's disk filling up is such an outage too (`disk(folder)` names it):
+storage/sqlite/database.py keeps what could not be committed and raises `DiskUnavailable`
+for what it refuses meanwhile.
 """
 
 from __future__ import annotations
@@ -14,7 +18,10 @@ import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TypeVar
+
+from agentctl.errors import DiskUnavailable
 
 log = logging.getLogger("agentctl.storage")
 
@@ -28,6 +35,18 @@ FIRST_DELAY, LONGEST_DELAY = 0.1, 1.0
 _POSTGRES_DOWN_STATES = ("57P01", "57P02", "57P03")
 
 T = TypeVar("T")
+
+_DISK = "the disk holding "
+
+
+def disk(folder: Path | str) -> str:
+    """The outage of the embedded database whose files are in `folder`: its disk."""
+    return f"{_DISK}{folder}"
+
+
+def describe(service: str) -> str:
+    """What is wrong with `service` now, for `/ok`: "the disk holding /x is full"."""
+    return f"{service} {outages.condition.get(service, 'is unavailable')}"
 
 
 def service_down(exc: BaseException) -> str | None:
@@ -45,6 +64,8 @@ def service_down(exc: BaseException) -> str | None:
 
 
 def _down(exc: BaseException) -> str | None:
+    if isinstance(exc, DiskUnavailable):
+        return exc.service
     # Only the libraries already imported can have raised: SQLite-only processes never
     # import psycopg or redis for this.
     psycopg = sys.modules.get("psycopg")
@@ -90,26 +111,45 @@ class _Outages:
     def __init__(self) -> None:
         self.since: dict[str, float] = {}
         self.ended: dict[str, float] = {}  # when each service was last seen back
+        self.condition: dict[str, str] = {}  # what is wrong with each service down
 
     def down(self, service: str, exc: BaseException) -> None:
-        if service not in self.since:
-            self.since[service] = time.monotonic()
+        if service in self.since:
+            return
+        self.since[service] = time.monotonic()
+        if isinstance(exc, DiskUnavailable):
+            self.condition[service] = exc.condition
             log.warning(
-                "%s is unavailable (%s: %s); runs wait for it and go on when it is back",
+                "%s %s: what runs write waits in memory until it has room, and requests "
+                "that must write get 503 — free space on it",
                 service,
-                type(exc).__name__,
-                str(exc).strip().splitlines()[0] if str(exc).strip() else "no answer",
+                exc.condition,
             )
+            return
+        log.warning(
+            "%s is unavailable (%s: %s); runs wait for it and go on when it is back",
+            service,
+            type(exc).__name__,
+            str(exc).strip().splitlines()[0] if str(exc).strip() else "no answer",
+        )
 
     def settle(self, unavailable: list[str]) -> None:
-        """Every service not in `unavailable` (all were just asked) is back."""
+        """Every service not in `unavailable` (all were just asked) is back. A disk says
+        itself when it takes writes again (another storage's may be asked elsewhere)."""
         for service in [name for name in self.since if name not in unavailable]:
-            self.up(service)
+            if not service.startswith(_DISK):
+                self.up(service)
 
     def up(self, service: str) -> None:
         since = self.since.pop(service, None)
-        if since is not None:
-            self.ended[service] = time.monotonic()
+        self.condition.pop(service, None)
+        if since is None:
+            return
+        self.ended[service] = time.monotonic()
+        if service.startswith(_DISK):
+            log.warning("%s takes writes again after %.1f s; what waited is stored", service,
+                        time.monotonic() - since)  # fmt: skip
+        else:
             log.warning("%s is back after %.1f s", service, time.monotonic() - since)
 
     def lately(self, service: str, seconds: float) -> bool:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentctl.errors import DiskUnavailable
 from agentctl.storage.bus import LocalBus
 from agentctl.storage.sql.threads import ThreadData
 from agentctl.storage.sqlite.agents import SqliteAgents
 from agentctl.storage.sqlite.assistants import SqliteAssistants
 from agentctl.storage.sqlite.checkpointer import LoopSqliteSaver, LoopSqliteStore
 from agentctl.storage.sqlite.crons import SqliteCrons
-from agentctl.storage.sqlite.database import Database
+from agentctl.storage.sqlite.database import Database, Disk
 from agentctl.storage.sqlite.events import SqliteEventLog
 from agentctl.storage.sqlite.revisions import SqliteRevisions
 from agentctl.storage.sqlite.runs import SqliteRuns
@@ -23,20 +24,25 @@ __all__ = ["SqliteStorage"]
 class SqliteStorage:
     """Every table of one server process: the server's in the SQLite file at `path`, the
     store's in the one at `store_path`. Its bus reaches this process only: one process at a
-    time serves an embedded database."""
+    time serves an embedded database. A full disk is an outage of both files (`Disk`)."""
 
     kind = "sqlite"
 
     def __init__(self, path: Path, store_path: Path) -> None:
         self.path = path
-        self.database = Database.open(path)
-        self.store_database = Database.open(store_path)
+        self.disk = Disk(path.parent)
+        self.database = Database.open(path, self.disk)  # first: it commits what waits
+        try:
+            self.store_database = Database.open(store_path, self.disk)
+        except BaseException:
+            self.database.close()
+            raise
         # The connections themselves, which `agentctl dev` lets run inline on the loop.
         self.conn = self.database.conn
         self.store_conn = self.store_database.conn
         self.checkpointer = LoopSqliteSaver(self.database)
         self.checkpointer.setup()
-        self.store = LoopSqliteStore(self.store_conn)
+        self.store = LoopSqliteStore(self.store_conn, self.disk)
         self.store.setup()
         self.assistants = SqliteAssistants(self.database)
         self.events = SqliteEventLog(self.database)
@@ -48,7 +54,15 @@ class SqliteStorage:
         self.bus = LocalBus()
 
     async def unavailable(self) -> list[str]:
-        return []  # a file of this process's: there when the process is
+        """Its disk while it takes no writes (asking is a try to end that, when due)."""
+        try:
+            self.disk.check()
+        except DiskUnavailable:
+            return [self.disk.service]
+        return []
+
+    async def sync(self) -> None:
+        self.database.commit()
 
     async def close(self) -> None:
         await self.bus.close()

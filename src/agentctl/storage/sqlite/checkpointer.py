@@ -22,7 +22,7 @@ from langgraph.store.base import GetOp, ListNamespacesOp, PutOp, SearchOp
 from langgraph.store.sqlite import SqliteStore
 
 from agentctl.storage.fence import current
-from agentctl.storage.sqlite.database import Database
+from agentctl.storage.sqlite.database import Database, Disk, disk_error
 from agentctl.storage.sqlite.runs import check_fence
 
 _COLUMNS = "thread_id, checkpoint_ns, checkpoint_id"
@@ -189,13 +189,18 @@ class LoopSqliteStore(SqliteStore):  # type: ignore[misc]
     write empties the cache. Results are shared, as `InMemoryStore` shares its items.
 
     An item written again keeps its `created_at`, as on PostgreSQL (the library's SQLite
-    store replaces the row, and with it the time it was created)."""
+    store replaces the row, and with it the time it was created).
+
+    Each write commits at once (the library's own transaction). On `disk`, a write is
+    refused while the disk takes none, and one the disk refuses begins that outage; either
+    raises `DiskUnavailable`."""
 
     CACHE_SIZE = 256  # reads kept; past it the cache starts again
     CACHE_ITEMS = 50  # a read answering more items than this is not kept
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, disk: Disk | None = None) -> None:
         super().__init__(conn)
+        self.disk = disk
         self._reads: dict[str, Any] = {}
         self._writes = 0  # writes ended: a read racing one is not kept
         self._reads_lock = threading.Lock()
@@ -204,6 +209,8 @@ class LoopSqliteStore(SqliteStore):  # type: ignore[misc]
         ops = list(ops)
         keys = [_read_key(op) for op in ops]
         if None in keys:  # a write
+            if self.disk is not None:
+                self.disk.check()
             try:
                 created = self._created_at(ops)
                 results = list(super().batch(ops))
@@ -213,6 +220,13 @@ class LoopSqliteStore(SqliteStore):  # type: ignore[misc]
                             "UPDATE store SET created_at = ? WHERE prefix = ? AND key = ?", created
                         )
                 return results
+            except sqlite3.Error as exc:
+                # The library commits in a `finally`: the disk's error may be the context of
+                # the one its COMMIT raised after SQLite rolled the transaction back.
+                cause = exc if disk_error(exc) else exc.__context__
+                if self.disk is not None and cause is not None and disk_error(cause):
+                    raise self.disk.fail(cause) from exc
+                raise
             finally:
                 with self._reads_lock:
                     self._writes += 1
