@@ -10,10 +10,13 @@ tier can never come to need one unnoticed."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import io
 import json
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -97,6 +100,20 @@ RUNNING = pytest.StashKey[pytest.Item]()  # the test being set up or run, for se
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     item.session.stash[RUNNING] = item
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """A test that failed leaves what its frames held (clients it never reached the end to
+    close): let it go, and collect it now, so that an unclosed socket is reported with this
+    test. Left for later, it was old by then and met only the next full collection — the
+    next in-process server's `settle_heap` — failing an innocent test."""
+    if getattr(sys, "last_traceback", None) is None:
+        return
+    for name in ("last_type", "last_value", "last_traceback", "last_exc"):
+        with contextlib.suppress(AttributeError):
+            delattr(sys, name)
+    gc.collect()
 
 
 def require_marker(request: pytest.FixtureRequest, marker: str, service: str) -> None:

@@ -34,6 +34,7 @@ request) from failures of the running system::
         ├── AuthUnavailable       status 503: the identity provider could not say yes or no
         ├── RedisUnavailable      status 503: no Redis answers at REDIS_URL
         ├── NotDeployed           status 503: no revision deployed yet
+        ├── NotServedEverywhere   exit 3: a deploy is active, but some live replicas do not serve it
         ├── SandboxUnavailable    status 503: this machine cannot run sandboxes
         ├── SandboxFull           status 507: no disk space left for a write
         ├── DiskUnavailable       status 503: the embedded database's disk is full (or failing)
@@ -294,6 +295,14 @@ class NotDeployed(RuntimeFailure):
         )
 
 
+class NotServedEverywhere(RuntimeFailure):
+    """`agentctl deploy` or `rollback`: the revision is active, but some live replicas did
+    not serve it within `AGENTCTL_DEPLOY_WAIT_SECONDS` (a client behind the load balancer
+    may still reach the one before there); the message names them and why."""
+
+    exit_code = 3
+
+
 class SandboxUnavailable(RuntimeFailure):
     """The machine cannot run sandboxes (no bubblewrap, no user namespaces, ...)."""
 
@@ -353,6 +362,7 @@ __all__ = [
     "MissingPackageError",
     "NotDeployed",
     "NotFound",
+    "NotServedEverywhere",
     "OlderPlatform",
     "PortInUseError",
     "Problem",

@@ -83,6 +83,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTCTL_SHUTDOWN_GRACE_SECONDS", float, 30.0,
             "On SIGTERM, how long in-flight runs may take to finish before the replica hands "
             "them to another one."),
+    Setting("AGENTCTL_DEPLOY_WAIT_SECONDS", float, 30.0,
+            "How long a deploy (or rollback) waits for every live replica to serve the new "
+            "revision before it answers; `agentctl deploy` then names those that do not "
+            "(exit 3). `0`: answer at once.",
+            zero=True),
     Setting("AGENTCTL_MAX_BODY_MB", int, 10,
             "The largest request body (a run's input, a deployed revision) or WebSocket "
             "message, in MiB; a larger body is answered 413 before it is read."),
@@ -215,6 +220,7 @@ class Settings:
     run_timeout_seconds: float | None
     lease_seconds: float
     shutdown_grace_seconds: float
+    deploy_wait_seconds: float
     max_body_mb: int
     max_revision_mb: int
     max_revision_files: int

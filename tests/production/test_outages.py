@@ -124,9 +124,8 @@ def assert_survived(report: OutageReport) -> None:
 
 
 async def answers(base: str, name: str) -> None:
-    client = get_client(url=base, api_key=KEY)
-    assert await said(client, name, f"{name} at {base}") == f"{name} at {base}"
-    await client.aclose()
+    async with get_client(url=base, api_key=KEY) as client:
+        assert await said(client, name, f"{name} at {base}") == f"{name} at {base}"
 
 
 async def assert_serving_again(cluster: Cluster, agents: list[str], tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from agentctl.storage.base import Bus, Message
 from agentctl.storage.bus import LocalBus
+from tests.conftest import eventually
 
 
 @dataclass
@@ -198,3 +199,18 @@ async def test_messages_are_json(redis_buses: Buses) -> None:
     raw.append(message["data"])
     await pubsub.aclose()
     assert raw == [b'{"number":7}']
+
+
+async def test_members_are_those_announced_and_not_expired_nor_withdrawn(buses: Buses) -> None:
+    await buses.one.announce("a", {"agents": {"x": 1}}, ttl=60)
+    await buses.two.announce("b", {"agents": {}}, ttl=0.3)  # then it dies: no renewal
+    assert await buses.two.members() == {"a": {"agents": {"x": 1}}, "b": {"agents": {}}}
+    await buses.one.announce("a", {"agents": {"x": 2}}, ttl=60)  # renewed, with news
+
+    async def expired() -> dict[str, Message] | None:
+        members = await buses.one.members()
+        return None if "b" in members else members
+
+    assert await eventually(expired, 10, "b to expire") == {"a": {"agents": {"x": 2}}}
+    await buses.two.withdraw("a")
+    assert await buses.one.members() == {}

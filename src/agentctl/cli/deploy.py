@@ -17,7 +17,7 @@ from agentctl.bundle.limits import RevisionLimits
 from agentctl.bundle.requirements import install_command, requirements_of
 from agentctl.bundle.revision import ARCHIVE_FILE, Revision, build_revision, deployed_variables
 from agentctl.cli.target import agent_of, agent_option, config_option, platform_of, when
-from agentctl.errors import MissingEnvError, OlderPlatform, UserError
+from agentctl.errors import MissingEnvError, NotServedEverywhere, OlderPlatform, UserError
 from agentctl.platform.client import PLATFORM_URL, PlatformClient
 from agentctl.project import load_project
 from agentctl.project.envfile import is_set
@@ -64,12 +64,12 @@ def deploy(config: Path, dry_run: bool) -> None:
     # The agent's URL as the user reaches the platform; an older server serves its one
     # agent at its root.
     url = platform.url if hosted is None else platform.agent_url(project.name)
-    wait_for_replicas(platform, url, number)
+    where = wait_for_replicas(platform, url, number, deployed.get("replicas"), project.name)
     seconds = time.monotonic() - started
     done = "" if hosted is None else "created, " if project.name not in hosted else "updated, "
     click.echo(
         click.style(f"Deployed revision {number}", fg="green", bold=True)
-        + f" of agent {project.name} ({done}{revision.short_id}) in {seconds:.1f} s"
+        + f" of agent {project.name} ({done}{revision.short_id}) in {seconds:.1f} s{where}"
     )
     click.echo(f"  URL   {url}")
     header = BEARER if project.auth is not None else API_KEY
@@ -131,18 +131,42 @@ def rollback(config: Path, agent: str | None, number: int | None) -> None:
         number = max(earlier)
     step("Activating", f"revision {number} of agent {name} on {platform.url}")
     activated = platform.activate(name, number)
-    wait_for_replicas(platform, platform.agent_url(name), number)
+    where = wait_for_replicas(
+        platform, platform.agent_url(name), number, activated.get("replicas"), name
+    )
     click.echo(
         click.style(f"Revision {number} of agent {name} is active", fg="green", bold=True)
-        + f" ({activated['revision_id'][:12]})"
+        + f" ({activated['revision_id'][:12]}){where}"
     )
 
 
-def wait_for_replicas(platform: PlatformClient, url: str, number: int) -> None:
-    """Wait until the replicas serve revision `number` at `url` (the agent's base URL)."""
+def wait_for_replicas(
+    platform: PlatformClient, url: str, number: int, replicas: Any, agent: str
+) -> str:
+    """Make sure every live replica serves revision `number` of `agent`: the platform said
+    where it is served (`replicas`, in its answer) once they all did, or after its wait; an
+    older platform did not, and the replicas are asked at `url` (the agent's base URL).
+    Returns what to say of where it is served (", served by N replicas").
+
+    Raises `NotServedEverywhere` naming the replicas that do not serve it."""
     step("Switching", f"replicas to revision {number}")
-    if not platform.wait_live(url, number):
-        warn(f"not every replica answered with revision {number} yet; they switch on their own")
+    if not isinstance(replicas, dict):  # an older server
+        if not platform.wait_live(url, number):
+            warn(f"not every replica answered with revision {number} yet; they switch on their own")
+        return ""
+    if replicas.get("unknown"):
+        warn(f"the platform could not tell which replicas serve it: {replicas['unknown']}")
+    serving, behind = replicas.get("serving") or [], replicas.get("not_serving") or []
+    if behind:
+        names = "; ".join(f"{item['replica']} ({item['reason']})" for item in behind)
+        raise NotServedEverywhere(
+            f"revision {number} of agent {agent} is active, but {len(behind)} of "
+            f"{len(behind) + len(serving)} live replicas do not serve it: {names} — a client "
+            "behind the load balancer may still reach the revision before there; a replica "
+            "switches on its own once it can load it, else check its log (a package or a "
+            "variable it lacks) or restart it"
+        )
+    return f", served by {len(serving)} replica{'' if len(serving) == 1 else 's'}"
 
 
 # The credential an example call sends: a signed-in user's, or the deployment key.

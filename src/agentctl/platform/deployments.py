@@ -31,7 +31,7 @@ from agentctl.bundle.revision import (
     extract_revision,
     hash_archive,
 )
-from agentctl.errors import RevisionRefused
+from agentctl.errors import AgentctlError, RevisionRefused
 from agentctl.platform.secrets import SecretBox
 from agentctl.project import load_project
 from agentctl.project.model import Project
@@ -89,11 +89,26 @@ class Deployments(Generic[Access]):
         self.folder = data_dir / "revisions"
         self._access_for = access_for
         self.current: int | None = None
+        # The revision this replica could not load when another one activated it, and why.
+        self.refused: tuple[int, str] | None = None
+        # Called when what this replica serves changes (a revision served, or refused).
+        self.on_change: Callable[[], None] = lambda: None
         self._lock = asyncio.Lock()  # one revision is loaded at a time
 
     async def start(self) -> None:
-        """Follow activations made by any replica."""
+        """Follow activations made by any replica, from the active revision on (one made
+        while this replica was not listening yet included)."""
         self.storage.bus.subscribe("deploy", self._on_deploy)
+        if await self.storage.bus.ready("deploy"):
+            await self.follow_active()
+
+    async def follow_active(self) -> None:
+        """Serve the active revision, if this replica missed its activation (its bus was
+        not listening); a revision it could not load is not tried again."""
+        number = await self.storage.revisions.active()
+        refused = None if self.refused is None else self.refused[0]
+        if number is not None and number not in (self.current, refused):
+            await self._on_deploy({"number": number})
 
     async def restore(self) -> None:
         """Serve the active revision, if there is one (at start)."""
@@ -157,14 +172,21 @@ class Deployments(Generic[Access]):
     async def _use(self, loaded: Loaded) -> None:
         project = loaded.runtime.project
         await self.server.switch(loaded.runtime, self._access_for(project), loaded.record.number)
-        self.current = loaded.record.number
+        self.current, self.refused = loaded.record.number, None
+        self.on_change()
 
     async def _on_deploy(self, message: Message) -> None:
         number = int(message["number"])
         async with self._lock:
             if number == self.current or await self.storage.revisions.active() != number:
                 return  # already here, or superseded meanwhile
-            loaded = await self._load(number)
+            try:
+                loaded = await self._load(number)
+            except AgentctlError as exc:  # e.g. a package only the deploying replica has
+                log.error("revision %d cannot be served by this replica: %s", number, exc)
+                self.refused = (number, str(exc))
+                self.on_change()
+                return
             await self._use(loaded)
         log.info("switched to revision %d", number)
 

@@ -4,6 +4,7 @@ how a request finds it. A leaf of the server package: it imports no route or ser
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,8 @@ from agentctl.storage.base import Assistant, Storage
 
 if TYPE_CHECKING:
     from agentctl.platform.deployments import Deployments
+
+log = logging.getLogger("agentctl.server")
 
 
 @dataclass
@@ -59,6 +62,9 @@ class Server:
     # Set once the HTTP server begins to stop: streams that never end by themselves (a
     # thread's) end then, so their clients reconnect (to another replica) at once.
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    # Set when the agent is deleted from the platform: every stream and long response of
+    # it ends with an error saying so (its clients must not wait or reconnect for ever).
+    deleted: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
         self.scheduler = CronScheduler(self.storage, self.engine)
@@ -68,6 +74,20 @@ class Server:
         if self.stopping_since is None:
             self.stopping_since = time.monotonic()
         self.stopping.set()
+
+    def begin_deleting(self) -> None:
+        """The agent is deleted: its streams end now, its runs stop without a grace."""
+        self.deleted.set()
+        self.shutdown_grace = 0.0
+        self.begin_stopping()
+
+    @property
+    def agent_name(self) -> str:
+        """The agent's name as the platform knows it (else its graph's, or "the agent")."""
+        name = self.info.get("agent")
+        if isinstance(name, str):
+            return name
+        return self.deployment.graph_id if self.deployment.ready else "the agent"
 
     async def start(self) -> None:
         await self.ensure_default_assistant()
@@ -81,18 +101,27 @@ class Server:
         if self._stopped:
             return
         self._stopped = True
-        await self.scheduler.stop()
         grace = self.shutdown_grace
         if self.stopping_since is not None:
             grace = max(0.0, grace - (time.monotonic() - self.stopping_since))
-        await self.engine.stop(grace)
-        await self.storage.close()
+        # Each step is taken whatever became of the one before: a storage that failed to
+        # take the runs back (its database went, or its schema is being dropped) is still
+        # closed, so that no connection of it is kept.
+        steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
+            ("the cron scheduler", self.scheduler.stop),
+            ("the runs", lambda: self.engine.stop(grace)),
+            ("the storage", self.storage.close),
+        ]
         if self.sandboxes is not None:
-            await self.sandboxes.aclose()
-        for close in self.on_close:
-            await close()
+            steps.append(("the sandboxes", self.sandboxes.aclose))
+        steps.extend(("the storage's connections", close) for close in self.on_close)
         if self.access.authenticator is not None:
-            await self.access.authenticator.aclose()
+            steps.append(("the authenticator", self.access.authenticator.aclose))
+        for what, step in steps:
+            try:
+                await step()
+            except Exception as exc:
+                log.warning("stopping %s of %s failed: %r", what, self.agent_name, exc)
 
     async def switch(
         self, runtime: AgentRuntime, access: AccessPolicy, number: int | None = None

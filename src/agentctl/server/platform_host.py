@@ -3,13 +3,20 @@ storage namespace with its own engine, revisions, secrets, `[auth]`, crons and m
 
 The registry of agents (`platform_agents`) is in the default storage; replicas learn of
 created and deleted agents over its bus (topic `agents`) and open or close their own
-server for each. An agent deployed before the platform hosted several keeps its data in
-the default storage (namespace None): `start` registers it so.
+server for each. The bus is best effort, so each replica also reads the registry every
+`RECONCILE_SECONDS` (and so at once when it wakes from a freeze): an agent deleted while it
+was not listening is closed then, its connections with it. An agent deployed before the
+platform hosted several keeps its data in the default storage (namespace None): `start`
+registers it so.
+
+Each replica announces what it serves (`server/replicas.py`), so that a deploy answers once
+every live replica serves the revision, or says which do not.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -27,6 +34,7 @@ from agentctl.observability.metrics import Metrics
 from agentctl.server.context import Server
 from agentctl.server.peers import InCluster
 from agentctl.server.production import check_platform_settings, open_agent_server
+from agentctl.server.replicas import Presence, Rollout, Served
 from agentctl.settings import Settings
 from agentctl.storage.base import (
     ACTIVE_RUN_STATUSES,
@@ -44,6 +52,7 @@ log = logging.getLogger("agentctl.platform")
 
 TOPIC = "agents"
 _NAME_LIMIT = 128
+RECONCILE_SECONDS = 5.0
 
 
 @dataclass
@@ -122,8 +131,12 @@ class Platform:
         self.storage = storage  # the default storage: the registry and its bus
         self._close_storage = close_storage
         self.agents: dict[str, HostedAgent] = {}
+        # Agents this replica could not open, and why (tried again when created again).
+        self.unservable: dict[str, str] = {}
         self._lock = asyncio.Lock()  # one agent opened or closed at a time
         self.stopping_since: float | None = None
+        self.presence = Presence(storage.bus, self.served)
+        self._reconciler: asyncio.Task[None] | None = None
 
     @classmethod
     async def open(cls, settings: Settings, make_app: Callable[[Server], FastAPI]) -> Platform:
@@ -147,20 +160,28 @@ class Platform:
                 except PeerUnavailable as exc:
                     waiting.append((record, exc))
                 except UserError as exc:  # the others are served all the same
-                    log.error("agent %r cannot be served by this replica: %s", record.name, exc)
+                    self._unservable(record.name, exc)
             if len(waiting) == len(pending):
                 for record, reason in waiting:
-                    log.error("agent %r cannot be served by this replica: %s", record.name, reason)
+                    self._unservable(record.name, reason)
                 break
             pending = [record for record, _ in waiting]
+        await self.presence.start()
+        self._reconciler = asyncio.create_task(self._reconcile_often(), name="agents-reconcile")
 
     def begin_stopping(self) -> None:
         if self.stopping_since is None:
             self.stopping_since = time.monotonic()
         for hosted in list(self.agents.values()):
             hosted.server.begin_stopping()
+        self.presence.changed()
 
     async def stop(self) -> None:
+        if self._reconciler is not None:
+            self._reconciler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reconciler
+        await self.presence.stop()
         async with self._lock:  # callers first: an agent is served before those calling it
             for name in reversed(list(self.agents)):
                 await self._close(name)
@@ -262,6 +283,10 @@ class Platform:
             hosted = self.agents.get(record.name)
             if hosted is not None:
                 return hosted
+            if await self.storage.agents.get(record.name) != record:
+                # Deleted (or deleted and created again) since `record` was read: opening
+                # it would create again the schema its deletion drops.
+                raise Conflict(f"agent {record.name!r} was deleted meanwhile — deploy again")
             peers = InCluster(self.agent, record.name, self.settings.allow_anonymous)
             server = await open_agent_server(self.settings, record.namespace, record.name, peers)
             app = self.make_app(server)
@@ -276,18 +301,30 @@ class Platform:
                     raise
             hosted = HostedAgent(record, server, app, lifespan)
             self.agents[record.name] = hosted
+            self.unservable.pop(record.name, None)
+            if server.deployments is not None:
+                server.deployments.on_change = self.presence.changed
+            self.presence.changed()
             log.info("serving agent %r", record.name)
             return hosted
 
+    def _unservable(self, name: str, reason: Exception) -> None:
+        log.error("agent %r cannot be served by this replica: %s", name, reason)
+        self.unservable[name] = str(reason)
+        self.presence.changed()
+
     async def _close(self, name: str, *, deleted: bool = False) -> None:
         """Stop serving agent `name`; its runs in flight get the shutdown grace, unless it
-        was `deleted` (they stop at once)."""
+        was `deleted` (they stop at once, and its streams end saying so)."""
+        self.unservable.pop(name, None)
         hosted = self.agents.pop(name, None)
         if hosted is None:
             return
+        self.presence.changed()
         if deleted:
-            hosted.server.shutdown_grace = 0.0
-        hosted.server.begin_stopping()
+            hosted.server.begin_deleting()
+        else:
+            hosted.server.begin_stopping()
         await hosted.lifespan.end()
         log.info("stopped serving agent %r", name)
 
@@ -299,7 +336,68 @@ class Platform:
             return
         record = await self.storage.agents.get(name)
         if record is not None:
+            await self._try_open(record)
+
+    async def _try_open(self, record: AgentRecord) -> None:
+        """Open `record`'s agent; one that cannot be served here is logged and announced."""
+        try:
             await self._open(record)
+        except UserError as exc:
+            if await self.storage.agents.get(record.name) == record:  # not just deleted
+                self._unservable(record.name, exc)
+
+    # -- what the bus may not have said ------------------------------------------------------
+
+    async def _reconcile_often(self) -> None:
+        while True:
+            await asyncio.sleep(RECONCILE_SECONDS)
+            try:
+                await self.reconcile()
+            except Exception as exc:  # e.g. the database is away: the next round tries again
+                log.debug("reading the platform's agents failed: %r", exc)
+
+    async def reconcile(self) -> None:
+        """Serve what the registry says, whatever this replica heard on the bus: an agent
+        deleted while it was not listening (frozen, or Redis away) is closed, with its
+        connections; one created meanwhile is opened; each agent serves its active
+        revision."""
+        registered = {record.name: record for record in await self.storage.agents.list()}
+        for name in [name for name in self.unservable if name not in registered]:
+            del self.unservable[name]
+            self.presence.changed()
+        for name, hosted in list(self.agents.items()):
+            if registered.get(name) == hosted.record:
+                continue
+            async with self._lock:
+                if self.agents.get(name) is hosted:  # not closed meanwhile
+                    log.warning("agent %r was deleted while this replica was not listening", name)
+                    await self._close(name, deleted=True)
+        for name, record in registered.items():
+            if name not in self.agents and name not in self.unservable:
+                await self._try_open(record)
+        for hosted in list(self.agents.values()):
+            if hosted.server.deployments is not None and not hosted.server.stopping.is_set():
+                await hosted.server.deployments.follow_active()
+
+    # -- what this replica serves ------------------------------------------------------------
+
+    def served(self) -> Served:
+        """What this replica serves, as it announces it to the others."""
+        served = Served(stopping=self.stopping_since is not None)
+        for name, hosted in self.agents.items():
+            served.agents[name] = hosted.server.deployment.number
+            deployments = hosted.server.deployments
+            if deployments is not None and deployments.refused is not None:
+                number, reason = deployments.refused
+                served.refused[name] = {"number": number, "reason": reason}
+        for name, reason in self.unservable.items():
+            served.refused[name] = {"number": None, "reason": reason}
+        return served
+
+    async def rollout(self, name: str, number: int) -> Rollout:
+        """Wait until every live replica serves revision `number` of agent `name` (or says
+        it cannot), `AGENTCTL_DEPLOY_WAIT_SECONDS` at most."""
+        return await self.presence.rollout(name, number, self.settings.deploy_wait_seconds)
 
 
 def check_name(name: str) -> None:

@@ -59,9 +59,8 @@ async def revisions_page(
     )
 
 
-async def activate(deployments: Deployments[AccessPolicy], number: int) -> Response:
+async def activate(deployments: Deployments[AccessPolicy], number: int) -> RevisionRecord:
     """Make revision `number` active again (a rollback, or forward)."""
     if await deployments.storage.revisions.get(number) is None:
         raise NotFound(f"there is no revision {number} — list the revisions first")
-    record = await deployments.activate(number)
-    return json_response(revision_view(record, record.number))
+    return await deployments.activate(number)

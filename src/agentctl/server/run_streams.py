@@ -2,6 +2,8 @@
 
 Both keep idle connections alive (an SSE heartbeat comment, or a newline before the JSON
 body, as the reference server sends) and never hold the response back until the run ends.
+When the agent is deleted they end at once with an `error` saying so (`AgentDeleted`): a
+client told nothing would wait, or reconnect, for ever.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from agentctl.server.sse import HEARTBEAT, frame, stream_headers
 from agentctl.storage.base import FINAL_RUN_STATUSES, Event, Run
 
 KEEPALIVE_SECONDS = 5.0
+DELETED_ERROR = "AgentDeleted"  # the `error` of a stream whose agent was deleted
 
 
 def run_paths(run: Run) -> tuple[str, str]:
@@ -47,8 +50,18 @@ def run_stream_response(
     )
 
 
+def deletion_error(server: Server) -> dict[str, str]:
+    """The `error` event of a stream ended by its agent's deletion."""
+    return {
+        "error": DELETED_ERROR,
+        "message": f"agent {server.agent_name!r} was deleted from the platform: its runs "
+        "were stopped and its threads are gone",
+    }
+
+
 def _follow_run(server: Server, run: Run, last_event_id: str | None) -> AsyncIterator[Event | None]:
-    """The run's events after `last_event_id` (None: from the start), heartbeats as None."""
+    """The run's events after `last_event_id` (None: from the start), heartbeats as None,
+    until the run ends or its agent is deleted."""
     return follow(
         server.storage,
         run.thread_id,
@@ -56,6 +69,7 @@ def _follow_run(server: Server, run: Run, last_event_id: str | None) -> AsyncIte
         last_event_id=last_event_id,
         stored_only=run.status in FINAL_RUN_STATUSES,
         heartbeat=KEEPALIVE_SECONDS,
+        stop=server.deleted,
     )
 
 
@@ -76,6 +90,8 @@ async def _run_frames(
                 yield frame("end", event.data, event.id)
             elif wanted(event, modes):
                 yield frame(event.event, event.data, event.id)
+        if not ended and server.deleted.is_set():
+            yield frame("error", serde.dumps(deletion_error(server)))
         ended = True
     finally:
         if not ended and cancel_on_disconnect:
@@ -156,6 +172,8 @@ async def _thread_frames(
                 yield frame(event.event, event.data, event.id)
         elif "run_modes" in modes or ("lifecycle" in modes and event.event == "metadata"):
             yield frame(event.event, event.data, event.id)
+    if server.deleted.is_set():
+        yield frame("error", serde.dumps(deletion_error(server)))
 
 
 def waiting_response(
@@ -182,9 +200,12 @@ async def wait_for_result(server: Server, run: Run, *, from_events: bool) -> Asy
     values: Any = None
     interrupts: list[Any] = []
     error: Any = None
+    ended = False
     async for event in _follow_run(server, run, None):
         if event is None:
             yield b"\n"
+        elif event.event == END_EVENT:
+            ended = True
         elif event.event == "error":
             error = serde.loads(event.data)
         elif event.event == "values" and from_events:
@@ -193,6 +214,8 @@ async def wait_for_result(server: Server, run: Run, *, from_events: bool) -> Asy
                 interrupts = chunk["__interrupt__"]
             else:
                 values = chunk
+    if not ended and server.deleted.is_set():
+        error = deletion_error(server)
     if error is not None:
         yield serde.dumps({"__error__": error})
         return

@@ -130,6 +130,17 @@ class OkOut(BaseModel):
     detail: str | None = None  # what is wrong with them ("the disk holding /x is full")
 
 
+class NotServingOut(BaseModel):
+    replica: str
+    reason: str
+
+
+class RolloutOut(BaseModel):
+    serving: list[str]  # the live replicas serving the revision
+    not_serving: list[NotServingOut]  # those that do not (yet), and why
+    unknown: str | None = None  # why the replicas could not be read, if they could not
+
+
 class RevisionOut(BaseModel):
     number: int
     revision_id: str
@@ -140,6 +151,8 @@ class RevisionOut(BaseModel):
     secrets: list[str]
     created_at: datetime
     active: bool
+    # A deploy's or rollback's answer on a platform: where the revision is served by then.
+    replicas: RolloutOut | None = None
 
 
 class SandboxSettingsOut(BaseModel):

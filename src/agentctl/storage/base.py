@@ -443,7 +443,12 @@ class Bus(Protocol):
 
     Topics: `wake` (a run may be claimable), `cancel` (`{"run_id", "action"}`: whoever
     executes the run stops it), `deploy` (`{"number"}`: a new revision is active),
-    `agents` (`{"name", "action"}`: an agent was created or deleted; default storage only)."""
+    `agents` (`{"name", "action"}`: an agent was created or deleted; default storage only),
+    `replicas` (`{"replica"}`: a replica announced a change of what it serves).
+
+    The bus also says which processes are there: each one `announce`s itself, with a small
+    state, for a time it renews before it ends; one that stops renewing (it died, or is
+    frozen) is gone from `members` once that time is up."""
 
     async def publish(self, topic: str, message: Message) -> None:
         """Deliver `message` to the handlers of `topic` in every process, this one included."""
@@ -451,6 +456,19 @@ class Bus(Protocol):
     def subscribe(self, topic: str, handler: Handler) -> None:
         """Call `handler` with each message published on `topic` from now on (errors it
         raises are logged, not propagated)."""
+
+    async def ready(self, topic: str) -> bool:
+        """Wait (a few seconds at most) until messages on `topic` published from now on
+        reach this process's handlers; False if that could not be confirmed."""
+
+    async def announce(self, member: str, state: Message, ttl: float) -> None:
+        """Say that process `member` is there, with `state`, for the next `ttl` seconds."""
+
+    async def members(self) -> dict[str, Message]:
+        """The state of each process announced and not expired, by member."""
+
+    async def withdraw(self, member: str) -> None:
+        """Process `member` is gone (it stopped)."""
 
 
 class Storage(Protocol):

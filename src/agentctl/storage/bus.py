@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import defaultdict
 
 from agentctl.storage.base import Handler, Message
@@ -23,6 +24,7 @@ class LocalBus:
     def __init__(self) -> None:
         self._handlers: defaultdict[str, list[Handler]] = defaultdict(list)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._members: dict[str, tuple[float, Message]] = {}  # member: (expiry, state)
 
     async def publish(self, topic: str, message: Message) -> None:
         for handler in self._handlers.get(topic, ()):
@@ -32,6 +34,20 @@ class LocalBus:
 
     def subscribe(self, topic: str, handler: Handler) -> None:
         self._handlers[topic].append(handler)
+
+    async def ready(self, topic: str) -> bool:
+        return True
+
+    async def announce(self, member: str, state: Message, ttl: float) -> None:
+        self._members[member] = (time.monotonic() + ttl, state)
+
+    async def members(self) -> dict[str, Message]:
+        now = time.monotonic()
+        self._members = {m: entry for m, entry in self._members.items() if entry[0] > now}
+        return {member: state for member, (_, state) in self._members.items()}
+
+    async def withdraw(self, member: str) -> None:
+        self._members.pop(member, None)
 
     async def close(self) -> None:
         for task in list(self._tasks):

@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 import httpx
 from langgraph_sdk import get_client
+from langgraph_sdk.client import LangGraphClient
 
 # A run that crosses a step boundary (a tool call and its checkpoints) every second for a
 # few seconds, then streams tokens, so an outage of a few seconds falls in the middle of it.
@@ -98,12 +99,33 @@ async def outage_under_runs(
     replica; call `outage()` once they are streaming, wait `down_seconds`, call `restore()`,
     and report once every run has ended (or `timeout`). Meanwhile each agent's API and the
     platform's own routes are read on every replica."""
-    lanes = [(name, k) for name in agents for k in range(runs)]  # (agent, its run number)
-    report = OutageReport(runs=len(lanes))
     clients = {
         name: [get_client(url=url, api_key=api_key, timeout=timeout) for url in bases]
         for name, bases in agents.items()
     }
+    try:  # closed whatever happens: an open client's sockets outlive the test that failed
+        return await _under_runs(
+            clients, urls, api_key, agents, outage, restore, runs, down_seconds, timeout
+        )
+    finally:
+        for each in clients.values():
+            for client in each:
+                await client.aclose()
+
+
+async def _under_runs(
+    clients: Mapping[str, list[LangGraphClient]],
+    urls: list[str],
+    api_key: str,
+    agents: Mapping[str, list[str]],
+    outage: Callable[[], Awaitable[None]],
+    restore: Callable[[], Awaitable[None]],
+    runs: int,
+    down_seconds: float,
+    timeout: float,
+) -> OutageReport:
+    lanes = [(name, k) for name in agents for k in range(runs)]  # (agent, its run number)
+    report = OutageReport(runs=len(lanes))
     threads = [str(uuid.uuid4()) for _ in lanes]
     for (name, k), thread_id in zip(lanes, threads, strict=True):
         await clients[name][k % len(clients[name])].threads.create(thread_id=thread_id)
@@ -199,9 +221,6 @@ async def outage_under_runs(
             counts = Counter(ids)
             report.duplicated += sum(n - 1 for n in counts.values())
             report.missing += len(set(stored) - set(counts))
-    for each in clients.values():
-        for client in each:
-            await client.aclose()
     return report
 
 

@@ -32,6 +32,7 @@ from agentctl.server.a2a.context import RUN_ID_KEY
 from agentctl.server.a2a.turns import Turn, is_approval, pending_interrupts, turn_of
 from agentctl.server.content import text_of
 from agentctl.server.context import Server
+from agentctl.server.run_streams import deletion_error
 from agentctl.server.services.runs import start_run
 from agentctl.storage.base import FINAL_RUN_STATUSES, Run
 
@@ -93,6 +94,7 @@ class RunExecutor(AgentExecutor):
             run_id=run.run_id,
             last_event_id=None,
             heartbeat=HEARTBEAT_SECONDS,
+            stop=self.server.deleted,
         ):
             if event is None:
                 continue
@@ -103,6 +105,8 @@ class RunExecutor(AgentExecutor):
             elif event.event == END_EVENT:
                 status = serde.loads(event.data)["status"]
         await answer.close()
+        if self.server.deleted.is_set() and status == "error" and error is None:
+            error = deletion_error(self.server)
         if turn.task_id in self._cancelled:  # `cancel` said it already
             return
         if status == "success":

@@ -33,7 +33,7 @@ from agentctl.server.access import Caller
 from agentctl.server.context import Server
 from agentctl.server.protocol.commands import Commands, error, malformed, success
 from agentctl.server.protocol.filters import EventFilter, parse_filter, parse_since
-from agentctl.server.protocol.stream import thread_events
+from agentctl.server.protocol.stream import agent_deleted, thread_events
 
 log = logging.getLogger("agentctl.server")
 _subscription_ids = itertools.count(1)
@@ -162,6 +162,10 @@ class SocketSession:
                     # A pump stopped (for a new subscription) mid-send still sends the whole
                     # frame: the subscriptions' cursors already count the event as given.
                     await asyncio.shield(self._send(event))
+            if self.server.deleted.is_set():  # a refusal: the client does not reconnect
+                await self._send(agent_deleted(self.server))
+                await self.socket.close(code=4404, reason="the agent was deleted")
+                return
             # The server stops: the client reconnects (to another replica) and resumes.
             await self.socket.close(code=1012, reason="the server is restarting")
         except asyncio.CancelledError:

@@ -8,8 +8,9 @@ from typing import Any
 
 from agentctl.server.access import Caller
 from agentctl.server.context import Server
+from agentctl.server.protocol.commands import error
 from agentctl.server.protocol.projection import ThreadProjection
-from agentctl.server.run_streams import follow_thread
+from agentctl.server.run_streams import deletion_error, follow_thread
 
 
 async def thread_events(
@@ -20,7 +21,8 @@ async def thread_events(
     since: int | None,
 ) -> AsyncIterator[dict[str, Any] | None]:
     """The thread's protocol events after `since` that `wanted` accepts, for as long as the
-    caller reads, the thread stays theirs, and the server runs; None when a heartbeat is due."""
+    caller reads, the thread stays theirs, and the server runs (`server.deleted` tells
+    whether it ended because the agent was deleted); None when a heartbeat is due."""
     projection = ThreadProjection(server.deployment.graph_id)
     async for stored in follow_thread(
         server, caller, thread_id, last_event_id=None, live_only=False
@@ -31,3 +33,9 @@ async def thread_events(
         for event in projection.project(stored):
             if (since is None or event["seq"] > since) and wanted(event):
                 yield event
+
+
+def agent_deleted(server: Server) -> dict[str, Any]:
+    """The error frame (`{"type": "error", "id": null, …}`) that ends a thread's stream when
+    its agent is deleted."""
+    return error(None, "no_such_agent", deletion_error(server)["message"])

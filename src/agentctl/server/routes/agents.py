@@ -137,7 +137,9 @@ async def delete_agent(name: str, request: Request) -> Response:
 
 @router.post("/platform/revisions", status_code=201, response_model=RevisionOut)
 async def deploy(body: RevisionUpload, request: Request) -> Response:
-    """Deploy a revision to the agent it names (`[agent].name`), created if new."""
+    """Deploy a revision to the agent it names (`[agent].name`), created if new. Answers
+    once every live replica serves it, or says which do not (`replicas`), after
+    `AGENTCTL_DEPLOY_WAIT_SECONDS` at most."""
     platform = operator_platform(request)
     archive = body.archive_bytes()
     limits = RevisionLimits.of(platform.settings)
@@ -155,6 +157,7 @@ async def deploy(body: RevisionUpload, request: Request) -> Response:
         raise
     view = revision_view(record, record.number)
     view["url"] = agent_url(request, name, platform.settings.public_url)
+    view["replicas"] = (await platform.rollout(name, record.number)).view()
     return json_response(view, status=201)
 
 
@@ -171,8 +174,11 @@ async def list_revisions(
 
 @router.post("/platform/agents/{name}/revisions/{number}/activate", response_model=RevisionOut)
 async def activate_revision(name: str, number: RevisionNumber, request: Request) -> Response:
-    agent = hosted(operator_platform(request), name)
-    return await activate(deployments(agent), number)
+    platform = operator_platform(request)
+    record = await activate(deployments(hosted(platform, name)), number)
+    view = revision_view(record, record.number)
+    view["replicas"] = (await platform.rollout(name, number)).view()
+    return json_response(view)
 
 
 @router.api_route(

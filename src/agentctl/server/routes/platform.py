@@ -65,4 +65,5 @@ async def get_revision(number: RevisionNumber, request: Request) -> Response:
 
 @router.post("/revisions/{number}/activate", response_model=RevisionOut)
 async def activate_revision(number: RevisionNumber, request: Request) -> Response:
-    return await activate(deployments_of(request), number)
+    record = await activate(deployments_of(request), number)
+    return json_response(revision_view(record, record.number))

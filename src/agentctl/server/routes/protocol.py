@@ -17,7 +17,7 @@ from agentctl.server.context import Server, server_of
 from agentctl.server.protocol.commands import Commands, error, malformed
 from agentctl.server.protocol.filters import parse_filter, parse_since
 from agentctl.server.protocol.socket import SocketSession
-from agentctl.server.protocol.stream import thread_events
+from agentctl.server.protocol.stream import agent_deleted, thread_events
 from agentctl.server.sse import HEARTBEAT, frame, stream_headers
 from agentctl.server.views import json_response
 
@@ -68,6 +68,8 @@ async def _frames(
             yield HEARTBEAT
         else:
             yield frame(event["method"], serde.dumps(event), str(event["seq"]))
+    if server.deleted.is_set():  # said, so that the client does not reconnect
+        yield frame("error", serde.dumps(agent_deleted(server)))
 
 
 @router.websocket("/threads/{thread_id}/stream/events")

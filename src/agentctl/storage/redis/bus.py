@@ -1,4 +1,6 @@
-"""The bus across replicas: Redis pub/sub on channels `{prefix}:bus:{topic}`.
+"""The bus across replicas: Redis pub/sub on channels `{prefix}:bus:{topic}`; and who is
+there: each member's state in a key `{prefix}:member:{member}` that expires unless renewed,
+the members' names in the set `{prefix}:members`.
 
 Every process, the publishing one included, gets each message once: its own pub/sub
 connection receives what it published, like everybody else's. Delivery is best effort, as
@@ -61,6 +63,40 @@ class RedisBus:
         self._handlers[topic].append(handler)
         self._topics[channel] = topic
         self._pubsub.add(channel)
+
+    async def announce(self, member: str, state: Message, ttl: float) -> None:
+        async with self._client.pipeline(transaction=False) as pipe:
+            pipe.set(self._member_key(member), serde.dumps(state), px=max(1, int(ttl * 1000)))
+            pipe.sadd(self._members_key, member)
+            await pipe.execute()
+
+    async def members(self) -> dict[str, Message]:
+        found = await self._client.smembers(self._members_key)
+        names = sorted(name.decode() if isinstance(name, bytes) else name for name in found)
+        if not names:
+            return {}
+        states = await self._client.mget([self._member_key(name) for name in names])
+        expired = [name for name, state in zip(names, states, strict=True) if state is None]
+        if expired:  # a member renewing meanwhile is back in the set at its next renewal
+            await self._client.srem(self._members_key, *expired)
+        return {
+            name: serde.loads(state)
+            for name, state in zip(names, states, strict=True)
+            if state is not None
+        }
+
+    async def withdraw(self, member: str) -> None:
+        async with self._client.pipeline(transaction=False) as pipe:
+            pipe.delete(self._member_key(member))
+            pipe.srem(self._members_key, member)
+            await pipe.execute()
+
+    @property
+    def _members_key(self) -> str:
+        return f"{self.prefix}:members"
+
+    def _member_key(self, member: str) -> str:
+        return f"{self.prefix}:member:{member}"
 
     async def ready(self, topic: str) -> bool:
         """Wait (up to the bus's timeout) until messages on `topic` published from now on
