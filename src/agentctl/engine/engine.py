@@ -98,7 +98,8 @@ class RunEngine:
         try:
             await self._requeue_orphans()
         except Exception as exc:  # an outage (a full disk): `_keep_leases` requeues them
-            self._outage_or_raise(exc)
+            if not self._noted_outage(exc):
+                raise
         self._background = [
             asyncio.create_task(self._dispatch(), name="agentctl-dispatcher"),
             asyncio.create_task(self._keep_leases(), name="agentctl-leases"),
@@ -125,7 +126,8 @@ class RunEngine:
             try:
                 released = await self.storage.runs.release(self.worker)
             except Exception as exc:  # an outage: they are retried once their lease expires
-                self._outage_or_raise(exc)
+                if not self._noted_outage(exc):
+                    raise
                 log.info("%d unfinished runs are retried once their lease expires", len(tasks))
                 return
             log.info("handed %d unfinished runs to the other replicas", len(released))
@@ -292,12 +294,14 @@ class RunEngine:
             self._wake.set()
 
     @staticmethod
-    def _outage_or_raise(exc: Exception) -> None:
-        """Note an outage (logged once, storage/outages.py); raise any other failure."""
+    def _noted_outage(exc: Exception) -> bool:
+        """Whether `exc` is an outage, then noted (logged once, storage/outages.py). The
+        caller raises anything else itself: raised from here, the exception would keep this
+        frame (and what the failed call held) in a reference cycle."""
         service = service_down(exc)
-        if service is None:
-            raise exc
-        outages.down(service, exc)
+        if service is not None:
+            outages.down(service, exc)
+        return service is not None
 
     @staticmethod
     def _log_failure(exc: Exception, message: str) -> None:
