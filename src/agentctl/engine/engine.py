@@ -25,6 +25,7 @@ from agentctl import serde
 from agentctl.engine import executor
 from agentctl.engine.admission import DEFAULT_MAX_LAG, Admission
 from agentctl.engine.deployment import Deployment
+from agentctl.engine.streams import mark_start
 from agentctl.engine.wire import END_EVENT
 from agentctl.errors import ThreadBusyError
 from agentctl.observability import bind_run, run_finished, run_span, run_started
@@ -137,6 +138,8 @@ class RunEngine:
                         )
         if run.kwargs.get("after_seconds"):
             run.not_before = now() + timedelta(seconds=float(run.kwargs["after_seconds"]))
+        if not run.temporary:  # a temporary run's thread is new: its log is empty
+            await mark_start(self.storage, run)
         await self.storage.runs.create(run)
         self._wake.set()
         await self._wake_others()
