@@ -26,7 +26,7 @@ from agentctl.engine import executor
 from agentctl.engine.admission import DEFAULT_MAX_LAG, Admission
 from agentctl.engine.deployment import Deployment
 from agentctl.engine.streams import mark_start
-from agentctl.engine.wire import END_EVENT
+from agentctl.engine.wire import END_EVENT, within
 from agentctl.errors import ThreadBusyError
 from agentctl.observability import bind_run, run_finished, run_span, run_started
 from agentctl.storage.base import Message, Run, RunStatus, Storage, ThreadUpdate, now
@@ -61,11 +61,13 @@ class RunEngine:
         max_lag: float | None = DEFAULT_MAX_LAG,
         run_timeout: float | None = None,
         lease: float = 30.0,
+        max_event_bytes: int | None = None,
     ) -> None:
         self.storage = storage
         self.deployment = deployment
         self.max_runs = max_runs
         self.run_timeout = run_timeout
+        self.max_event_bytes = max_event_bytes  # larger events are replaced (wire.within)
         self.lease = lease
         # This process among the replicas: the holder of its runs' leases.
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -337,7 +339,8 @@ class RunEngine:
         )
 
         async def publish(event: str, data: Any) -> None:
-            await self.storage.events.append(run.thread_id, run.run_id, event, serde.dumps(data))
+            data = within(run.run_id, event, serde.dumps(data), self.max_event_bytes)
+            await self.storage.events.append(run.thread_id, run.run_id, event, data)
 
         with run_span(run) as trace:
             try:
