@@ -168,6 +168,11 @@ async def test_pages_are_bounded_in_events_and_in_bytes(backend: Backend) -> Non
     assert await log.page("t", after=small[-1].id, limit=100, max_bytes=1500) == large[:2]
     assert await log.page("t", after=small[-1].id, limit=100, max_bytes=1) == large[:1]
     assert await log.page("t", after=large[-1].id, limit=100, max_bytes=1) == []
+    # Only the events' data counts: a replay that stops at a page short of both bounds
+    # reads to the end of the log.
+    exact = await append_many(log, "u", "r", [b"x" * 999] * 4)
+    assert await log.page("u", after=None, limit=100, max_bytes=2000) == exact[:3]
+    assert await log.page("u", after=None, limit=100, max_bytes=3000) == exact
 
 
 async def test_a_replay_holds_one_page_however_long_the_thread(backend: Backend) -> None:

@@ -187,8 +187,10 @@ async def _replay(
         page = reading.result()
         for event in page:
             yield event
-        if len(page) < PAGE_EVENTS and sum(len(event.data) for event in page) < PAGE_BYTES:
-            return
+        if not page or (
+            len(page) < PAGE_EVENTS and sum(len(event.data) for event in page) < PAGE_BYTES
+        ):
+            return  # the end of the log
         after = page[-1].id
 
 

@@ -60,15 +60,22 @@ redis.call('PUBLISH', ARGV[5], id .. ' ' .. #ARGV[1] .. ' ' .. #ARGV[2] .. '\\n'
 return id
 """
 APPEND_SHA = hashlib.sha1(APPEND.encode()).hexdigest()
-# KEYS[1] stream; ARGV: start, count, bytes. XRANGE from start, cut after the entry whose
-# field values bring the page to `bytes`: what leaves Redis is bounded in bytes too.
+# KEYS[1] stream; ARGV: start, count, bytes. Entries from start, read a few at a time, up
+# to `count` or to the one whose `data` brings the page to `bytes`: what a page costs Redis
+# and the client is bounded in bytes too.
 PAGE_OF_ENTRIES = """
-local entries = redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2])
-local page, size, most = {}, 0, tonumber(ARGV[3])
-for i, entry in ipairs(entries) do
-  page[i] = entry
-  for j = 2, #entry[2], 2 do size = size + #entry[2][j] end
-  if size >= most then break end
+local page, size, start = {}, 0, ARGV[1]
+local want, most = tonumber(ARGV[2]), tonumber(ARGV[3])
+while #page < want do
+  local asked = math.min(want - #page, 32)
+  local batch = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', asked)
+  for _, entry in ipairs(batch) do
+    page[#page + 1] = entry
+    size = size + #entry[2][6]  -- fields run_id, event, data (as APPEND writes them)
+    if size >= most then return page end
+  end
+  if #batch < asked then return page end
+  start = '(' .. batch[#batch][1]
 end
 return page
 """
