@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint format typecheck test test-fast check demo console screenshots bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost bench-load bench-console clean
+.PHONY: install lint format typecheck test test-fast check demo console screenshots bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost bench-replay bench-load bench-console clean
 
 install: $(STAMP)
 
@@ -100,6 +100,10 @@ bench-sandbox: install
 # Peak RSS and /ok stall during huge runs/wait inputs and a values-filtered thread search.
 bench-request-cost: install
 	$(BIN)/python bench/request_cost.py $(ARGS)
+
+# Replays and new runs on a thread of 1,000 runs against one of 10, on agentctl dev and serve.
+bench-replay: install
+	$(BIN)/python bench/replay.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) demo .mypy_cache .ruff_cache .pytest_cache

@@ -27,9 +27,10 @@ REPLAY_ALL = "-"
 # A run's option set by the server when it is created: the id of the thread's last event
 # then (none: the log was empty). The run's events all come after it.
 LOG_START = "log_start"
-# A replay reads the log a page at a time: at most PAGE_EVENTS events, and none after the
-# one that brings the page to PAGE_BYTES.
-PAGE_EVENTS, PAGE_BYTES = 500, 1024 * 1024
+# A replay reads the log a page at a time: at most PAGE_EVENTS events (the first pages
+# fewer: a run's stream often ends within them), and none after the one that brings the
+# page to PAGE_BYTES.
+FIRST_PAGE, PAGE_EVENTS, PAGE_BYTES = 32, 512, 1024 * 1024
 
 T = TypeVar("T")
 
@@ -176,9 +177,10 @@ async def _replay(
     """The stored events of the thread after `after`, a page at a time, with None every
     `heartbeat` seconds a page takes (an outage: it is read again until the service is
     back)."""
+    limit = FIRST_PAGE
     while True:
         read = functools.partial(
-            log.page, thread_id, after=after, limit=PAGE_EVENTS, max_bytes=PAGE_BYTES
+            log.page, thread_id, after=after, limit=limit, max_bytes=PAGE_BYTES
         )
         reading = _Patient(read)
         async with contextlib.aclosing(reading.wait(heartbeat)) as beats:
@@ -187,11 +189,10 @@ async def _replay(
         page = reading.result()
         for event in page:
             yield event
-        if not page or (
-            len(page) < PAGE_EVENTS and sum(len(event.data) for event in page) < PAGE_BYTES
-        ):
+        if not page or (len(page) < limit and sum(len(e.data) for e in page) < PAGE_BYTES):
             return  # the end of the log
         after = page[-1].id
+        limit = min(4 * limit, PAGE_EVENTS)
 
 
 class _Patient(Generic[T]):
