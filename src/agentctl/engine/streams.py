@@ -21,7 +21,7 @@ from agentctl import serde
 from agentctl.engine.wire import END_EVENT
 from agentctl.observability import metrics
 from agentctl.storage.base import Event, EventLog, Run, Storage, Subscription, event_position
-from agentctl.storage.outages import ride_out, service_down
+from agentctl.storage.outages import REDIS, outages, ride_out, service_down
 
 REPLAY_ALL = "-"
 # A run's option set by the server when it is created: the id of the thread's last event
@@ -62,6 +62,8 @@ async def mark_start(storage: Storage, run: Run) -> None:
     """Note in `run`, before it is stored, where its events will begin: after the thread's
     last event now. Not while the log's service is down: its followers then read the
     thread from its start."""
+    if outages.lately(REDIS, 0.0):  # known down: a run is not held up by asking it
+        return
     try:
         start = await storage.events.last_id(run.thread_id)
     except Exception as exc:
