@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint format typecheck test test-fast check demo console screenshots bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost bench-load bench-console bench-bounds clean
+.PHONY: install lint format typecheck test test-fast check demo console screenshots bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost bench-load bench-console bench-bounds bench-replay clean
 
 install: $(STAMP)
 
@@ -105,6 +105,10 @@ bench-request-cost: install
 # holding a sparse 1 GiB file (bench/bounds.py).
 bench-bounds: install
 	$(BIN)/python bench/bounds.py $(ARGS)
+
+# Replays and new runs on a thread of 1,000 runs against one of 10, on agentctl dev and serve.
+bench-replay: install
+	$(BIN)/python bench/replay.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) demo .mypy_cache .ruff_cache .pytest_cache

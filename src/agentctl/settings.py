@@ -99,6 +99,12 @@ SETTINGS: tuple[Setting, ...] = (
             "deploy` runs too."),
     Setting("AGENTCTL_MAX_REVISION_FILES", int, 5000,
             "The most files a revision may hold; checked as `AGENTCTL_MAX_REVISION_MB` is."),
+    Setting("AGENTCTL_MAX_EVENT_MB", int, 8,
+            "The largest streamed event a run may store and send, in MiB; a larger one (a "
+            "`values` event of a huge state, say) is replaced by an `EventTooLarge` error in "
+            "its place. A run's input or command, or a state update's values, over it is "
+            "answered 413, and so are its metadata, config metadata and tags over 1/64 of it "
+            "(they are repeated in every message chunk)."),
     Setting("AGENTCTL_MAX_INPUT_MESSAGES", int, 1000,
             "The most messages one request may send (a run's `input` or `command.update`, a "
             "state update); more are answered 413. The thread's earlier messages do not count."),
@@ -224,6 +230,7 @@ class Settings:
     max_body_mb: int
     max_revision_mb: int
     max_revision_files: int
+    max_event_mb: int
     max_input_messages: int
     max_search_scan: int
     header_timeout_seconds: float

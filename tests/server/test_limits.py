@@ -241,3 +241,74 @@ async def test_an_idle_connection_stays_open_longer_than_clients_keep_theirs(
             await reader.readexactly(length)
     finally:
         writer.close()
+
+
+@pytest.fixture
+async def small_events(demo: Path, tmp_path: Path) -> AsyncIterator[Running]:
+    """A server whose streamed events may hold 1 MiB (its bodies 4)."""
+    limits = Limits(max_body_mb=4, max_event_mb=1)
+    async with running_server(demo, tmp_path / "data", limits=limits) as running:
+        yield running
+
+
+async def test_what_no_event_could_carry_is_refused_naming_the_limit(
+    small_events: Running,
+) -> None:
+    """A run's input or command over the event limit, its metadata or tags over their share
+    of it (every message chunk repeats them), a state update's values over it: 413, naming
+    AGENTCTL_MAX_EVENT_MB."""
+    thread_id = (await small_events.client.threads.create())["thread_id"]
+    big = "x" * 1_200_000
+    refused = [
+        ("runs/stream", {"input": user(big)}, "input is 1.14 MiB"),
+        ("runs/wait", {"command": {"resume": big}}, "command is 1.14 MiB"),
+        ("runs", {"input": user("hi"), "metadata": {"note": "m" * 20_000}}, "metadata and"),
+        ("runs", {"input": user("hi"), "config": {"tags": ["t" * 20_000]}}, "repeated in every"),
+    ]
+    async with httpx.AsyncClient(base_url=small_events.url) as http:
+        for path, body, said in refused:
+            response = await http.post(
+                f"/threads/{thread_id}/{path}", json={"assistant_id": "demo", **body}
+            )
+            assert response.status_code == 413, response.text
+            detail = response.json()["detail"]
+            assert said in detail
+            assert "AGENTCTL_MAX_EVENT_MB" in detail
+            assert "limit 1 MiB" in detail
+        response = await http.post(
+            f"/threads/{thread_id}/state", json={"values": user(big), "as_node": "model"}
+        )
+        assert response.status_code == 413
+        assert "values is 1.14 MiB" in response.json()["detail"]
+    assert await small_events.client.runs.list(thread_id) == []
+
+
+async def test_an_event_over_the_limit_is_replaced_by_an_error_in_its_place(
+    small_events: Running,
+) -> None:
+    """A 0.7 MiB message fits in an event; the state after the model's answer holds it
+    twice (the agent keeps a copy of a large message in its files) and does not: that
+    `values` event is stored and sent as an `EventTooLarge` error, and the run goes on."""
+    client = small_events.client
+    thread_id = (await client.threads.create())["thread_id"]
+    message = "hello " + "x" * 700_000
+    parts = [
+        part
+        async for part in client.runs.stream(
+            thread_id, "demo", input=user(message), stream_mode=["values", "updates"]
+        )
+    ]
+    values = [part.data for part in parts if part.event == "values"]
+    assert values[0]["messages"][0]["content"] == message
+    replaced = [v["__error__"] for v in values if "__error__" in v]
+    assert replaced, [list(v) for v in values]
+    assert replaced[0]["error"] == "EventTooLarge"
+    assert "AGENTCTL_MAX_EVENT_MB" in replaced[0]["message"]
+    assert (parts[-1].event, parts[-1].data["status"]) == ("end", "success")
+    run_id = parts[0].data["run_id"]
+    stored = await small_events.server.storage.events.read(thread_id, after=None)
+    assert max(len(event.data) for event in stored) <= 1024 * 1024
+    joined = [p async for p in client.runs.join_stream(thread_id, run_id, last_event_id="-")]
+    assert [p.data for p in joined] == [p.data for p in parts]  # what was stored is what went
+    state: Any = await client.threads.get_state(thread_id)
+    assert state["values"]["messages"][-1]["content"].startswith("scripted reply to:")

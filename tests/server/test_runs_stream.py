@@ -179,3 +179,36 @@ async def test_thread_stream_takes_modes_as_a_json_list(agent: Running) -> None:
             if '"run_done"' in line:
                 break
     assert events == ["metadata", "metadata"]  # the run's start and its end, nothing else
+
+
+async def test_a_run_on_a_long_thread_reads_the_log_from_where_it_began(
+    agent: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stream of a new run, and a join replaying it from its start, read the thread's
+    event log from where it stood when the run was created: not the earlier runs' events."""
+    thread_id = (await agent.client.threads.create())["thread_id"]
+    events = agent.server.storage.events
+    for i in range(3000):  # what earlier runs left in the thread's log
+        await events.append(thread_id, f"earlier-{i // 30}", "values", b'{"messages": []}')
+    read: list[tuple[str | None, int]] = []  # (after, events read) of each page
+    page = events.page
+
+    async def recorded(thread: str, *, after: str | None, limit: int, max_bytes: int) -> Any:
+        got = await page(thread, after=after, limit=limit, max_bytes=max_bytes)
+        read.append((after, len(got)))
+        return got
+
+    monkeypatch.setattr(events, "page", recorded)
+    parts = [
+        part
+        async for part in agent.client.runs.stream(
+            thread_id, "demo", input=user("hello"), stream_mode="updates"
+        )
+    ]
+    run_id = parts[0].data["run_id"]
+    joined = [p async for p in agent.client.runs.join_stream(thread_id, run_id, last_event_id="-")]
+    assert [(p.event, p.id) for p in joined] == [(p.event, p.id) for p in parts]
+    assert None not in [after for after, _ in read]  # never from the thread's first event
+    assert sum(count for _, count in read) <= 2 * len(parts)  # each stream: the run alone
+    run: dict[str, Any] = dict(await agent.client.runs.get(thread_id, run_id))
+    assert "log_start" not in run["kwargs"]  # the server's own, not the API's

@@ -18,9 +18,9 @@ from typing import Any, cast
 
 import pytest
 
-from agentctl.engine.streams import follow
+from agentctl.engine.streams import PAGE_BYTES, PAGE_EVENTS, follow, mark_start, run_start
 from agentctl.engine.wire import END_EVENT
-from agentctl.storage.base import Event, EventLog, Storage, event_position
+from agentctl.storage.base import Event, EventLog, Run, Storage, event_position
 from tests.conftest import eventually
 
 
@@ -129,6 +129,107 @@ async def test_last_event_id_semantics(backend: Backend) -> None:
         await collect(log, "t", run_id="r", last_event_id=appended[2].id, limit=99)
         == (appended[3:])
     )
+
+
+class Recording:
+    """An event log whose page reads are recorded: what a follower asked for and got."""
+
+    def __init__(self, log: EventLog) -> None:
+        self.log = log
+        self.pages: list[list[Event]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.log, name)
+
+    async def page(
+        self, thread_id: str, *, after: str | None, limit: int, max_bytes: int
+    ) -> list[Event]:
+        page = await self.log.page(thread_id, after=after, limit=limit, max_bytes=max_bytes)
+        self.pages.append(page)
+        return page
+
+
+async def append_many(log: EventLog, thread: str, run_id: str, datas: list[bytes]) -> list[Event]:
+    appended: list[Event] = []
+    for start in range(0, len(datas), 100):  # concurrent appends go out together
+        batch = datas[start : start + 100]
+        appended += await asyncio.gather(*(log.append(thread, run_id, "v", d) for d in batch))
+    return appended
+
+
+async def test_pages_are_bounded_in_events_and_in_bytes(backend: Backend) -> None:
+    log = backend.log
+    small = await append_many(log, "t", "r", [b"%d" % i for i in range(30)])
+    large = await append_many(log, "t", "r", [b"x" * 1000] * 3)
+    assert await log.page("t", after=None, limit=10, max_bytes=1 << 20) == small[:10]
+    assert await log.page("t", after=small[9].id, limit=100, max_bytes=1 << 20) == [
+        *small[10:], *large]  # fmt: skip
+    # Cut after the event that reaches `max_bytes`: at least one, however large.
+    assert await log.page("t", after=small[-1].id, limit=100, max_bytes=1500) == large[:2]
+    assert await log.page("t", after=small[-1].id, limit=100, max_bytes=1) == large[:1]
+    assert await log.page("t", after=large[-1].id, limit=100, max_bytes=1) == []
+    # Only the events' data counts: a replay that stops at a page short of both bounds
+    # reads to the end of the log.
+    exact = await append_many(log, "u", "r", [b"x" * 999] * 4)
+    assert await log.page("u", after=None, limit=100, max_bytes=2000) == exact[:3]
+    assert await log.page("u", after=None, limit=100, max_bytes=3000) == exact
+
+
+async def test_a_replay_holds_one_page_however_long_the_thread(backend: Backend) -> None:
+    """A follower replaying a long thread reads it a bounded page at a time (in events and
+    in bytes), and gets every event once, in order."""
+    datas = [b"%d" % i for i in range(1200)] + [b"x" * 300_000] * 8 + [b"y"] * 300
+    appended = await append_many(backend.log, "long", "r", datas)
+    recording = Recording(backend.log)
+    got = await collect(
+        cast(EventLog, recording), "long", run_id=None, last_event_id="-", limit=len(datas)
+    )
+    assert got == appended
+    assert sum(len(page) for page in recording.pages) == len(appended)
+    for page in recording.pages:
+        assert len(page) <= PAGE_EVENTS
+        assert sum(len(event.data) for event in page[:-1]) < PAGE_BYTES
+
+
+async def test_a_run_is_read_from_where_the_log_stood_when_it_was_created(
+    backend: Backend,
+) -> None:
+    """On a long thread, a run's stream (from its start, a join or a new run's) reads only
+    what was appended after the run was created, not the thread's whole log."""
+    thread = "long"
+    earlier = await append_many(backend.log, thread, "old", [b"%d" % i for i in range(2000)])
+    run = Run("new", thread, "assistant")
+    await mark_start(storage_of(backend.log), run)
+    assert run_start(run) == earlier[-1].id
+    follower = asyncio.create_task(follow_run(backend.log, run))  # as a new run's stream
+    await asyncio.sleep(0.1)
+    events = [await backend.other.append(thread, "new", "v", b"%d" % i) for i in range(5)]
+    events.append(await backend.other.append(thread, "new", END_EVENT, b"{}"))
+    await backend.other.append(thread, "later", "v", b"another run")
+    new_stream, new_pages = await asyncio.wait_for(follower, 5)
+    joined, join_pages = await follow_run(backend.log, run)  # a join once it ended
+    assert new_stream == joined == events
+    assert new_pages + join_pages <= len(events) + 1  # the run's own events, and one more
+    empty = Run("first", "new-thread", "assistant")
+    await mark_start(storage_of(backend.log), empty)
+    assert run_start(empty) is None  # an empty log: from its start
+
+
+async def follow_run(log: EventLog, run: Run) -> tuple[list[Event], int]:
+    """A follower of `run` from its start: what it got, and how many events it read."""
+    recording = Recording(log)
+    got = await collect_from(cast(EventLog, recording), run)
+    return got, sum(len(page) for page in recording.pages)
+
+
+async def collect_from(log: EventLog, run: Run) -> list[Event]:
+    stream = cast(
+        AsyncGenerator[Event | None, None],
+        follow(storage_of(log), run.thread_id, run_id=run.run_id, last_event_id=None,
+               start=run_start(run)),
+    )  # fmt: skip
+    async with contextlib.aclosing(stream):
+        return [event async for event in stream if event is not None]
 
 
 async def test_an_id_past_the_end_of_the_log_follows_live(backend: Backend) -> None:
@@ -343,7 +444,9 @@ async def test_a_killed_pubsub_connection_loses_no_event(
     assert got == stored
     with pytest.raises(TimeoutError):  # and nothing twice
         await asyncio.wait_for(subscription.next(), 0.1)
-    assert "connection lost" in caplog.text
+    # Logged as an outage of Redis, once, and its end.
+    assert caplog.text.count("Redis is unavailable") == 1, caplog.text
+    assert "Redis is back" in caplog.text
     subscription.close()
 
 

@@ -28,7 +28,8 @@ from agentctl import serde
 from agentctl.engine import executor
 from agentctl.engine.admission import DEFAULT_MAX_LAG, Admission
 from agentctl.engine.deployment import Deployment
-from agentctl.engine.wire import END_EVENT
+from agentctl.engine.streams import mark_start
+from agentctl.engine.wire import END_EVENT, within
 from agentctl.errors import ThreadBusyError
 from agentctl.observability import bind_run, run_finished, run_span, run_started
 from agentctl.storage import fence as fencing
@@ -65,11 +66,13 @@ class RunEngine:
         max_lag: float | None = DEFAULT_MAX_LAG,
         run_timeout: float | None = None,
         lease: float = 30.0,
+        max_event_bytes: int | None = None,
     ) -> None:
         self.storage = storage
         self.deployment = deployment
         self.max_runs = max_runs
         self.run_timeout = run_timeout
+        self.max_event_bytes = max_event_bytes  # larger events are replaced (wire.within)
         self.lease = lease
         # This process among the replicas: the holder of its runs' leases.
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -154,6 +157,8 @@ class RunEngine:
                         )
         if run.kwargs.get("after_seconds"):
             run.not_before = now() + timedelta(seconds=float(run.kwargs["after_seconds"]))
+        if not run.temporary:  # a temporary run's thread is new: its log is empty
+            await mark_start(self.storage, run)
         await self.storage.runs.create(run)
         self._wake.set()
         await self._wake_others()
@@ -413,8 +418,8 @@ class RunEngine:
 
         async def publish(event: str, data: Any) -> None:
             await fence.check()
-            events = self.storage.events
-            await events.append(run.thread_id, run.run_id, event, serde.dumps(data), fence=fence)
+            data = within(run.run_id, event, serde.dumps(data), self.max_event_bytes)
+            await self.storage.events.append(run.thread_id, run.run_id, event, data, fence=fence)
 
         with run_span(run) as trace:
             try:

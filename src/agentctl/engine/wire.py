@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
+
+from agentctl import serde
+
+log = logging.getLogger("agentctl.engine")
 
 # Stream modes a client may ask for, and the langgraph mode that produces each.
 STREAM_MODES = {
@@ -24,6 +29,8 @@ PROTOCOL_MODES = ["values", "updates", "messages-tuple", "custom", "tools", "tas
 # waiting on the thread when it starts, if one waits.
 ANSWERS_INTERRUPT = "answers_interrupt"
 END_EVENT = "__end__"  # in the log only: marks the end of a run's events
+TOO_LARGE = "EventTooLarge"  # the error an event over the size limit is replaced with
+MIB = 1024 * 1024
 
 
 def normalize_modes(stream_mode: str | Sequence[str] | None) -> list[str]:
@@ -64,3 +71,20 @@ class MessageAccumulator:
         name = "messages/partial" if is_chunk else "messages/complete"
         events.append((name, [self.seen[message_id]]))
         return events
+
+
+def within(run_id: str, event: str, data: bytes, max_bytes: int | None) -> bytes:
+    """`data`, or, when it is over `max_bytes`, what stands for it in the log and on the
+    wire: `{"__error__": {"error": "EventTooLarge", "message"}}` under the same event name
+    (docs/server.md, Limits)."""
+    if max_bytes is None or len(data) <= max_bytes:
+        return data
+    size, most = len(data) / MIB, max_bytes / MIB
+    log.warning("run %s: a %s event of %.1f MiB was left out, over AGENTCTL_MAX_EVENT_MB (%g)",
+                run_id, event, size, most)  # fmt: skip
+    message = (
+        f"this {event} event was {size:.1f} MiB, more than the {most:g} MiB an event may "
+        "hold (AGENTCTL_MAX_EVENT_MB on the server), so it was left out; the thread's state "
+        "(GET /threads/{thread_id}/state) has the run's values"
+    )
+    return serde.dumps({"__error__": {"error": TOO_LARGE, "message": message}})

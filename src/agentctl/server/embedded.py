@@ -13,7 +13,7 @@ from agentctl.runtime import load_agent
 from agentctl.sandbox import open_sandboxes
 from agentctl.server.access import AccessPolicy
 from agentctl.server.context import Server
-from agentctl.server.limits import Limits
+from agentctl.server.limits import MIB, Limits
 from agentctl.server.origins import OriginPolicy
 from agentctl.settings import SandboxSettings
 from agentctl.storage.base import Storage
@@ -62,8 +62,14 @@ async def open_embedded_server(
             await sandboxes.aclose()
         raise
     deployment = Deployment(runtime)
+    limits = limits or Limits()
     engine = RunEngine(
-        storage, deployment, max_runs=max_runs, max_lag=max_lag, run_timeout=run_timeout
+        storage,
+        deployment,
+        max_runs=max_runs,
+        max_lag=max_lag,
+        run_timeout=run_timeout,
+        max_event_bytes=limits.max_event_mb * MIB,
     )
     return Server(
         storage=storage,
@@ -73,7 +79,7 @@ async def open_embedded_server(
         origins=OriginPolicy.for_dev() if origins is None else origins,
         info={"storage": storage.kind, "revision": revision_id},
         sandboxes=sandboxes,
-        limits=limits or Limits(),
+        limits=limits,
     )
 
 

@@ -4,8 +4,9 @@
 answers 413 to a body over `max_body_mb` before it is read whole and 408 to a body that does
 not arrive within `body_timeout_seconds`, and hands memory back to the system after a large
 one. What a connection may hold (headers, idle time, unread answers, how many are open) is
-bounded in `connections.py`; the input and search
-bounds are checked where those are handled (`check_messages`, `threads.py`).
+bounded in `connections.py`; the input and search bounds are checked where those are handled
+(`check_messages`, `check_event_size`, `threads.py`); the engine replaces an event over
+`max_event_mb` (`engine/wire.py`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ KIB = 1024
 MIB = KIB * KIB
 # A body at least this large is followed by handing freed memory back to the system.
 RELEASE_AFTER_BYTES = MIB
+# What a run repeats in every message chunk it streams (metadata, tags) may be this
+# fraction of the largest event.
+REPEATED_SHARE = 64
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class Limits:
     """The bounds of one request; field `x` is the setting `AGENTCTL_X`."""
 
     max_body_mb: int = 10
+    max_event_mb: int = 8
     max_input_messages: int = 1000
     max_search_scan: int = 10_000
     header_timeout_seconds: float = 10.0
@@ -106,6 +111,25 @@ def check_messages(limits: Limits, where: str, value: Any) -> None:
     if isinstance(messages, list) and len(messages) > limits.max_input_messages:
         what = f"{where}.messages has {len(messages)} messages, more than one request may send"
         raise ContentTooLarge(beyond(what, "max_input_messages", limits.max_input_messages))
+
+
+def check_event_size(limits: Limits, where: str, value: Any, *, repeated: bool = False) -> None:
+    """Refuse (413) a `value` (a run's input, a state update's values) whose JSON is larger
+    than a streamed event may be; one `repeated` in every message chunk a run streams (its
+    metadata and tags) may be 1/64 of that."""
+    if value is None:
+        return
+    most = limits.max_event_mb * MIB // (REPEATED_SHARE if repeated else 1)
+    size = len(serde.dumps(value))
+    if size > most:
+        what = f"{where} is {size / MIB:.2f} MiB, more than "
+        what += (
+            f"1/{REPEATED_SHARE} of the largest event (it is repeated in every message "
+            "chunk the run streams)"
+            if repeated
+            else "the largest event a run may stream"
+        )
+        raise ContentTooLarge(beyond(what, "max_event_mb", f"{limits.max_event_mb} MiB"))
 
 
 class Occurrences:

@@ -19,7 +19,7 @@ from agentctl.runtime.peers import Peers
 from agentctl.sandbox import open_sandboxes
 from agentctl.server.access import AccessPolicy
 from agentctl.server.context import Server
-from agentctl.server.limits import Limits
+from agentctl.server.limits import MIB, Limits
 from agentctl.server.origins import OriginPolicy, parse_origins
 from agentctl.settings import SandboxSettings, Settings
 from agentctl.storage.namespace import Namespace
@@ -76,6 +76,7 @@ async def open_agent_server(
             max_lag=max_lag_setting(settings.max_loop_lag_ms),
             run_timeout=settings.run_timeout_seconds,
             lease=settings.lease_seconds,
+            max_event_bytes=settings.max_event_mb * MIB,
         )
         server = Server(
             storage=storage,

@@ -15,7 +15,7 @@ from typing import Any
 from starlette.responses import StreamingResponse
 
 from agentctl import serde
-from agentctl.engine.streams import follow, run_done, wanted
+from agentctl.engine.streams import follow, run_done, run_start, wanted
 from agentctl.engine.wire import END_EVENT
 from agentctl.server import lookup
 from agentctl.server.access import Caller
@@ -67,6 +67,7 @@ def _follow_run(server: Server, run: Run, last_event_id: str | None) -> AsyncIte
         run.thread_id,
         run_id=run.run_id,
         last_event_id=last_event_id,
+        start=run_start(run),
         stored_only=run.status in FINAL_RUN_STATUSES,
         heartbeat=KEEPALIVE_SECONDS,
         stop=server.deleted,

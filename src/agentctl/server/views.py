@@ -7,6 +7,7 @@ from typing import Any
 from starlette.responses import Response
 
 from agentctl import serde
+from agentctl.engine.streams import LOG_START
 from agentctl.storage.base import BY_OPERATOR, Assistant, Cron, Run, Thread
 
 
@@ -56,7 +57,7 @@ def thread_view(thread: Thread, values: Any = None) -> dict[str, Any]:
 
 
 def run_view(run: Run) -> dict[str, Any]:
-    kwargs = {k: v for k, v in run.kwargs.items() if k not in ("user_id", BY_OPERATOR)}
+    kwargs = {k: v for k, v in run.kwargs.items() if k not in ("user_id", BY_OPERATOR, LOG_START)}
     return {
         "run_id": run.run_id,
         "thread_id": run.thread_id,

@@ -313,7 +313,15 @@ class EventLog(Protocol):
         self, thread_id: str, *, after: str | None, run_id: str | None = None
     ) -> list[Event]:
         """Stored events of the thread (only `run_id`'s when given) after id `after`
-        (from the beginning when None)."""
+        (from the beginning when None), all at once: for short logs (tests, tools). Streams
+        read a page at a time (`page`, engine/streams.py)."""
+
+    async def page(
+        self, thread_id: str, *, after: str | None, limit: int, max_bytes: int
+    ) -> list[Event]:
+        """Stored events of the thread after id `after` (from the beginning when None), in
+        order: at most `limit`, and none after the one whose data brings the page to
+        `max_bytes`. A page short of both bounds is the end of the log."""
 
     async def last_id(self, thread_id: str) -> str | None:
         """The id of the thread's latest stored event (None when it has none)."""

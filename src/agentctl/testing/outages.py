@@ -215,7 +215,7 @@ async def _under_runs(
         run = await client.runs.get(thread_id, run_id)
         if run["status"] != "success":
             report.failed[run_id] = run["status"]
-        stored = await _stored(client, thread_id, run_id)
+        stored = await stored_ids(client, thread_id, run_id)
         report.events += len(stored)
         for ids in seen.get(run_id, []):
             counts = Counter(ids)
@@ -224,7 +224,7 @@ async def _under_runs(
     return report
 
 
-async def _stored(client: Any, thread_id: str, run_id: str) -> list[str]:
+async def stored_ids(client: Any, thread_id: str, run_id: str) -> list[str]:
     """The ids of the run's stored events (as far as they go when it never ended)."""
     ids: list[str] = []
     with contextlib.suppress(TimeoutError):

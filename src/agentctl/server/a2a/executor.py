@@ -25,7 +25,7 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Part, TaskState
 
 from agentctl import serde
-from agentctl.engine.streams import follow
+from agentctl.engine.streams import follow, run_start
 from agentctl.engine.wire import END_EVENT
 from agentctl.errors import RequestError
 from agentctl.server.a2a.context import RUN_ID_KEY
@@ -93,6 +93,7 @@ class RunExecutor(AgentExecutor):
             run.thread_id,
             run_id=run.run_id,
             last_event_id=None,
+            start=run_start(run),
             heartbeat=HEARTBEAT_SECONDS,
             stop=self.server.deleted,
         ):

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentctl import serde
+from agentctl.engine.streams import run_start, stored
 from agentctl.engine.wire import PROTOCOL_MODES
 from agentctl.errors import AgentctlError, CommandError, RequestError
 from agentctl.server import lookup
@@ -25,7 +26,7 @@ from agentctl.server.protocol.projection import RunView, ThreadProjection
 from agentctl.server.run_requests import RunCreate
 from agentctl.server.services.runs import start_run
 from agentctl.server.state_view import state_view, thread_config
-from agentctl.storage.base import Thread
+from agentctl.storage.base import Run, Thread
 
 Data = dict[str, Any]
 
@@ -243,16 +244,21 @@ class Commands:
         """The root graph and the subgraphs (subagents) its latest run (or `run_id`) opened."""
         await self.thread()
         wanted = params.get("run_id")
+        run: Run | None = None
         if wanted is None:
             runs = await self.server.storage.runs.list(
                 self.thread_id, status=None, limit=1, offset=0
             )
-            wanted = runs[0].run_id if runs else None
+            run = runs[0] if runs else None
+            wanted = run.run_id if run else None
+        elif isinstance(wanted, str):
+            run = await self.server.storage.runs.get(wanted)
         view: RunView | None = None
         if isinstance(wanted, str):
             projection = ThreadProjection(self.server.deployment.graph_id)
-            for event in await self.server.storage.events.read(
-                self.thread_id, after=None, run_id=wanted
+            start = run_start(run) if run is not None and run.thread_id == self.thread_id else None
+            async for event in stored(
+                self.server.storage, self.thread_id, run_id=wanted, start=start
             ):
                 view = projection.view_of(event)
         if params.get("run_id") is not None and view is None:

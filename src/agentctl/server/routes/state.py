@@ -12,7 +12,7 @@ from agentctl.server import lookup, views
 from agentctl.server.access import caller_of
 from agentctl.server.context import Server, server_of
 from agentctl.server.fields import Body, Limit, Metadata
-from agentctl.server.limits import check_messages
+from agentctl.server.limits import check_event_size, check_messages
 from agentctl.server.openapi import CONFLICT
 from agentctl.server.schemas import StateUpdateOut, ThreadStateOut
 from agentctl.server.services.state import update_thread_state
@@ -114,6 +114,7 @@ async def post_state_at(request: Request, thread_id: str, body: StateAtCheckpoin
 @router.post("/threads/{thread_id}/state", response_model=StateUpdateOut, responses=CONFLICT)
 async def update_state(request: Request, thread_id: str, body: StateUpdate) -> Response:
     check_messages(server_of(request).limits, "values", body.values)
+    check_event_size(server_of(request).limits, "values", body.values)
     server = await _checked(request, thread_id)
     config = _config(thread_id, body.checkpoint, body.checkpoint_id)
     checkpoint = await update_thread_state(server, thread_id, config, body.values, body.as_node)

@@ -10,7 +10,7 @@ from agentctl.server import lookup
 from agentctl.server.access import Caller
 from agentctl.server.context import Server
 from agentctl.server.errors import not_found
-from agentctl.server.limits import check_messages
+from agentctl.server.limits import check_event_size, check_messages
 from agentctl.server.run_requests import RunCreate
 from agentctl.storage.base import Run, Thread, new_id
 
@@ -33,6 +33,7 @@ async def start_run(
     check_messages(server.limits, "input", body.input)
     if body.command is not None:
         check_messages(server.limits, "command.update", body.command.update)
+    check_sizes(server, body)
     assistant = await lookup.get_assistant(server, body.assistant_id)
     # A thread the run creates has the run's metadata and names its graph and assistant;
     # an existing one gets the names when the run starts (engine).
@@ -73,3 +74,17 @@ async def start_run(
         if answers_interrupt:
             run.kwargs[ANSWERS_INTERRUPT] = True
     return await server.engine.submit(run)  # ThreadBusyError: 409
+
+
+def check_sizes(server: Server, body: RunCreate) -> None:
+    """Refuse (413) a run whose events could not carry what it sends: an input or command
+    larger than an event may be, or metadata and tags, which every message chunk repeats,
+    larger than their share of it."""
+    limits = server.limits
+    check_event_size(limits, "input", body.input)
+    if body.command is not None:
+        check_event_size(limits, "command", body.command.model_dump(exclude_unset=True))
+    config = body.config or {}
+    repeated = {"metadata": body.metadata, "config.metadata": config.get("metadata"),
+                "config.tags": config.get("tags")}  # fmt: skip
+    check_event_size(limits, " and ".join(repeated), list(repeated.values()), repeated=True)

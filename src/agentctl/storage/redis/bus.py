@@ -5,7 +5,7 @@ the members' names in the set `{prefix}:members`.
 Every process, the publishing one included, gets each message once: its own pub/sub
 connection receives what it published, like everybody else's. Delivery is best effort, as
 the `Bus` protocol allows: a process whose connection is down misses what is published
-meanwhile, and a publish that cannot reach Redis is logged, not raised.
+meanwhile, and a publish that cannot reach Redis is not raised (the outage is logged once).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections import defaultdict
 from agentctl import serde
 from agentctl.storage.base import Handler, Message
 from agentctl.storage.bus import deliver
+from agentctl.storage.outages import REDIS, outages, service_down
 from agentctl.storage.redis.pubsub import PubSub, stop
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
@@ -56,7 +57,10 @@ class RedisBus:
         try:
             await self._client.publish(channel, serde.dumps(message))
         except RedisError as exc:
-            log.warning("publishing on bus topic %r failed: %s", topic, exc)
+            if service_down(exc):
+                outages.down(REDIS, exc)  # logged once per outage
+            else:
+                log.warning("publishing on bus topic %r failed: %s", topic, exc)
 
     def subscribe(self, topic: str, handler: Handler) -> None:
         channel = self.channel(topic)

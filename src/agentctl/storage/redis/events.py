@@ -16,11 +16,12 @@ Live subscriptions of a process share one pub/sub connection. A thread's feed st
 *baseline* — the stream's last id, read when its first local subscription appears — and
 from then on delivers every entry after it exactly once, in order: whatever was appended
 before the channel's SUBSCRIBE was confirmed (or while the connection was down) is read
-from the stream, the rest comes by pub/sub, and ids seen already are dropped. `read`
-waits for the baseline of a thread being subscribed, so a follower that subscribes, then
-reads, then takes live events with greater ids (engine/streams.py) can lose none. (A
-subscriber that never reads may miss what is appended while its baseline is read: one
-round trip after `subscribe`.)
+from the stream, the rest comes by pub/sub, and ids seen already are dropped. Reads
+(`read`, `page`) wait for the baseline of a thread being subscribed, so a follower that
+subscribes, then reads, then takes live events with greater ids (engine/streams.py) can
+lose none. (A subscriber that never reads may miss what is appended while its baseline is
+read: one round trip after `subscribe`.) Followers read a page at a time (XRANGE with
+COUNT), so a replay holds one page, however long the thread.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from typing import Any, cast
 from agentctl.errors import RuntimeFailure
 from agentctl.storage.base import Event, event_position
 from agentctl.storage.fence import Fence
-from agentctl.storage.outages import ride_out, service_down
+from agentctl.storage.outages import LONGEST_DELAY, REDIS, outages, ride_out, service_down
 from agentctl.storage.redis.pubsub import PubSub, stop
 from agentctl.storage.subscription import QueueSubscription
 from redis.asyncio import Redis
@@ -74,6 +75,25 @@ if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then
   redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
 end
 """
+# KEYS[1] stream; ARGV: start, count, bytes. Entries from start, read a few at a time, up
+# to `count` or to the one whose `data` brings the page to `bytes`: what a page costs Redis
+# and the client is bounded in bytes too.
+PAGE_OF_ENTRIES = """
+local page, size, start = {}, 0, ARGV[1]
+local want, most = tonumber(ARGV[2]), tonumber(ARGV[3])
+while #page < want do
+  local asked = math.min(want - #page, 32)
+  local batch = redis.call('XRANGE', KEYS[1], start, '+', 'COUNT', asked)
+  for _, entry in ipairs(batch) do
+    page[#page + 1] = entry
+    size = size + #entry[2][6]  -- fields run_id, event, data (as APPEND writes them)
+    if size >= most then return page end
+  end
+  if #batch < asked then return page end
+  start = '(' .. batch[#batch][1]
+end
+return page
+"""
 PAGE = 1000  # stream entries per XRANGE
 Position = tuple[int, int]
 Entries = list[tuple[bytes, dict[bytes, bytes]]]
@@ -94,11 +114,31 @@ def _entry(entry_id: bytes | str, fields: dict[bytes, bytes]) -> Event:
     )
 
 
+def _fields(fields: dict[bytes, bytes] | list[bytes]) -> dict[bytes, bytes]:
+    """An entry's fields, from XRANGE (a map) or from a script (a flat list)."""
+    if isinstance(fields, dict):
+        return fields
+    return dict(zip(fields[::2], fields[1::2], strict=True))
+
+
+def _start(after: str | None) -> str:
+    """The XRANGE start of the entries after id `after` (all when None)."""
+    return "({}-{}".format(*event_position(after)) if after else "-"
+
+
 def _message(payload: bytes) -> Event:
     head, _, rest = payload.partition(b"\n")
     entry_id, run_length, event_length = head.split(b" ")
     split, end = int(run_length), int(run_length) + int(event_length)
     return Event(entry_id.decode(), rest[:split].decode(), rest[split:end].decode(), rest[end:])
+
+
+def _failed(what: str, exc: RedisError) -> None:
+    """Log a failed read of a live feed: once per outage when Redis cannot be reached."""
+    if service_down(exc):
+        outages.down(REDIS, exc)
+    else:
+        log.warning("%s failed (%s); retrying", what, exc)
 
 
 class _Feed:
@@ -148,6 +188,7 @@ class RedisEventLog:
         self._number = 0
         self._flusher: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._page = client.register_script(PAGE_OF_ENTRIES)
         self._pubsub = PubSub(
             client,
             name=f"{prefix}:events",
@@ -256,21 +297,27 @@ class RedisEventLog:
     async def read(
         self, thread_id: str, *, after: str | None, run_id: str | None = None
     ) -> list[Event]:
-        start = "({}-{}".format(*event_position(after)) if after else "-"
-        feed = self._feeds.get(thread_id)
-        if feed is not None and feed.baseline is not None and feed.last is None:
-            # A live feed of this thread is starting: read from after its baseline, so
-            # that what it will not deliver is read here.
-            await asyncio.wait({feed.baseline}, timeout=self._timeout)
-            if feed.last is None and self._current(feed):
-                raise RuntimeFailure(
-                    f"Redis did not answer within {self._timeout:g} s (reading thread "
-                    f"{thread_id}'s events)"
-                ) from None
-        events = await self._range(self.key(thread_id), start)
+        await self._after_baseline(thread_id)
+        events = await self._range(self.key(thread_id), _start(after))
         if run_id is not None:
             events = [event for event in events if event.run_id == run_id]
         return events
+
+    async def page(
+        self, thread_id: str, *, after: str | None, limit: int, max_bytes: int
+    ) -> list[Event]:
+        await self._after_baseline(thread_id)
+        args = (_start(after), limit, max_bytes)
+        entries = cast(Entries, await self._page(keys=[self.key(thread_id)], args=args))
+        return [_entry(entry_id, _fields(fields)) for entry_id, fields in entries]
+
+    async def _after_baseline(self, thread_id: str) -> None:
+        """Wait for the baseline of a live feed of the thread that is starting, so that what
+        it will not deliver is read. While Redis cannot be reached, that is until it is back
+        (the feed reads it again meanwhile; followers send heartbeats)."""
+        feed = self._feeds.get(thread_id)
+        if feed is not None and feed.baseline is not None and feed.last is None:
+            await asyncio.wait({feed.baseline})
 
     async def _range(self, key: str, start: str) -> list[Event]:
         events: list[Event] = []
@@ -330,9 +377,10 @@ class RedisEventLog:
                 entries = cast(Entries, await self._client.xrevrange(feed.key, count=1))
                 break
             except RedisError as exc:
-                log.warning("reading the end of %s failed (%s); retrying", feed.key, exc)
+                _failed(f"reading the end of {feed.key}", exc)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                delay = min(delay * 2, LONGEST_DELAY)
+        outages.up(REDIS)
         feed.last = event_position(_text(entries[0][0])) if entries else (0, 0)
         self._catch_up_if_ready(feed)
 
@@ -379,10 +427,11 @@ class RedisEventLog:
                 try:
                     stored = await self._range(feed.key, "({}-{}".format(*feed.last))
                 except RedisError as exc:
-                    log.warning("catching up on %s failed (%s); retrying", feed.key, exc)
+                    _failed(f"catching up on {feed.key}", exc)
                     await asyncio.sleep(delay)
-                    delay = min(delay * 2, 5.0)
+                    delay = min(delay * 2, LONGEST_DELAY)
                     continue
+                outages.up(REDIS)
                 for event in stored:
                     feed.deliver(event)
                 held, feed.held = feed.held, []

@@ -5,7 +5,9 @@ and reads every reply in a single task. It knows which channels the server has c
 on the current connection (`confirmed`), so an owner can tell when messages published from
 now on will reach it. A dropped or silent connection is replaced with back-off, every wanted
 channel subscribed again, and the owner told (`on_disconnect`, then `on_confirm` per channel)
-so that it can fetch what was published in between from wherever it is stored.
+so that it can fetch what was published in between from wherever it is stored. A lost
+connection is an outage of Redis, logged once for the process (storage/outages.py) however
+many connections and attempts it costs.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from agentctl.storage.outages import LONGEST_DELAY, REDIS, outages
 from redis.asyncio import Redis
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -65,7 +68,7 @@ class PubSub:
         on_disconnect: Callable[[], None] = lambda: None,
         ping_interval: float = 5.0,
         min_backoff: float = 0.05,
-        max_backoff: float = 5.0,
+        max_backoff: float = LONGEST_DELAY,
     ) -> None:
         self.name = name
         self._client = client
@@ -196,17 +199,13 @@ class PubSub:
                 self._dirty = True
                 await self._sync()
                 self._connected.set()
-                if delay > self._backoff[0]:
-                    log.warning("%s: Redis pub/sub connection is back", self.name)
+                outages.up(REDIS)
                 delay = self._backoff[0]
                 await self._read(conn)
             except (RedisError, OSError) as exc:
-                log.warning(
-                    "%s: Redis pub/sub connection lost (%s); reconnecting in %.2f s",
-                    self.name,
-                    exc or type(exc).__name__,
-                    delay,
-                )
+                outages.down(REDIS, exc)
+                log.debug("%s: Redis pub/sub connection lost (%s); reconnecting in %.2f s",
+                          self.name, exc or type(exc).__name__, delay)  # fmt: skip
             finally:
                 self._drop(conn)
                 await conn.disconnect(nowait=True)

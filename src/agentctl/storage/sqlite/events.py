@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 
 from agentctl.storage.base import Event, event_position
 from agentctl.storage.fence import Fence
@@ -21,6 +22,16 @@ from agentctl.storage.subscription import QueueSubscription
 INSERT_EVENT = (
     "INSERT INTO events (thread_id, ms, seq, run_id, event, data) VALUES (?, ?, ?, ?, ?, ?)"
 )
+
+
+SELECT_AFTER = (
+    "SELECT ms, seq, run_id, event, data FROM events WHERE thread_id = ? AND (ms, seq) > (?, ?)"
+)
+SELECT_LAST = "SELECT ms, seq FROM events WHERE thread_id = ? ORDER BY ms DESC, seq DESC LIMIT 1"
+
+
+def _events(rows: Iterable[tuple[int, int, str, str, bytes]]) -> list[Event]:
+    return [Event(f"{ms}-{seq}", run_id, name, bytes(data)) for ms, seq, run_id, name, data in rows]
 
 
 class SqliteEventLog:
@@ -45,10 +56,7 @@ class SqliteEventLog:
     def _next_position(self, thread_id: str) -> tuple[int, int]:
         last = self._last.get(thread_id)
         if last is None:
-            row = self.conn.execute(
-                "SELECT ms, seq FROM events WHERE thread_id = ? ORDER BY ms DESC, seq DESC LIMIT 1",
-                (thread_id,),
-            ).fetchone()
+            row = self.conn.execute(SELECT_LAST, (thread_id,)).fetchone()
             last = (row[0], row[1]) if row else (0, -1)
         ms = max(time.time_ns() // 1_000_000, last[0])
         position = (ms, last[1] + 1 if ms == last[0] else 0)
@@ -59,28 +67,39 @@ class SqliteEventLog:
         self, thread_id: str, *, after: str | None, run_id: str | None = None
     ) -> list[Event]:
         self.db.flush()
-        ms, seq = event_position(after) if after else (-1, -1)
-        query = (
-            "SELECT ms, seq, run_id, event, data FROM events WHERE thread_id = ? "
-            "AND (ms > ? OR (ms = ? AND seq > ?))"
-        )
-        params: list[object] = [thread_id, ms, ms, seq]
+        query = SELECT_AFTER
+        params: list[object] = [thread_id, *(event_position(after) if after else (-1, -1))]
         if run_id is not None:
             query += " AND run_id = ?"
             params.append(run_id)
-        rows = self.conn.execute(query + " ORDER BY ms, seq", params).fetchall()
-        return [Event(f"{m}-{s}", rid, name, bytes(data)) for m, s, rid, name, data in rows]
+        return _events(self.conn.execute(query + " ORDER BY ms, seq", params))
+
+    async def page(
+        self, thread_id: str, *, after: str | None, limit: int, max_bytes: int
+    ) -> list[Event]:
+        self.db.flush()
+        position = event_position(after) if after else (-1, -1)
+        query = SELECT_AFTER + " ORDER BY ms, seq LIMIT ?"
+        page: list[Event] = []
+        size = 0
+        for ms, seq, run_id, name, data in self.conn.execute(query, (thread_id, *position, limit)):
+            page.append(Event(f"{ms}-{seq}", run_id, name, bytes(data)))
+            size += len(data)
+            if size >= max_bytes:
+                break
+        return page
 
     async def supersede(self, run_id: str, attempt: int) -> None:
         """Nothing to do: a fenced append reads the run's row."""
 
     async def last_id(self, thread_id: str) -> str | None:
-        self.db.flush()
-        row = self.conn.execute(
-            "SELECT ms, seq FROM events WHERE thread_id = ? ORDER BY ms DESC, seq DESC LIMIT 1",
-            (thread_id,),
-        ).fetchone()
-        return f"{row[0]}-{row[1]}" if row else None
+        # The last append of this process (its row may still wait for the next commit), or
+        # the last row stored: no other process writes this database.
+        last = self._last.get(thread_id)
+        if last is None:
+            row = self.conn.execute(SELECT_LAST, (thread_id,)).fetchone()
+            last = (row[0], row[1]) if row else None
+        return f"{last[0]}-{last[1]}" if last is not None else None
 
     def subscribe(self, thread_id: str) -> QueueSubscription:
         subscription = QueueSubscription(functools.partial(self._unsubscribe, thread_id))
