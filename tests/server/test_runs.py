@@ -479,3 +479,27 @@ async def test_runs_waiting_for_their_model_share_a_small_postgres_pool(
             for run in runs:
                 await agent.client.runs.join(run["thread_id"], run["run_id"])
             assert await storage.runs.count_by_status() == {"success": count}
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+async def test_a_stateless_run_on_postgres_leaves_nothing_behind(
+    request: pytest.FixtureRequest, demo: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its thread, checkpoints and run go once it ended: deleting them is not a write of the
+    run's attempt (whose row goes first), so nothing refuses it."""
+    async with postgres_opener(request) as open_postgres:
+        storage = await open_postgres(request.getfixturevalue("database_url"))
+        async with running_server(demo, tmp_path / "data", storage=storage) as agent:
+            values = await agent.client.runs.wait(None, "demo", input=user("@say done"))
+            assert isinstance(values, dict)
+            assert values["messages"][-1]["content"] == "done"
+
+            async def nothing_left() -> bool:
+                async with storage.pool.connection() as conn:
+                    cursor = await conn.execute("SELECT count(*) AS n FROM checkpoints")
+                    left = (await cursor.fetchone())["n"]  # type: ignore[index]
+                return left == 0 and await storage.runs.count_by_status() == {}
+
+            await eventually(nothing_left, 10, "the stateless run's records to go")
+    assert "lost the run" not in caplog.text

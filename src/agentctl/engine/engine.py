@@ -82,12 +82,12 @@ class RunEngine:
         self.admission = Admission(max_runs, max_lag)
         self._wake = asyncio.Event()
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        # The fence of the attempt of each run executing here.
-        self._fences: dict[str, Fence] = {}
+        # The attempt of each run executing here: its fence and its task.
+        self._attempts: dict[str, tuple[Fence, asyncio.Task[None]]] = {}
         self._cancel_actions: dict[asyncio.Task[None], StopReason] = {}
         # Runs recording how they ended: their status is no longer `running`, so their
         # lease is not renewed, yet they are not lost: they must not be stopped mid-way.
-        self._finishing: set[str] = set()
+        self._finishing: set[asyncio.Task[None]] = set()
         # Cancels that arrived for a run this process claimed but had not started yet.
         self._early_cancels: dict[str, tuple[CancelAction, float]] = {}
         self._background: list[asyncio.Task[None]] = []
@@ -191,12 +191,18 @@ class RunEngine:
         task = self._tasks.get(run_id)
         if task is None:
             return False
-        if run_id in self._finishing:  # it ended: too late to stop it (it may be waiting
+        if task in self._finishing:  # it ended: too late to stop it (it may be waiting
             return True  # for the storage to record that, e.g. a full disk)
         if task not in self._cancel_actions:  # a second cancel would cut clean-up short
             self._cancel_actions[task] = action
             task.cancel("cancelled")
         return True
+
+    @staticmethod
+    def _current() -> asyncio.Task[None]:
+        task = asyncio.current_task()
+        assert task is not None
+        return task
 
     def _lose(self, task: asyncio.Task[None]) -> None:
         """Stop an attempt that no longer holds its run: it writes nothing more, and the run
@@ -262,12 +268,12 @@ class RunEngine:
                 self.admission.release()
                 await self._sleep_until_woken()
                 continue
-            # An earlier attempt still executing here stalled past its lease: it stops
-            # before this one starts, so a run never executes in two attempts at once.
+            # An earlier attempt still executing here stalled past its lease: it stops at
+            # its next step, and every write it tries meanwhile is refused.
             previous = self._tasks.get(run.run_id)
             if previous is not None:
                 self._lose(previous)
-            task = asyncio.create_task(self._run(run, asked, previous), name=f"run-{run.run_id}")
+            task = asyncio.create_task(self._run(run, asked), name=f"run-{run.run_id}")
             self._tasks[run.run_id] = task
             early = self._early_cancels.pop(run.run_id, None)
             if early is not None:
@@ -279,14 +285,13 @@ class RunEngine:
         while True:
             await asyncio.sleep(self.lease / 3)
             try:
-                executing = list(self._fences.values())
+                executing = list(self._attempts.values())
                 asked = time.monotonic()
                 held = await self.storage.runs.renew(self.worker, self.lease)
-                for fence in executing:
-                    task = self._tasks.get(fence.run_id)
+                for fence, task in executing:
                     if held.get(fence.run_id) == fence.attempt:
                         fence.granted(asked)
-                    elif task is not None and fence.run_id not in self._finishing:
+                    elif task not in self._finishing:
                         log.warning("run %s: lease lost to another replica; stopping", fence.run_id)
                         self._lose(task)
                 await self._requeue_orphans()
@@ -335,13 +340,9 @@ class RunEngine:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), timeout)
 
-    async def _run(self, run: Run, asked: float, previous: asyncio.Task[None] | None) -> None:
-        """Execute the attempt of `run` claimed at `asked` (monotonic), once `previous` (an
-        earlier attempt still here) has stopped."""
-        task = asyncio.current_task()
-        assert task is not None
-        if previous is not None:
-            await asyncio.wait([previous])
+    async def _run(self, run: Run, asked: float) -> None:
+        """Execute the attempt of `run` claimed at `asked` (monotonic)."""
+        task = self._current()
         fence = Fence(
             run.run_id,
             run.attempt,
@@ -352,7 +353,7 @@ class RunEngine:
             lease=self.lease,
         )
         fence.granted(asked)
-        self._fences[run.run_id] = fence
+        self._attempts[run.run_id] = (fence, task)
         fencing.current.set(fence)  # this task's own context: its checkpoint writes
         started, status = time.monotonic(), "requeued"  # unless it ends here
         run_started(run)
@@ -370,9 +371,9 @@ class RunEngine:
             finally:
                 if self._tasks.get(run.run_id) is task:
                     del self._tasks[run.run_id]
-                    self._finishing.discard(run.run_id)
-                if self._fences.get(run.run_id) is fence:
-                    del self._fences[run.run_id]
+                if self._attempts.get(run.run_id, (None,))[0] is fence:
+                    del self._attempts[run.run_id]
+                self._finishing.discard(task)
                 self._cancel_actions.pop(task, None)
                 self.admission.release()
                 self._wake.set()
@@ -431,8 +432,7 @@ class RunEngine:
                 outcome = executor.Outcome("timeout", failure)
                 await publish("error", outcome.error)
             except asyncio.CancelledError:
-                task = asyncio.current_task()
-                action = self._cancel_actions.get(task) if task is not None else None
+                action = self._cancel_actions.get(self._current())
                 if action == "interrupt" or action == "rollback":
                     await self._finish_cancelled(run, graph, action, fence)
                 raise
@@ -443,7 +443,7 @@ class RunEngine:
     async def _finish(self, run: Run, graph: Any, outcome: executor.Outcome, fence: Fence) -> None:
         """Record how the run ended, then tell its clients. The status write is fenced: an
         attempt that lost the run ends nothing."""
-        self._finishing.add(run.run_id)
+        self._finishing.add(self._current())
         await ride_out(
             lambda: self.storage.runs.finish(
                 run.run_id, outcome.status, error=outcome.error, fence=fence
@@ -451,13 +451,12 @@ class RunEngine:
         )
         await ride_out(lambda: self._settle_thread(run, graph, outcome.status, fence))
         await self._append_end(run, outcome.status, fence=fence)
-        if run.temporary:
-            await ride_out(lambda: self.storage.threads.delete(run.thread_id))
+        await self._delete_if_temporary(run)
 
     async def _finish_cancelled(
         self, run: Run, graph: Any, action: CancelAction, fence: Fence
     ) -> None:
-        self._finishing.add(run.run_id)
+        self._finishing.add(self._current())
         storage = self.storage
         after: Fence | None = fence
         if action == "rollback":
@@ -473,8 +472,14 @@ class RunEngine:
         settled: RunStatus = "interrupted" if action == "interrupt" else "success"
         await ride_out(lambda: self._settle_thread(run, graph, settled, after))
         await self._append_end(run, "interrupted", cancelled=True, fence=after)
+        await self._delete_if_temporary(run)
+
+    async def _delete_if_temporary(self, run: Run) -> None:
+        """A stateless run's thread goes once the run ended (its row with it: what follows
+        is no longer a write of the run's attempt)."""
         if run.temporary:
-            await ride_out(lambda: storage.threads.delete(run.thread_id))
+            fencing.current.set(None)
+            await ride_out(lambda: self.storage.threads.delete(run.thread_id))
 
     async def _settle_thread(
         self, run: Run, graph: Any, status: RunStatus, fence: Fence | None

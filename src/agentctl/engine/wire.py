@@ -75,8 +75,9 @@ class MessageAccumulator:
 
 def within(run_id: str, event: str, data: bytes, max_bytes: int | None) -> bytes:
     """`data`, or, when it is over `max_bytes`, what stands for it in the log and on the
-    wire: `{"__error__": {"error": "EventTooLarge", "message"}}` under the same event name
-    (docs/server.md, Limits)."""
+    wire, under the same event name and in its mode's shape (docs/server.md, Limits):
+    `{"__error__": {"error": "EventTooLarge", "message"}}`, as an empty AI message's
+    `response_metadata` in message events (`[chunk, metadata]`, or a list of messages)."""
     if max_bytes is None or len(data) <= max_bytes:
         return data
     size, most = len(data) / MIB, max_bytes / MIB
@@ -87,4 +88,12 @@ def within(run_id: str, event: str, data: bytes, max_bytes: int | None) -> bytes
         "hold (AGENTCTL_MAX_EVENT_MB on the server), so it was left out; the thread's state "
         "(GET /threads/{thread_id}/state) has the run's values"
     )
-    return serde.dumps({"__error__": {"error": TOO_LARGE, "message": message}})
+    error = {"__error__": {"error": TOO_LARGE, "message": message}}
+    mode = event.split("|", 1)[0]
+    if mode == "messages":
+        return serde.dumps(
+            [{"type": "AIMessageChunk", "content": "", "response_metadata": error}, {}]
+        )
+    if mode in ("messages/partial", "messages/complete"):
+        return serde.dumps([{"type": "ai", "content": "", "response_metadata": error}])
+    return serde.dumps(error)

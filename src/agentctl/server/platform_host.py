@@ -47,6 +47,7 @@ from agentctl.storage.base import (
     ThreadFilter,
 )
 from agentctl.storage.open import Close, drop_namespace, open_storage
+from agentctl.storage.outages import outages, service_down
 
 log = logging.getLogger("agentctl.platform")
 
@@ -353,8 +354,12 @@ class Platform:
             await asyncio.sleep(RECONCILE_SECONDS)
             try:
                 await self.reconcile()
-            except Exception as exc:  # e.g. the database is away: the next round tries again
-                log.debug("reading the platform's agents failed: %r", exc)
+            except Exception as exc:  # the next round tries again
+                service = service_down(exc)
+                if service is not None:  # the database is away: logged once
+                    outages.down(service, exc)
+                else:
+                    log.warning("catching up with the platform's agents failed: %r", exc)
 
     async def reconcile(self) -> None:
         """Serve what the registry says, whatever this replica heard on the bus: an agent
@@ -375,9 +380,17 @@ class Platform:
         for name, record in registered.items():
             if name not in self.agents and name not in self.unservable:
                 await self._try_open(record)
-        for hosted in list(self.agents.values()):
-            if hosted.server.deployments is not None and not hosted.server.stopping.is_set():
-                await hosted.server.deployments.follow_active()
+        for name, hosted in list(self.agents.items()):
+            deployments = hosted.server.deployments
+            if deployments is None or hosted.server.stopping.is_set():
+                continue
+            try:  # one agent's failure holds back no other's
+                await deployments.follow_active()
+            except Exception as exc:
+                if service_down(exc) is not None:
+                    raise
+                log.warning("agent %r: catching up with its active revision failed: %r",
+                            name, exc)  # fmt: skip
 
     # -- what this replica serves ------------------------------------------------------------
 

@@ -8,9 +8,10 @@ shared by every checkpoint naming that version, and pending writes in `checkpoin
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from contextvars import ContextVar
+from typing import Any, TypeVar
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
@@ -42,7 +43,18 @@ _DELETE_UNUSED_BLOBS = """
 """
 
 
+T = TypeVar("T")
 _HOLDS = f"{RUNS.holds} FOR SHARE"
+# Set while the library saves a checkpoint or pending writes: the writes that are fenced.
+_saving: ContextVar[bool] = ContextVar("agentctl_saving", default=False)
+
+
+async def _saved(save: Callable[[], Awaitable[T]]) -> T:
+    token = _saving.set(True)
+    try:
+        return await save()
+    finally:
+        _saving.reset(token)
 
 
 class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
@@ -57,9 +69,9 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
 
     @asynccontextmanager
     async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
-        """The library's cursor: `pipeline` for its writes, which the attempt executing here
-        (if any) makes only while it holds its run."""
-        fence = current.get() if pipeline else None
+        """The library's cursor: the checkpoints and pending writes it saves are made only
+        while the attempt executing here (if any) holds its run."""
+        fence = current.get() if _saving.get() else None
         async with self.pool.connection() as conn:
             if fence is not None:
                 # One transaction with the check, its run's row locked against a requeue
@@ -111,7 +123,7 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
                 config, checkpoint, metadata, new_versions
             )
 
-        return await ride_out(put)
+        return await ride_out(lambda: _saved(put))
 
     async def aput_writes(
         self, config: Any, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
@@ -119,9 +131,9 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
         """Save a task's pending writes; both saves wait out an outage of the database (they
         are upserts: saving again what was saved is harmless), so a run goes on from the step
         it was at once the database is back."""
-        await ride_out(lambda: super(PoolPostgresSaver, self).aput_writes(
+        await ride_out(lambda: _saved(lambda: super(PoolPostgresSaver, self).aput_writes(
             config, writes, task_id, task_path
-        ))  # fmt: skip
+        )))  # fmt: skip
 
     async def acopy_thread(self, source: str, target: str) -> None:
         """Copy every checkpoint, channel value and pending write of thread `source` to

@@ -29,7 +29,7 @@ class PostgresDialect(Dialect):
     def time(self, value: datetime | None) -> datetime | None:
         return value
 
-    def lease_seconds(self, seconds: float) -> float:
+    def lease_param(self, seconds: float) -> float:
         return seconds
 
     def from_time(self, value: datetime | None) -> datetime | None:

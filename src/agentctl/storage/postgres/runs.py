@@ -21,8 +21,10 @@ from agentctl.storage.sql.runs import COLUMNS, RunSql, SqlRunStore
 
 SQL = RunSql(POSTGRES)
 
-# Per owner with a runnable pending run, the oldest one and how many of the owner's runs are
-# running: a probe of an index each (see database.py, migration 2).
+# Per owner with a runnable pending run, its oldest ones (of different threads: each is the
+# next of its thread) and how many of the owner's runs are running: a probe of an index each
+# (see database.py, migration 2). A few per owner, so that replicas claiming at once for one
+# owner each find one their row locks do not skip.
 _HEADS = (
     "SELECT h.run_id, h.created_at,"
     " (SELECT COUNT(*) FROM runs n WHERE n.owner = q.owner AND n.status = 'running') AS running"
@@ -34,7 +36,7 @@ _HEADS = (
     "  AND (o.created_at < r.created_at"
     '   OR o.created_at = r.created_at AND o.run_id COLLATE "C" < r.run_id)'
     "  AND (o.not_before IS NULL OR o.not_before <= %s))))"
-    ' ORDER BY r.created_at, r.run_id COLLATE "C" LIMIT 1) h'
+    ' ORDER BY r.created_at, r.run_id COLLATE "C" LIMIT 4) h'
 )
 
 
@@ -61,9 +63,7 @@ class PostgresRuns(PostgresTable, SqlRunStore):
     sql = SQL
 
     async def claim(self, at: datetime, *, worker: str, lease: float) -> Run | None:
-        found = await self.write_rows(
-            _CLAIM, (at, at, worker, POSTGRES.lease_seconds(lease), now())
-        )
+        found = await self.write_rows(_CLAIM, (at, at, worker, POSTGRES.lease_param(lease), now()))
         return SQL.record(found[0]) if found else None
 
     async def requeue_orphans(self, worker: str, at: datetime) -> builtins.list[Run]:

@@ -45,7 +45,8 @@ class PostgresThreads(PostgresTable, SqlThreadStore):
         return thread
 
     async def delete_rows(self, thread_id: str) -> bool:
+        # The runs' rows first: a run's fenced update of its thread locks them in that order.
         async with self.pool.connection() as conn, conn.transaction():
-            cursor = await conn.execute(self.sql.delete, (thread_id,))
             await conn.execute(self.sql.delete_runs, (thread_id,))
+            cursor = await conn.execute(self.sql.delete, (thread_id,))
         return cursor.rowcount == 1

@@ -332,8 +332,16 @@ class RedisEventLog:
         return f"{self.prefix}:fence:{run_id}"
 
     async def supersede(self, run_id: str, attempt: int) -> None:
+        """Tried once, briefly: what calls it (the renewal of leases) must not wait for
+        Redis. Missed, the next attempt's first append raises the fence all the same."""
         key = self.fence_key(run_id)
-        await ride_out(lambda: self._client.eval(SUPERSEDE, 1, key, attempt + 1, self.ttl_seconds))
+        try:
+            await asyncio.wait_for(
+                self._client.eval(SUPERSEDE, 1, key, attempt + 1, self.ttl_seconds), 1.0
+            )
+        except (RedisError, TimeoutError) as exc:
+            if service_down(exc) is None and not isinstance(exc, TimeoutError):
+                raise
 
     async def last_id(self, thread_id: str) -> str | None:
         entries = cast(Entries, await self._client.xrevrange(self.key(thread_id), count=1))

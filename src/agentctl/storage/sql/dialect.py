@@ -40,7 +40,7 @@ class Dialect(ABC):
     true: str  # the literal TRUE
     like: str  # case-insensitive LIKE
     same: str  # equality under which NULL equals NULL
-    # A run's lease end, `seconds` (one parameter, `lease_seconds`) from the database's now.
+    # A run's lease end, some seconds (its one parameter: `lease_param`) from the database's now.
     lease_end: str
 
     @abstractmethod
@@ -60,7 +60,7 @@ class Dialect(ABC):
         """A timestamp column's value, in UTC."""
 
     @abstractmethod
-    def lease_seconds(self, seconds: float) -> Any:
+    def lease_param(self, seconds: float) -> Any:
         """The parameter of `lease_end` for a lease of `seconds`."""
 
     @abstractmethod

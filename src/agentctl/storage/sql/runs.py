@@ -1,8 +1,8 @@
 """The runs table's statements and rows, for either database. How a run is claimed is each
 backend's own (row locks skipped on PostgreSQL, the one process on SQLite).
 
-A run's writes are fenced (storage/fence.py): `FENCED` is true of the row exactly while the
-attempt holds the run — a requeue clears its worker, a new claim raises its attempt."""
+A run's writes are fenced (storage/fence.py): `fenced()` is true of the row exactly while
+the attempt holds the run — a requeue clears its worker, a new claim raises its attempt."""
 
 from __future__ import annotations
 
@@ -114,11 +114,11 @@ class SqlRunStore(RecordTable[Run]):
         await self.write(self.sql.insert, self.sql.values(run), durable=True)
 
     async def renew(self, worker: str, lease: float) -> dict[str, int]:
-        until = self.sql.dialect.lease_seconds(lease)
+        until = self.sql.dialect.lease_param(lease)
         return dict(await self.write_rows(self.sql.renew, (until, worker)))
 
     async def extend(self, fence: Fence) -> bool:
-        params = (self.sql.dialect.lease_seconds(fence.lease), *fence_params(fence))
+        params = (self.sql.dialect.lease_param(fence.lease), *fence_params(fence))
         return bool(await self.write_rows(self.sql.extend, params))
 
     async def release(self, worker: str, *, run_id: str | None = None) -> builtins.list[Run]:

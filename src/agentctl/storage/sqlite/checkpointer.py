@@ -76,7 +76,7 @@ class LoopSqliteSaver(SqliteSaver):  # type: ignore[misc]
             serialized,
             meta.encode("utf-8", "ignore"),
         )
-        check_fence(self.conn, current.get())
+        check_fence(self.db, current.get())
         self.db.defer(PUT_CHECKPOINT, [row])
         return {
             "configurable": {
@@ -102,7 +102,7 @@ class LoopSqliteSaver(SqliteSaver):  # type: ignore[misc]
             type_, blob = self.serde.dumps_typed(value)
             position = WRITES_IDX_MAP.get(channel, index)
             rows.append((*key, task_id, task_path, position, channel, type_, blob))
-        check_fence(self.conn, current.get())
+        check_fence(self.db, current.get())
         self.db.defer(statement, rows)
 
     async def aget_tuple(self, config: Any) -> Any:

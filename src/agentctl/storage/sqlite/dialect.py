@@ -32,7 +32,7 @@ class SqliteDialect(Dialect):
 
     # The one process using the file is the database: its clock, read as the statement runs
     # (statements run inline, nothing waits between the two).
-    def lease_seconds(self, seconds: float) -> str | None:
+    def lease_param(self, seconds: float) -> str | None:
         return timestamp(now() + timedelta(seconds=seconds))
 
     def metadata_filter(self, column: str, metadata: dict[str, Any]) -> Clause:

@@ -45,7 +45,7 @@ class SqliteEventLog:
         self, thread_id: str, run_id: str, event: str, data: bytes, *, fence: Fence | None = None
     ) -> Event:
         # Checked and deferred inline: nothing can take the run over in between.
-        check_fence(self.conn, fence)
+        check_fence(self.db, fence)
         ms, seq = self._next_position(thread_id)
         self.db.defer(INSERT_EVENT, [(thread_id, ms, seq, run_id, event, data)])
         item = Event(f"{ms}-{seq}", run_id, event, data)

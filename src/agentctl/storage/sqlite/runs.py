@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import builtins
-import sqlite3
 from datetime import datetime, timedelta
 
 from agentctl.storage.base import Run, now
 from agentctl.storage.fence import Fence
 from agentctl.storage.sql.runs import COLUMNS, RunSql, SqlRunStore, fence_params
-from agentctl.storage.sqlite.database import SqliteTable
+from agentctl.storage.sqlite.database import Database, SqliteTable
 from agentctl.storage.sqlite.dialect import SQLITE, timestamp
 
 SQL = RunSql(SQLITE)
@@ -37,11 +36,14 @@ _CLAIM = (
 )
 
 
-def check_fence(conn: sqlite3.Connection, fence: Fence | None) -> None:
+def check_fence(db: Database, fence: Fence | None) -> None:
     """Refuse a write of a run's attempt (`Fence.refused`) unless it holds the run. Called
     inline right before the write, in the one process using the file: nothing can take the
     run over in between."""
-    if fence is not None and not conn.execute(SQL.holds, fence_params(fence)).fetchone():
+    if fence is None:
+        return
+    db.readable()
+    if not db.conn.execute(SQL.holds, fence_params(fence)).fetchone():
         raise fence.refused()
 
 

@@ -29,7 +29,7 @@ class SqliteThreads(SqliteTable, SqlThreadStore):
     ) -> Thread | None:
         # Read, merge, write in one transaction: `get` runs inline, nothing writes in between.
         with self.db.transaction(sees_appends=False):
-            check_fence(self.conn, fence)
+            check_fence(self.db, fence)
             thread = await self.get(thread_id)
             if thread is None:
                 return None
