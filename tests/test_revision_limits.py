@@ -45,21 +45,26 @@ def _problems(root: Path, limits: RevisionLimits) -> list[str]:
 def test_deploy_dry_run_refuses_a_sparse_gigabyte_without_reading_it(
     write_files: WriteFiles, tmp_path: Path
 ) -> None:
-    """The file is never read: the process's peak resident memory, from the kernel
-    (`wait4`), stays far below the file's size, and no revision is written."""
+    """The file is never read: the process's peak resident memory, from the kernel, stays far
+    below the file's size, and no revision is written. (The command runs as a grandchild,
+    forked by a shell: a child forked by this process would count its memory as its own.)"""
     root = write_files(PROJECT)
     _sparse(root, "skills/data/dataset.bin", GIB)
     env = {**os.environ, "PYTHONPATH": str(SRC), "OPENAI_API_KEY": "sk-test"}
     env.pop("AGENTCTL_MAX_REVISION_MB", None)
-    with (tmp_path / "err").open("w+") as err:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "agentctl", "deploy", "--dry-run"],
-            cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=err,
-        )  # fmt: skip
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        said = err.read()
+    peak = tmp_path / "peak"
+    command = (
+        "import atexit, resource, runpy, sys; "
+        f"atexit.register(lambda: open({str(peak)!r}, 'w').write("
+        "str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))); "
+        "sys.argv = ['agentctl', 'deploy', '--dry-run']; "
+        "runpy.run_module('agentctl', run_name='__main__')"
+    )
+    process = subprocess.run(
+        ["sh", "-c", 'exec "$0" -c "$1" & wait $!', sys.executable, command],
+        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    said = process.stderr
     assert process.returncode == 1, said
     assert "Traceback" not in said
     assert (
@@ -68,7 +73,7 @@ def test_deploy_dry_run_refuses_a_sparse_gigabyte_without_reading_it(
         "AGENTCTL_MAX_REVISION_MB (where you run agentctl, and on the server)"
     ) in said
     assert not (root / ".agentctl" / "build").exists()
-    assert usage.ru_maxrss < 256 * 1024  # KiB; reading the file would take over 1 GiB
+    assert int(peak.read_text()) < 256 * 1024  # KiB; reading the file would take over 1 GiB
 
 
 @pytest.mark.parametrize("command", [["deploy", "--dry-run"], ["dev"]])

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentctl.storage.base import Bus, Message
+from agentctl.storage.outages import outages, service_down
 
 log = logging.getLogger("agentctl.platform")
 
@@ -99,13 +100,14 @@ class Presence:
     async def _announce(self) -> bool:
         try:
             await self.bus.announce(self.name, self._state().message(), LIVE_SECONDS)
-        except Exception as exc:  # Redis away: said once, and again once it is back
-            if not self._failing:
+        except Exception as exc:
+            service = service_down(exc)
+            if service is not None:  # Redis away: the outage is logged once, for all
+                outages.down(service, exc)
+            elif not self._failing:
                 log.warning("this replica cannot announce what it serves: %r", exc)
             self._failing = True
             return False
-        if self._failing:
-            log.info("this replica announces what it serves again")
         self._failing = False
         return True
 
