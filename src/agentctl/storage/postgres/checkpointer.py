@@ -17,6 +17,7 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.store.postgres.aio import AsyncPostgresStore
 from psycopg import AsyncCursor
+from psycopg.errors import DivisionByZero
 from psycopg.rows import DictRow, dict_row
 
 from agentctl.storage.fence import current
@@ -44,7 +45,8 @@ _DELETE_UNUSED_BLOBS = """
 
 
 T = TypeVar("T")
-_HOLDS = f"{RUNS.holds} FOR SHARE"
+# Fails (division by zero) unless the attempt holds its run; locks the run's row.
+_HOLDS = f"SELECT 1 / COUNT(*) FROM ({RUNS.holds} FOR SHARE) AS held"
 # Set while the library saves a checkpoint or pending writes: the writes that are fenced.
 _saving: ContextVar[bool] = ContextVar("agentctl_saving", default=False)
 
@@ -74,14 +76,17 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
         fence = current.get() if _saving.get() else None
         async with self.pool.connection() as conn:
             if fence is not None:
-                # One transaction with the check, its run's row locked against a requeue
-                # until the commit; sent in a pipeline, so the check adds no round trip.
-                async with conn.pipeline(), conn.transaction():
-                    held = await conn.execute(_HOLDS, fence_params(fence))
-                    async with conn.cursor(binary=True, row_factory=dict_row) as cur:
-                        yield cur
-                    if await held.fetchone() is None:
-                        raise fence.refused()
+                # One transaction with the check, sent in one pipeline as the unfenced
+                # writes are: no round trip of its own. The check comes last and fails the
+                # transaction when the attempt no longer holds its run; it locks the run's
+                # row against a requeue until the commit.
+                try:
+                    async with conn.pipeline(), conn.transaction():
+                        async with conn.cursor(binary=True, row_factory=dict_row) as cur:
+                            yield cur
+                        await conn.execute(_HOLDS, fence_params(fence))
+                except DivisionByZero:
+                    raise fence.refused() from None
             elif pipeline and self.supports_pipeline:
                 async with conn.pipeline(), conn.cursor(binary=True, row_factory=dict_row) as cur:
                     yield cur
