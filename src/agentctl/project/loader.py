@@ -74,6 +74,7 @@ def load_project(
     name = _name(config_file, data, agent, problems)
     model = (agent or {}).get("model", DEFAULT_MODEL)
     _check_model(config_file, model, problems)
+    description = _description(config_file, agent, problems)
     sandbox = _sandbox(config_file, sections.get("sandbox", {}), problems)
     auth = _auth(config_file, data or {}, sections.get("auth"), problems)
     gates = approval_gates(config_file, (data or {}).get("interrupt_on"), problems)
@@ -99,6 +100,7 @@ def load_project(
         name=name,
         model=model,
         instructions=cast(str, instructions),
+        description=description,
         sandbox=sandbox,
         auth=auth,
         interrupt_on=gates,
@@ -144,6 +146,16 @@ def _name(
     if not valid_name(name):
         problems.append(rule("name-invalid").problem(file, "[agent].name", value=name))
     return name
+
+
+def _description(file: str, agent: dict[str, str] | None, problems: list[Problem]) -> str | None:
+    """`[agent].description` (None when absent); reported when blank."""
+    description = (agent or {}).get("description")
+    if description is not None and not description.strip():
+        fix = "say what the agent does (its A2A card shows it), or remove the key"
+        problems.append(rule("empty").problem(file, "[agent].description", fix=fix))
+        return None
+    return description.strip() if description is not None else None
 
 
 def _check_model(file: str, model: str, problems: list[Problem]) -> None:

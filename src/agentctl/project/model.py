@@ -97,6 +97,8 @@ class Project:
     name: str
     model: str
     instructions: str
+    # `[agent].description`: what the agent does, in the operator's words (its A2A card).
+    description: str | None = None
     sandbox: SandboxConfig = SandboxConfig()
     auth: AuthConfig | None = None
     interrupt_on: dict[str, ApprovalGate] = field(default_factory=dict)

@@ -15,7 +15,11 @@ from agentctl.project.rules import rule, wrong_type
 Schema = dict[str, dict[str, str]]
 
 MAIN_SCHEMA: Schema = {
-    "agent": {"name": '"my-agent"', "model": '"openai:gpt-4.1"'},
+    "agent": {
+        "name": '"my-agent"',
+        "model": '"openai:gpt-4.1"',
+        "description": '"Answers questions about our product documentation"',
+    },
     "sandbox": {
         "provider": '"none"',
         "template": '"agent-deploy"',

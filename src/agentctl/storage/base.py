@@ -115,6 +115,34 @@ class Cron:
     updated_at: datetime = field(default_factory=now)
 
 
+@dataclass
+class A2ATask:
+    """An A2A task as its clients see it: `task` is the protocol's JSON of it (status,
+    artifacts, history). `owner`: the signed-in user whose task it is (None for the operator
+    and anonymous callers); `position` orders a listing (its status's time in ns, -1 when it
+    has none, newest first)."""
+
+    task_id: str
+    context_id: str
+    owner: str | None
+    state: str
+    position: int
+    task: dict[str, Any]
+    updated_at: datetime = field(default_factory=now)
+
+
+@dataclass(frozen=True)
+class A2ATaskFilter:
+    """Which tasks a listing shows: those of `owner` (None: everyone's), of a context, in a
+    state, at or after `since` (a position), strictly after `after` (position, task id)."""
+
+    owner: str | None = None
+    context_id: str | None = None
+    state: str | None = None
+    since: int | None = None
+    after: tuple[int, str] | None = None
+
+
 @dataclass(frozen=True)
 class Event:
     """One streamed event: `id` orders events within a thread (`<ms>-<seq>`, as Redis
@@ -369,6 +397,19 @@ class CronStore(Protocol):
         another process fired (rescheduled) it first, so each date fires once."""
 
 
+class A2ATaskStore(Protocol):
+    async def put(self, task: A2ATask) -> None:
+        """Create or replace the task."""
+
+    async def get(self, task_id: str) -> A2ATask | None: ...
+
+    async def list(self, where: A2ATaskFilter, limit: int) -> tuple[builtins.list[A2ATask], int]:
+        """At most `limit` matching tasks, newest first (position, then id, descending), and
+        how many match, `where.after` aside."""
+
+    async def delete(self, task_id: str) -> bool: ...
+
+
 @dataclass
 class RevisionRecord:
     """A deployed revision: `number` counts deployments (1, 2, ...), `revision_id` is the
@@ -511,6 +552,10 @@ class Storage(Protocol):
 
     @property
     def revisions(self) -> RevisionStore: ...
+
+    @property
+    def a2a_tasks(self) -> A2ATaskStore:
+        """The tasks of the A2A endpoint (deleted with their context's thread)."""
 
     @property
     def agents(self) -> AgentRegistry:

@@ -46,11 +46,6 @@ class CallerContextBuilder(DefaultServerCallContextBuilder):
         return context
 
 
-def owner_context(owner: str) -> ServerCallContext:
-    """A context acting as the user `owner` ("" for no user), for the server's own calls."""
-    return ServerCallContext(user=CallerUser(Caller(user=owner or None)))
-
-
 def caller_in(context: ServerCallContext) -> Caller:
     user = context.user
     if isinstance(user, CallerUser):

@@ -1,50 +1,46 @@
-"""Where A2A tasks live: in memory while this server follows them, and in our run records.
+"""Where A2A tasks live: in the platform's storage (`Storage.a2a_tasks`), so every replica
+answers for every task — `GetTask` with its artifacts, `ListTasks` — whichever ran it.
 
-`RunTaskStore` is the SDK's `InMemoryTaskStore` (tasks kept per owner: a signed-in user's
-are theirs alone) with two additions:
+`RunTaskStore` is the SDK's `TaskStore`:
 
-- a task it does not hold — one that ended long ago and was dropped (it keeps the last
-  `KEEP` ended tasks), or one from before a restart — is rebuilt from the run its id names
-  (`"{contextId}:{run_id}"`): its state follows the run's status, and only the owner of the
-  run's thread sees it. Its history and artifacts are not rebuilt: the conversation itself
-  is the thread, readable through the LangGraph API.
-- a task saved as canceled cancels its run if the run still goes on (a task cancelled when
-  this server no longer follows it: after a restart, the run was requeued).
+- While a replica follows a task (submitted, working) it keeps the task's latest version in
+  memory, and stores it each time its state changes or a new artifact (an AI message)
+  begins: not at each streamed chunk. Every replica thus sees the task's state and its
+  finished messages; the replica running it sees the chunks too. A task that stops
+  (ended, or waiting for input) is stored whole and leaves memory.
+- A task is its owner's (the signed-in user who sent it): another user's is "not found";
+  the operator and anonymous callers, who are not scoped, see every task.
+- A task that was never stored (from before tasks were) is rebuilt from the run its id
+  names (`"{contextId}:{run_id}"`): its state follows the run's status; its artifacts are
+  not rebuilt (the conversation itself is the thread, readable through the LangGraph API).
+- A task saved as canceled cancels its run if the run still goes on (a task cancelled on
+  another replica than the one running it, or after a restart, when the run was requeued).
 
-Several replicas each hold their own tasks: a multi-replica deployment needs a shared task
-store (a later issue); until then, a task's id still finds its state on any replica through
-the run records.
+Tasks are deleted with their context's thread.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from typing import Any, cast
 
 from a2a.helpers import new_text_message
 from a2a.server.context import ServerCallContext
-from a2a.server.tasks import InMemoryTaskStore, TaskStore
+from a2a.server.tasks import TaskStore
 from a2a.types import ListTasksRequest, ListTasksResponse, Task, TaskState, TaskStatus
+from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE
+from a2a.utils.errors import InvalidParamsError
+from a2a.utils.task import ListTasksCursor, decode_list_tasks_cursor, encode_list_tasks_cursor
+from google.protobuf.json_format import MessageToDict, ParseDict
 
 from agentctl.server import lookup
-from agentctl.server.a2a.context import (
-    RUN_ID_KEY,
-    TASK_METADATA_KEY,
-    caller_in,
-    owner_context,
-)
+from agentctl.server.a2a.context import RUN_ID_KEY, TASK_METADATA_KEY, caller_in
+from agentctl.server.access import Caller
 from agentctl.server.context import Server
-from agentctl.storage.base import FINAL_RUN_STATUSES, Run
+from agentctl.storage.base import FINAL_RUN_STATUSES, A2ATask, A2ATaskFilter, Run, now
 
-KEEP = 10_000
 LATER_RUNS = 100  # how far back a thread's runs are searched for a task's latest run
-ENDED = frozenset(
-    {
-        TaskState.TASK_STATE_COMPLETED,
-        TaskState.TASK_STATE_CANCELED,
-        TaskState.TASK_STATE_FAILED,
-        TaskState.TASK_STATE_REJECTED,
-    }
-)
+NO_TIME = -1  # the position of a task whose status has no timestamp: listed last
+FOLLOWED = frozenset({TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING})
 _RUN_STATES = {
     "pending": TaskState.TASK_STATE_SUBMITTED,
     "running": TaskState.TASK_STATE_WORKING,
@@ -53,14 +49,15 @@ _RUN_STATES = {
     "timeout": TaskState.TASK_STATE_FAILED,
     "interrupted": TaskState.TASK_STATE_CANCELED,  # unless its thread waits for input
 }
+# What a stored version of a task shows: its state and its artifacts' ids.
+Shape = tuple[int, tuple[str, ...]]
 
 
 class RunTaskStore(TaskStore):
-    def __init__(self, server: Server, keep: int = KEEP) -> None:
+    def __init__(self, server: Server) -> None:
         self.server = server
-        self.keep = keep
-        self._memory = InMemoryTaskStore()
-        self._ended: OrderedDict[str, str] = OrderedDict()  # ended task id → owner
+        self._live: dict[str, tuple[Task, str | None]] = {}  # followed here: task, owner
+        self._stored: dict[str, Shape] = {}  # the shape last stored of each followed task
         self._new: set[str] = set()  # tasks about to be created: not to be rebuilt from runs
 
     def reserve(self, task_id: str) -> None:
@@ -68,42 +65,82 @@ class RunTaskStore(TaskStore):
         self._new.add(task_id)
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
-        await self._memory.save(task, context)
+        owner = caller_in(context).user
+        shape: Shape = (task.status.state, tuple(a.artifact_id for a in task.artifacts))
+        if self._stored.get(task.id) != shape:
+            await self.server.storage.a2a_tasks.put(_record(task, owner))
         self._new.discard(task.id)
-        if task.status.state in ENDED:
-            self._ended[task.id] = context.user.user_name
-            self._ended.move_to_end(task.id)
-            while len(self._ended) > self.keep:
-                dropped, owner = self._ended.popitem(last=False)
-                await self._memory.delete(dropped, owner_context(owner))
+        if task.status.state in FOLLOWED:
+            self._live[task.id] = (_copy(task), owner)
+            self._stored[task.id] = shape
         else:
-            self._ended.pop(task.id, None)
+            self._live.pop(task.id, None)
+            self._stored.pop(task.id, None)
         if task.status.state == TaskState.TASK_STATE_CANCELED:
             await self._cancel_run(task.id)
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
-        task = await self._memory.get(task_id, context)
-        if task is not None:
-            return task
-        return await self._from_run(task_id, context)
+        caller = caller_in(context)
+        live = self._live.get(task_id)
+        if live is not None:
+            task, owner = live
+            return _copy(task) if _sees(caller, owner) else None
+        stored = await self.server.storage.a2a_tasks.get(task_id)
+        if stored is not None:
+            return _task(stored) if _sees(caller, stored.owner) else None
+        return await self._from_run(task_id, caller)
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
-        return await self._memory.list(params, context)
+        after: tuple[int, str] | None = None
+        if params.page_token:
+            cursor = decode_list_tasks_cursor(params.page_token)
+            if cursor is None:
+                raise InvalidParamsError(message=f"Invalid page token: {params.page_token}")
+            after = (_position_of(cursor.timestamp_ns), cursor.task_id)
+        since = None
+        if params.HasField("status_timestamp_after"):
+            since = params.status_timestamp_after.ToNanoseconds()
+        where = A2ATaskFilter(
+            owner=caller_in(context).user,
+            context_id=params.context_id or None,
+            state=TaskState.Name(params.status) if params.status else None,
+            since=since,
+            after=after,
+        )
+        page_size = params.page_size or DEFAULT_LIST_TASKS_PAGE_SIZE
+        found, total = await self.server.storage.a2a_tasks.list(where, page_size + 1)
+        tasks = [self._freshest(record) for record in found[:page_size]]
+        next_token = None
+        if len(found) > page_size:
+            last = found[page_size - 1]
+            timestamp = None if last.position == NO_TIME else last.position
+            next_token = encode_list_tasks_cursor(ListTasksCursor(timestamp, last.task_id))
+        return ListTasksResponse(
+            tasks=tasks, next_page_token=next_token, total_size=total, page_size=page_size
+        )
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
-        self._ended.pop(task_id, None)
-        await self._memory.delete(task_id, context)
+        if await self.get(task_id, context) is None:
+            return
+        self._live.pop(task_id, None)
+        self._stored.pop(task_id, None)
+        await self.server.storage.a2a_tasks.delete(task_id)
+
+    def _freshest(self, record: A2ATask) -> Task:
+        """The task as this replica knows it best: its latest version when followed here."""
+        live = self._live.get(record.task_id)
+        return _copy(live[0]) if live is not None else _task(record)
 
     async def _run_of(self, task_id: str) -> Run | None:
         thread_id, _, run_id = task_id.partition(":")
         run = await self.server.storage.runs.get(run_id) if run_id else None
         return run if run is not None and run.thread_id == thread_id else None
 
-    async def _from_run(self, task_id: str, context: ServerCallContext) -> Task | None:
+    async def _from_run(self, task_id: str, caller: Caller) -> Task | None:
         if task_id in self._new:
             return None
         run = await self._run_of(task_id)
-        if run is None or not await lookup.owns_thread(self.server, run, caller_in(context)):
+        if run is None or not await lookup.owns_thread(self.server, run, caller):
             return None
         # A task resumed after an approval gate goes on in later runs: its state is the last's.
         later = await self.server.storage.runs.list(
@@ -135,3 +172,35 @@ class RunTaskStore(TaskStore):
         run = await self._run_of(task_id)
         if run is not None and run.status not in FINAL_RUN_STATUSES:
             await self.server.engine.cancel(run)
+
+
+def _sees(caller: Caller, owner: str | None) -> bool:
+    """Whether `caller` may see a task of `owner`'s."""
+    return caller.user is None or caller.user == owner
+
+
+def _position_of(timestamp_ns: int | None) -> int:
+    return NO_TIME if timestamp_ns is None else timestamp_ns
+
+
+def _record(task: Task, owner: str | None) -> A2ATask:
+    timestamp = task.status.timestamp.ToNanoseconds() if task.status.HasField("timestamp") else None
+    return A2ATask(
+        task_id=task.id,
+        context_id=task.context_id,
+        owner=owner,
+        state=TaskState.Name(task.status.state),
+        position=_position_of(timestamp),
+        task=cast("dict[str, Any]", MessageToDict(task)),
+        updated_at=now(),
+    )
+
+
+def _task(record: A2ATask) -> Task:
+    return cast(Task, ParseDict(record.task, Task(), ignore_unknown_fields=True))
+
+
+def _copy(task: Task) -> Task:
+    copy = Task()
+    copy.CopyFrom(task)
+    return copy

@@ -15,7 +15,6 @@ import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
@@ -24,7 +23,7 @@ from starlette.responses import JSONResponse, Response
 
 from agentctl import serde
 from agentctl.server import lookup
-from agentctl.server.a2a.card import agent_card, card_json
+from agentctl.server.a2a.card import VERSION_HEADER, agent_card, card_json, card_version
 from agentctl.server.a2a.context import ASSISTANT, CallerContextBuilder
 from agentctl.server.a2a.executor import RunExecutor
 from agentctl.server.a2a.params import refusal
@@ -107,7 +106,7 @@ async def well_known_agent_card(request: Request, assistant_id: str | None = Non
     """The agent card (public): of `assistant_id`, or of the deployment's agent."""
     server = server_of(request)
     assistant = await lookup.get_assistant(server, assistant_id or server.deployment.assistant_id)
-    return _card_response(request, card_json(server, assistant, _base_url(request)), "public")
+    return _card_response(request, server, assistant, "public")
 
 
 @router.get("/a2a/{assistant_id}/.well-known/agent-card.json")
@@ -115,14 +114,21 @@ async def assistant_agent_card(assistant_id: str, request: Request) -> Response:
     """The agent card of `assistant_id`, beside its endpoint."""
     server = server_of(request)
     assistant = await lookup.get_assistant(server, assistant_id)
-    return _card_response(request, card_json(server, assistant, _base_url(request)), "private")
+    return _card_response(request, server, assistant, "private")
 
 
-def _card_response(request: Request, card: dict[str, Any], scope: str) -> Response:
-    """The card, or 304 when the client's copy (`If-None-Match`) is still the card."""
+def _card_response(request: Request, server: Server, assistant: Assistant, scope: str) -> Response:
+    """The card in the protocol version the client asks for (`A2A-Version`, a header or a
+    query parameter), or 304 when the client's copy (`If-None-Match`) is still the card."""
+    asked = request.headers.get(VERSION_HEADER) or request.query_params.get(VERSION_HEADER)
+    card = card_json(server, assistant, _base_url(request), card_version(asked))
     body = serde.dumps(card)
     etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
-    headers = {"ETag": etag, "Cache-Control": f"{scope}, max-age={CARD_MAX_AGE_SECONDS}"}
+    headers = {
+        "ETag": etag,
+        "Cache-Control": f"{scope}, max-age={CARD_MAX_AGE_SECONDS}",
+        "Vary": VERSION_HEADER,  # one card per protocol version
+    }
     if _matches(request.headers.get("if-none-match"), etag):
         return Response(status_code=304, headers=headers)
     return Response(body, media_type="application/json", headers=headers)

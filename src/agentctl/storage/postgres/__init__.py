@@ -10,6 +10,7 @@ from typing import Any
 
 from agentctl.storage.base import Bus, EventLog
 from agentctl.storage.outages import POSTGRES
+from agentctl.storage.postgres.a2a_tasks import PostgresA2ATasks
 from agentctl.storage.postgres.agents import PostgresAgents
 from agentctl.storage.postgres.assistants import PostgresAssistants
 from agentctl.storage.postgres.checkpointer import PoolPostgresSaver, pool_store
@@ -58,6 +59,7 @@ class PostgresStorage:
         self.crons = PostgresCrons(pool)
         self.revisions = PostgresRevisions(pool)
         self.agents = PostgresAgents(pool)
+        self.a2a_tasks = PostgresA2ATasks(pool)
 
     @classmethod
     async def open(

@@ -160,6 +160,20 @@ MIGRATIONS: list[str] = [
         created_at TIMESTAMPTZ NOT NULL
     );
     """,
+    # 4: the tasks of the A2A endpoint, with their artifacts.
+    """
+    CREATE TABLE a2a_tasks (
+        task_id TEXT PRIMARY KEY,
+        context_id TEXT NOT NULL,
+        owner TEXT,
+        state TEXT NOT NULL,
+        position BIGINT NOT NULL,
+        task JSONB NOT NULL,
+        updated_at TIMESTAMPTZ NOT NULL
+    );
+    CREATE INDEX a2a_tasks_listed ON a2a_tasks (owner, position);
+    CREATE INDEX a2a_tasks_by_context ON a2a_tasks (context_id);
+    """,
 ]
 
 

@@ -48,5 +48,6 @@ class PostgresThreads(PostgresTable, SqlThreadStore):
         # The runs' rows first: a run's fenced update of its thread locks them in that order.
         async with self.pool.connection() as conn, conn.transaction():
             await conn.execute(self.sql.delete_runs, (thread_id,))
+            await conn.execute(self.sql.delete_tasks, (thread_id,))
             cursor = await conn.execute(self.sql.delete, (thread_id,))
         return cursor.rowcount == 1

@@ -8,6 +8,7 @@ from pathlib import Path
 from agentctl.errors import DiskUnavailable
 from agentctl.storage.bus import LocalBus
 from agentctl.storage.sql.threads import ThreadData
+from agentctl.storage.sqlite.a2a_tasks import SqliteA2ATasks
 from agentctl.storage.sqlite.agents import SqliteAgents
 from agentctl.storage.sqlite.assistants import SqliteAssistants
 from agentctl.storage.sqlite.checkpointer import LoopSqliteSaver, LoopSqliteStore
@@ -51,6 +52,7 @@ class SqliteStorage:
         self.crons = SqliteCrons(self.database)
         self.revisions = SqliteRevisions(self.database)
         self.agents = SqliteAgents(self.database)
+        self.a2a_tasks = SqliteA2ATasks(self.database)
         self.bus = LocalBus()
 
     async def unavailable(self) -> list[str]:

@@ -150,6 +150,20 @@ MIGRATIONS: list[str] = [
         created_at TEXT NOT NULL
     );
     """,
+    # 5: the tasks of the A2A endpoint, with their artifacts.
+    """
+    CREATE TABLE a2a_tasks (
+        task_id TEXT PRIMARY KEY,
+        context_id TEXT NOT NULL,
+        owner TEXT,
+        state TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        task TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX a2a_tasks_listed ON a2a_tasks (owner, position);
+    CREATE INDEX a2a_tasks_by_context ON a2a_tasks (context_id);
+    """,
 ]
 
 

@@ -49,4 +49,5 @@ class SqliteThreads(SqliteTable, SqlThreadStore):
         with self.db.transaction():
             cursor = self.conn.execute(self.sql.delete, (thread_id,))
             self.conn.execute(self.sql.delete_runs, (thread_id,))
+            self.conn.execute(self.sql.delete_tasks, (thread_id,))
         return cursor.rowcount == 1
