@@ -113,7 +113,7 @@ async def test_agent_card_at_the_well_known_path_and_beside_the_endpoint(agent: 
         missing = await http.get(CARD_PATH, params={"assistant_id": "nobody"})
     assert default == by_name == by_id
     assert default["name"] == "demo"
-    assert default["description"] == "You are the demo agent."
+    assert default["description"] == "The demo agent."  # never AGENTS.md (test_a2a_card.py)
     assert default["capabilities"]["streaming"] is True
     assert default["defaultOutputModes"] == ["text/plain"]
     assert default["supportedInterfaces"][0]["url"] == f"{agent.url}/a2a/{assistant_id}"
