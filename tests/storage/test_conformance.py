@@ -23,6 +23,8 @@ from langgraph.graph import END, START, StateGraph
 
 from agentctl.errors import RuntimeFailure
 from agentctl.storage.base import (
+    A2ATask,
+    A2ATaskFilter,
     AgentRecord,
     Assistant,
     AssistantFilter,
@@ -224,6 +226,53 @@ async def test_thread_delete_cascades(storage: Storage) -> None:
     assert len(await storage.runs.list(kept.thread_id, status=None, limit=10, offset=0)) == 1
     assert len(await storage.events.read(kept.thread_id, after=None)) == 1
     assert (await graph.aget_state(config(kept.thread_id))).values["log"] == ["x", "n=1"]
+
+
+async def test_a2a_tasks(storage: Storage) -> None:
+    """Stored whole (JSON as the protocol writes it), listed newest first a page at a time
+    (a cursor: position, then id), filtered by owner, context, state and time, deleted
+    with their context's thread."""
+    tasks = storage.a2a_tasks
+    thread, other = await add_thread(storage), await add_thread(storage)
+
+    def task(n: int, context: Thread, owner: str | None, state: str, position: int) -> A2ATask:
+        body = {"id": f"t{n}", "artifacts": [{"parts": [{"text": f"answer {n} é"}]}]}
+        return A2ATask(f"t{n}", context.thread_id, owner, state, position, body)
+
+    made = [
+        task(1, thread, "alice", "TASK_STATE_COMPLETED", 100),
+        task(2, thread, None, "TASK_STATE_WORKING", 300),
+        task(3, other, "alice", "TASK_STATE_COMPLETED", 300),
+        task(4, other, "bob", "TASK_STATE_FAILED", -1),  # no timestamp: listed last
+        task(5, thread, "alice", "TASK_STATE_SUBMITTED", 200),
+    ]
+    for record in made:
+        await tasks.put(record)
+    stored = await tasks.get("t1")
+    assert stored is not None
+    assert stored.task == made[0].task
+    assert is_utc(stored.updated_at)
+    assert await tasks.get("nope") is None
+
+    async def ids(limit: int = 10, **where: Any) -> tuple[list[str], int]:
+        found, total = await tasks.list(A2ATaskFilter(**where), limit)
+        return [t.task_id for t in found], total
+
+    assert await ids() == (["t3", "t2", "t5", "t1", "t4"], 5)
+    assert await ids(2) == (["t3", "t2"], 5)
+    assert await ids(2, after=(300, "t2")) == (["t5", "t1"], 5)
+    assert await ids(after=(100, "t1")) == (["t4"], 5)
+    assert await ids(owner="alice") == (["t3", "t5", "t1"], 3)
+    assert await ids(context_id=thread.thread_id) == (["t2", "t5", "t1"], 3)
+    assert await ids(state="TASK_STATE_COMPLETED") == (["t3", "t1"], 2)
+    assert await ids(since=200) == (["t3", "t2", "t5"], 3)
+
+    await tasks.put(replace(made[1], state="TASK_STATE_COMPLETED", position=400))
+    assert await ids(1) == (["t2"], 5)
+    assert await tasks.delete("t4")
+    assert not await tasks.delete("t4")
+    assert await storage.threads.delete(thread.thread_id)
+    assert await ids() == (["t3"], 1)
 
 
 # -- runs --------------------------------------------------------------------------------
