@@ -19,6 +19,7 @@ from a2a.helpers import get_artifact_text, get_data_parts, get_message_text, new
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
+    ListTasksRequest,
     Message,
     Part,
     Role,
@@ -37,6 +38,7 @@ from a2a.utils.errors import (
 
 from agentctl.server.access import AccessPolicy
 from tests.server.conftest import ALICE, BOB, Running, TwoUsers, call, running_server
+from tests.server.test_a2a_card import schema_problems
 
 CARD_PATH = "/.well-known/agent-card.json"
 
@@ -381,7 +383,7 @@ async def test_streamed_approval_gate(gated: Running) -> None:
 
 @pytest.mark.slow
 async def test_tasks_outlive_a_restart(tmp_path: Path) -> None:
-    """Tasks are rebuilt from the run records: a restarted server still knows them, and a
+    """Tasks are stored: a restarted server still knows them, with their artifacts, and a
     task waiting at an approval gate is still resumed by the next message."""
     root = tmp_path / "gated"
     root.mkdir()
@@ -399,10 +401,16 @@ async def test_tasks_outlive_a_restart(tmp_path: Path) -> None:
         running_server(root, tmp_path / "data") as running,
         a2a_client(running, "gated") as client,
     ):
-        for ended in (done, approved):  # the state of the task's last run
+        for ended in (done, approved):  # as stored: the state and artifacts of its last run
             got = await client.get_task(GetTaskRequest(id=ended.id))
             assert state(got) == "TASK_STATE_COMPLETED"
             assert dict(got.metadata) == dict(ended.metadata)  # {"runId": its last run's}
+            assert answer(got) == answer(ended)
+        # A task never stored (from before tasks were) is rebuilt from its run: its state.
+        assert await running.server.storage.a2a_tasks.delete(done.id)
+        rebuilt = await client.get_task(GetTaskRequest(id=done.id))
+        assert state(rebuilt) == "TASK_STATE_COMPLETED"
+        assert list(rebuilt.artifacts) == []
         assert approved.metadata["runId"] != approved.id.split(":")[1]  # resumed in a later run
         waiting = await client.get_task(GetTaskRequest(id=paused.id))
         assert state(waiting) == "TASK_STATE_INPUT_REQUIRED"
@@ -442,7 +450,10 @@ async def test_a_users_tasks_and_contexts_are_theirs_alone(two_users: TwoUsers) 
     bob = {"Authorization": f"Bearer {idp.mint(BOB)}"}
     async with httpx.AsyncClient() as http:
         card = await A2ACardResolver(http, running.url).get_agent_card()
+        v1 = (await http.get(f"{running.url}{CARD_PATH}", headers={"A2A-Version": "1.0"})).json()
     assert card.security_requirements[0].schemes.keys() == {"bearer"}
+    assert v1["securityRequirements"] == [{"schemes": {"bearer": {}}}]
+    assert schema_problems(v1) == []
     async with a2a_client(running, headers=alice) as as_alice:
         task = await send(as_alice, message("secret plans"))
         assert state(task) == "TASK_STATE_COMPLETED"
@@ -459,6 +470,8 @@ async def test_a_users_tasks_and_contexts_are_theirs_alone(two_users: TwoUsers) 
         with pytest.raises(TaskNotFoundError):
             await send(as_bob, message("me too", task_id=task.id))
         own = await send(as_bob, message("mine"))
+        listed = await as_bob.list_tasks(ListTasksRequest())
+        assert [t.id for t in listed.tasks] == [own.id]
     values: Any = (await two_users.alice.threads.get_state(task.context_id))["values"]
     assert [m["content"] for m in values["messages"] if m["type"] == "human"] == ["secret plans"]
     thread = await running.server.storage.threads.get(own.context_id)
