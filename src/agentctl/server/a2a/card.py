@@ -51,7 +51,7 @@ def endpoint_url(base_url: str, assistant_id: str) -> str:
 
 def card_version(asked: str | None) -> str:
     """The card version for a client that sent `A2A-Version: asked` (None or "": 0.3)."""
-    major, _, minor = (asked or V03).strip().partition(".")
+    major, _, minor = ((asked or "").strip() or V03).partition(".")
     if major == "1":
         return V1
     if major == "0" and minor.partition(".")[0] == "3":
