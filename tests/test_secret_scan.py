@@ -57,7 +57,7 @@ DISGUISES: dict[str, Callable[[str, bytes], str]] = {
 SPLITS = ['"\n"', '" + "', "' . '", "\\\n", '",\n  "', " \n ", '"\n    + "']
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     key=keys,
     disguise=st.sampled_from(sorted(DISGUISES)),
@@ -74,7 +74,7 @@ def test_a_disguised_key_is_found_on_its_line(
     assert leaks[0].line <= head.count("\n") + 2
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(key=keys, cuts=st.lists(st.integers(1, 63), min_size=1, max_size=4))
 def test_a_key_split_across_lines_or_strings_is_found(key: str, cuts: list[int]) -> None:
     for glue in SPLITS:
@@ -86,7 +86,7 @@ def test_a_key_split_across_lines_or_strings_is_found(key: str, cuts: list[int])
 random_keys = keys.filter(lambda key: len(set(key)) >= 10)  # as keys are: not "a0000000b"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(key=random_keys, other=random_keys, text=prose)
 def test_another_key_is_not_taken_for_it(key: str, other: str, text: str) -> None:
     if other.lower() in key.lower() or key.lower() in text.lower():
