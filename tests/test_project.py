@@ -334,7 +334,7 @@ def test_an_unknown_auth_provider_lists_oidc(write_files: WriteFiles) -> None:
     ]
 
 
-def test_a_secret_is_found_as_a_whole_token_and_a_plain_word_is_no_secret(
+def test_a_secret_is_found_anywhere_and_a_plain_word_is_no_secret(
     write_files: WriteFiles,
 ) -> None:
     """The offline set-up docs/testing.md gives (`OPENAI_API_KEY=scripted`, the model
@@ -360,4 +360,6 @@ def test_a_secret_is_found_as_a_whole_token_and_a_plain_word_is_no_secret(
         files = {"agent.toml": '[agent]\nname = "leaky"\n', "AGENTS.md": text, ".env": env + "\n"}
         with pytest.raises(ConfigError) as refused:
             load_project(write_files(files, folder))
-        assert "AGENTS.md: contains the value of OPENAI_API_KEY from .env" in str(refused.value)
+        assert "AGENTS.md: line 1: contains the value of OPENAI_API_KEY from .env" in str(
+            refused.value
+        )

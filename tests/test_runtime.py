@@ -23,9 +23,10 @@ from agentctl.runtime import AgentRuntime, load_agent
 from agentctl.runtime.namespaces import (
     escape_id,
     shared_namespace,
-    subagent_namespace,
+    subagent_seeds_namespace,
     unescape_id,
     user_namespace,
+    user_subagent_namespace,
 )
 from agentctl.testing import ScriptedModelServer
 from agentctl.testing.mcp_servers import calculator, serve
@@ -106,7 +107,7 @@ async def test_agent_uses_mcp_delegates_and_subagent_writes_its_memory(demo: Pat
     assert task_result.startswith(
         "researched: Updated file /memories/subagents/researcher/notes.md"
     )
-    note = agent.store.get(subagent_namespace("demo", "researcher"), "/notes.md")
+    note = agent.store.get(user_subagent_namespace("demo", "alice", "researcher"), "/notes.md")
     assert note is not None
     assert note.value["content"] == "42"
 
@@ -278,8 +279,12 @@ async def test_subagent_sees_only_its_own_memory(demo: Path) -> None:
         if probe.startswith(("@call grep", "@call glob", "@call ls")):
             assert "writer" not in seen
     assert "permission denied for write" in seen
-    main_read = call("read_file", file_path="/memories/subagents/writer/draft.md")
-    assert "secret" in answer(await agent.ask(main_read + "\n@say {last_tool_result}", thread="m"))
+    main_read = (
+        call("read_file", file_path="/memories/subagents/writer/draft.md")
+        + "\n@say {last_tool_result}"
+    )
+    assert "secret" in answer(await agent.ask(main_read, user="a", thread="m"))
+    assert "secret" not in answer(await agent.ask(main_read, user="b", thread="m2"))
 
 
 async def test_approval_gate_pauses_and_resumes(write_files: WriteFiles) -> None:
@@ -446,7 +451,15 @@ def test_no_namespace_is_a_string_prefix_of_another() -> None:
     """PostgreSQL searches `prefix%`, SQLite `prefix.*`: neither may reach another user."""
     users = ["ab", "abc", "a_b", "aXb", "a.b", "a%b", "a~2Eb", "a b", "a*", "a[b]"]
     spaces = [".".join(user_namespace("demo", u)) for u in users]
-    spaces += [".".join(subagent_namespace("demo", s)) for s in ["res", "research", "r_s", "rxs"]]
+    subagents = ["res", "research", "r_s", "rxs", "files", "subagent"]
+    spaces += [".".join(subagent_seeds_namespace("demo", s)) for s in subagents]
+    spaces += [
+        ".".join(user_subagent_namespace(assistant, u, s))
+        for assistant in ["demo", "files", "subagent"]
+        for u in users
+        for s in subagents
+    ]
+    spaces += [".".join(user_namespace(a, u)) for a in ["files", "subagent"] for u in users]
     spaces += [".".join(shared_namespace(a)) for a in ["demo", "demo2", "de_mo", "deXmo"]]
     assert len(set(spaces)) == len(spaces)
     for one in spaces:

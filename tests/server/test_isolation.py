@@ -18,7 +18,14 @@ from langgraph_sdk.errors import (
 )
 from langgraph_sdk.schema import Checkpoint, Config, StreamPart
 
-from agentctl.runtime.namespaces import escape_id, user_namespace
+from agentctl.runtime.memory import file_value
+from agentctl.runtime.namespaces import (
+    escape_id,
+    subagent_seeds_namespace,
+    user_namespace,
+    user_subagent_namespace,
+)
+from agentctl.testing.demo import SKILL
 from tests.conftest import eventually
 from tests.server.conftest import ALICE, BOB, Running, TwoUsers, call, user
 
@@ -492,3 +499,143 @@ async def test_without_auth_user_memory_is_skipped(agent: Running) -> None:
     assert "You are the demo agent." in prompt
     assert "# About the user" not in prompt
     assert (await client.store.list_namespaces(prefix=["users"]))["namespaces"] == []
+
+
+# -- subagent memory ---------------------------------------------------------------------
+
+NOTES = "/memories/subagents/researcher/alice-notes.md"
+SEEDS = {
+    "/memories/subagents/researcher/AGENTS.md": "You research.",
+    "/memories/subagents/researcher/skills/search/SKILL.md": "search things well",
+}
+
+
+def delegate(*steps: str) -> str:
+    """A main-agent script running each step in its own `researcher` task, in parallel;
+    each task answers its step's tool result."""
+    tasks = [
+        call("task", subagent_type="researcher", description=f"{step}\n@say {{last_tool_result}}")
+        for step in steps
+    ]
+    return " && ".join(tasks) + "\n@say done"
+
+
+async def run_script(client: LangGraphClient, script: str) -> list[str]:
+    values = await client.runs.wait(None, "demo", input=user(script))
+    return tool_results(values)
+
+
+async def test_subagent_memory_belongs_to_the_signed_in_user(two_users: TwoUsers) -> None:
+    alice, bob = two_users.alice, two_users.bob
+    store = two_users.running.server.storage.store
+    # A file a subagent wrote when its memory was shared: no user's agent shows it any more.
+    legacy = file_value(b"written for everyone by an earlier version: ACME")
+    await store.aput(subagent_seeds_namespace("demo", "researcher"), "/old-notes.md", legacy)
+    plan = "alice plans to buy ACME"
+    [written] = await run_script(alice, delegate(call("write_file", file_path=NOTES, content=plan)))
+    assert f"Updated file {NOTES}" in written
+
+    # Bob's main agent finds nothing of it; it still reads the researcher's seeds.
+    main_probes = [
+        call("read_file", file_path=NOTES),
+        call("ls", path="/memories/subagents/researcher/"),
+        call("ls", path="/memories/"),
+        call("glob", pattern="**/*", path="/memories/"),
+        call("grep", pattern="ACME", path="/memories/"),
+        call("grep", pattern="ACME"),
+        *(call("read_file", file_path=seed) for seed in SEEDS),
+    ]
+    seen = await run_script(bob, "\n".join([*main_probes, "@say done"]))
+    assert len(seen) == len(main_probes)
+    for probe, result in zip(main_probes, seen, strict=True):
+        assert "ACME" not in result, probe
+        assert "old-notes" not in result, probe
+        if "alice-notes" in probe:
+            assert "not found" in result, probe
+        else:
+            assert "alice-notes" not in result, probe
+    assert "AGENTS.md" in seen[1]
+    assert "skills/" in seen[1]
+    for (path, text), result in zip(SEEDS.items(), seen[-2:], strict=True):
+        assert text in result, path
+
+    # Bob's researcher neither finds it nor overwrites it; nor does it change its seeds.
+    sub_probes = [
+        call("read_file", file_path=NOTES),
+        call("ls", path="/memories/subagents/researcher/"),
+        call("glob", pattern="**/*.md", path="/memories/subagents/researcher/"),
+        call("grep", pattern="ACME", path="/memories/subagents/researcher/"),
+        call("grep", pattern="ACME"),
+    ]
+    seen = await run_script(bob, delegate(*sub_probes))
+    assert len(seen) == len(sub_probes)
+    for probe, result in zip(sub_probes, seen, strict=True):
+        assert "ACME" not in result, probe
+        assert "old-notes" not in result, probe
+        if "alice-notes" in probe:
+            assert "not found" in result, probe
+        else:
+            assert "alice-notes" not in result, probe
+    assert "AGENTS.md" in seen[1]
+    overwrite = call("write_file", file_path=NOTES, content="bob was here")
+    [bobs] = await run_script(bob, delegate(overwrite))
+    assert f"Updated file {NOTES}" in bobs  # his own file of that name
+
+    # Neither user's researcher may change its seeds; both read them.
+    for client in (alice, bob):
+        seed_probes = [
+            *(call("read_file", file_path=seed) for seed in SEEDS),
+            *(call("write_file", file_path=seed, content="evil") for seed in SEEDS),
+            *(
+                call("edit_file", file_path=seed, old_string=text, new_string="evil")
+                for seed, text in SEEDS.items()
+            ),
+            call("write_file", file_path="/memories/subagents/researcher/skills/x/SKILL.md",
+                 content="evil"),
+        ]  # fmt: skip
+        seen = await run_script(client, delegate(*seed_probes))
+        for text, result in zip(SEEDS.values(), seen, strict=False):
+            assert text in result
+        for result in seen[2:]:
+            assert "permission denied for write" in result, result
+
+    # Alice still finds her own file, unchanged, from her main agent and her researcher.
+    read = call("read_file", file_path=NOTES)
+    seen = await run_script(alice, "\n".join([read, call("grep", pattern="ACME"), "@say done"]))
+    assert plan in seen[0]
+    assert "alice-notes" in seen[1]
+    [from_researcher] = await run_script(alice, delegate(read))
+    assert plan in from_researcher
+    assert "bob was here" not in from_researcher
+    [bobs] = await run_script(bob, delegate(read))
+    assert "bob was here" in bobs
+
+    # Through the store API: in each user's own root, 403 for the other; seeds untouched.
+    namespace = list(user_subagent_namespace("demo", ALICE, "researcher"))
+    item = await alice.store.get_item(namespace, "/alice-notes.md")
+    assert plan in json.dumps(item["value"])
+    with pytest.raises(PermissionDeniedError):
+        await bob.store.get_item(namespace, "/alice-notes.md")
+    seeds = subagent_seeds_namespace("demo", "researcher")
+    stored = {item.key: item.value["content"] for item in await store.asearch(seeds)}
+    assert stored == {
+        "/AGENTS.md": "You research.\n",
+        "/skills/search/SKILL.md": SKILL.format("search"),
+        "/old-notes.md": "written for everyone by an earlier version: ACME",
+    }
+
+
+async def test_without_auth_a_subagent_writes_no_memory(agent: Running) -> None:
+    """No user, no memory of one's own: writes are refused, the seeds are still read."""
+    write = call("write_file", file_path=NOTES, content="anonymous plan")
+    seen = await run_script(
+        agent.client, delegate(write, *(call("read_file", file_path=s) for s in SEEDS))
+    )
+    assert "no user is signed in" in seen[0]
+    assert "You research." in seen[1]
+    assert "search things well" in seen[2]
+    seen = await run_script(
+        agent.client, delegate(call("ls", path="/memories/subagents/researcher/"))
+    )
+    assert "alice-notes" not in seen[0]
+    assert "AGENTS.md" in seen[0]

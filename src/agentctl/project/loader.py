@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -29,6 +28,7 @@ from agentctl.project.model import (
     Subagent,
 )
 from agentctl.project.rules import rule, valid_name, wrong_type
+from agentctl.project.secret_scan import find_leaks
 from agentctl.project.skills import load_skills
 from agentctl.project.toml_schema import MAIN_SCHEMA, SUBAGENT_SCHEMA, check_schema, read_toml
 
@@ -468,37 +468,17 @@ def _subagent(
     )
 
 
-# A secret's characters: a value found inside a longer run of these is part of another word.
-_TOKEN = rb"[A-Za-z0-9_-]"
-
-
-def _looks_secret(value: str) -> bool:
-    """Whether a .env value could be a credential: 8 characters or more, and not a plain
-    lower-case word such as `scripted` (which docs/testing.md suggests as a stand-in key)
-    unless it is long. Real keys and passwords carry digits, capitals or symbols."""
-    if len(value) < 8:
-        return False
-    return len(value) >= 20 or not (value.isalpha() and value.islower())
-
-
-def _as_token(value: str) -> re.Pattern[bytes]:
-    """`value` standing alone: not inside a longer word (`scripted` in `scripted-model`)."""
-    return re.compile(rb"(?<!%s)%s(?!%s)" % (_TOKEN, re.escape(value.encode()), _TOKEN))
-
-
 def _check_no_secrets(
     contents: dict[str, bytes], dotenv: Mapping[str, str], problems: list[Problem]
 ) -> None:
-    """Refuse to bundle a file that contains a secret value from .env as a whole token (in
-    a sentence, in quotes, in a URL)."""
-    secrets = {
-        name: _as_token(value.strip())
-        for name, value in dotenv.items()
-        if _looks_secret(value.strip())
-    }
+    """Refuse to bundle a file that holds a secret value from .env, as written or in a
+    common disguise (`secret_scan`)."""
     problems += [
-        rule("secret-in-file").problem(file, name=name)
-        for file, data in contents.items()
-        for name, pattern in secrets.items()
-        if pattern.search(data)
+        rule("secret-in-file").problem(
+            leak.file,
+            f"line {leak.line}",
+            name=leak.name,
+            how=f" ({leak.how})" if leak.how else "",
+        )
+        for leak in find_leaks(contents, dotenv)
     ]

@@ -143,8 +143,9 @@ _RULES = [
     ),
     Rule(
         "secret-in-file",
-        "contains the value of {name} from .env",
-        "remove it from the file; the agent receives secrets through the environment only",
+        "contains the value of {name} from .env{how}",
+        "remove it from the file (and rotate the key if the file was shared); the agent "
+        "receives secrets through the environment only",
     ),
     # Skills.
     Rule(

@@ -18,8 +18,9 @@ from agentctl.runtime import memory
 from agentctl.runtime.fencing import HoldsRun
 from agentctl.runtime.mcp_tools import load_mcp_tools
 from agentctl.runtime.models import create_models
-from agentctl.runtime.namespaces import shared_namespace, subagent_namespace
+from agentctl.runtime.namespaces import shared_namespace, subagent_seeds_namespace
 from agentctl.runtime.peers import Peers
+from agentctl.runtime.subagent_memory import is_seed
 from agentctl.runtime.tracing import tracer_callbacks
 
 if TYPE_CHECKING:
@@ -186,9 +187,9 @@ async def seed_revision(project: Project, store: Any) -> None:
         seeds.update(_skill_files(project, sub.skills, base=sub.path))
         await memory.reseed(
             store,
-            subagent_namespace(project.name, sub.name),
+            subagent_seeds_namespace(project.name, sub.name),
             seeds,
-            owned=lambda key: key == "/AGENTS.md" or key.startswith("/skills/"),
+            owned=is_seed,
         )
 
 

@@ -1,10 +1,13 @@
 """The `/memories/` filesystem of an agent: store-backed routes, permissions and seeding.
 
-| path                              | main agent   | subagent S           | scope          |
-|-----------------------------------|--------------|----------------------|----------------|
-| /memories/AGENTS.md, skills/**    | read         | none                 | assistant      |
-| /memories/user/**                 | read, write  | none                 | per user       |
-| /memories/subagents/S/**          | read         | read, write (own S)  | per subagent   |
+| path                                       | main agent  | subagent S          | scope          |
+|--------------------------------------------|-------------|---------------------|----------------|
+| /memories/AGENTS.md, skills/**             | read        | none                | assistant      |
+| /memories/user/**                          | read, write | none                | per user       |
+| /memories/subagents/S/AGENTS.md, skills/** | read        | read (own S)        | per subagent   |
+| /memories/subagents/S/** (everything else) | read        | read, write (own S) | per user and S |
+
+Without a signed-in user, the per-user folders are empty and refuse writes.
 
 The namespaces behind each route are in `agentctl.runtime.namespaces`.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 from deepagents import FilesystemPermission
@@ -34,7 +38,13 @@ from langchain.agents.middleware import AgentMiddleware
 from langgraph.config import get_config
 from langgraph.store.base import BaseStore
 
-from agentctl.runtime.namespaces import shared_namespace, subagent_namespace, user_namespace
+from agentctl.runtime.namespaces import (
+    shared_namespace,
+    subagent_seeds_namespace,
+    user_namespace,
+    user_subagent_namespace,
+)
+from agentctl.runtime.subagent_memory import SEED_FILE, SEED_FOLDER, SubagentMemoryBackend
 
 MEMORIES = "/memories"
 USER_ID_KEY = "graph_auth_user_id"  # in config["configurable"], set by the server
@@ -42,6 +52,10 @@ OPERATOR_KEY = "graph_auth_operator"  # in config["configurable"]: True for the 
 USER_MEMORY_FILE = f"{MEMORIES}/user/AGENTS.md"
 USER_MEMORY_KEY = "/AGENTS.md"  # its key in the user's namespace
 NO_USER = "User memory is not available in this conversation: no user is signed in."
+NO_SUBAGENT_USER = (
+    "This subagent keeps no memory in this conversation: no user is signed in "
+    "(its AGENTS.md and skills can still be read)."
+)
 
 T = TypeVar("T")
 
@@ -76,11 +90,13 @@ def _running_config() -> dict[str, Any] | None:
 
 
 class UserMemoryBackend(BackendProtocol):  # type: ignore[misc]
-    """`/memories/user/`: the signed-in user's own namespace; without a user, an empty,
-    unwritable folder, so user memory is skipped with neither reads, writes nor errors."""
+    """A folder in the signed-in user's own namespace (`namespace(user)`), e.g.
+    `/memories/user/`; without a user, an empty, unwritable folder, so user memory is
+    skipped with neither reads, writes nor errors (`no_user` answers a read or write)."""
 
-    def __init__(self, assistant: str) -> None:
-        self._store = StoreBackend(namespace=lambda _: user_namespace(assistant, _user()))
+    def __init__(self, namespace: Callable[[str], tuple[str, ...]], no_user: str) -> None:
+        self._store = StoreBackend(namespace=lambda _: namespace(_user()))
+        self._no_user = no_user
 
     def _pick(self, with_user: Callable[[], T], without: Callable[[], T]) -> T:
         return with_user() if current_user_id() else without()
@@ -96,28 +112,30 @@ class UserMemoryBackend(BackendProtocol):  # type: ignore[misc]
 
     def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
         return self._pick(
-            lambda: self._store.read(file_path, offset, limit), lambda: ReadResult(error=NO_USER)
+            lambda: self._store.read(file_path, offset, limit),
+            lambda: ReadResult(error=self._no_user),
         )
 
     async def aread(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
         return await self._apick(
-            lambda: self._store.aread(file_path, offset, limit), lambda: ReadResult(error=NO_USER)
+            lambda: self._store.aread(file_path, offset, limit),
+            lambda: ReadResult(error=self._no_user),
         )
 
     def write(self, file_path: str, content: str) -> WriteResult:
         return self._pick(
-            lambda: self._store.write(file_path, content), lambda: WriteResult(error=NO_USER)
+            lambda: self._store.write(file_path, content), lambda: WriteResult(error=self._no_user)
         )
 
     async def awrite(self, file_path: str, content: str) -> WriteResult:
         return await self._apick(
-            lambda: self._store.awrite(file_path, content), lambda: WriteResult(error=NO_USER)
+            lambda: self._store.awrite(file_path, content), lambda: WriteResult(error=self._no_user)
         )
 
     def edit(self, file_path: str, old: str, new: str, replace_all: bool = False) -> EditResult:
         return self._pick(
             lambda: self._store.edit(file_path, old, new, replace_all),
-            lambda: EditResult(error=NO_USER),
+            lambda: EditResult(error=self._no_user),
         )
 
     async def aedit(
@@ -125,17 +143,17 @@ class UserMemoryBackend(BackendProtocol):  # type: ignore[misc]
     ) -> EditResult:
         return await self._apick(
             lambda: self._store.aedit(file_path, old, new, replace_all),
-            lambda: EditResult(error=NO_USER),
+            lambda: EditResult(error=self._no_user),
         )
 
     def delete(self, file_path: str) -> DeleteResult:
         return self._pick(
-            lambda: self._store.delete(file_path), lambda: DeleteResult(error=NO_USER)
+            lambda: self._store.delete(file_path), lambda: DeleteResult(error=self._no_user)
         )
 
     async def adelete(self, file_path: str) -> DeleteResult:
         return await self._apick(
-            lambda: self._store.adelete(file_path), lambda: DeleteResult(error=NO_USER)
+            lambda: self._store.adelete(file_path), lambda: DeleteResult(error=self._no_user)
         )
 
     def glob(self, pattern: str, path: str | None = None) -> GlobResult:
@@ -199,11 +217,10 @@ def main_backend(
     The inner composite makes `ls`, `glob` and `grep` over `/memories/` merge its routes.
     """
     routes: dict[str, BackendProtocol] = {
-        f"/subagents/{name}/": StoreBackend(namespace=_fixed(subagent_namespace(assistant, name)))
-        for name in subagents
+        f"/subagents/{name}/": subagent_folder(assistant, name) for name in subagents
     }
     if user_memory:
-        routes["/user/"] = UserMemoryBackend(assistant)
+        routes["/user/"] = UserMemoryBackend(partial(user_namespace, assistant), NO_USER)
     memories = CompositeBackend(
         default=StoreBackend(namespace=_fixed(shared_namespace(assistant))), routes=routes
     )
@@ -214,9 +231,19 @@ def subagent_backend(assistant: str, subagent: str | None) -> BackendProtocol:
     """A subagent's filesystem: thread scratch space and only its own memory folder."""
     routes: dict[str, BackendProtocol] = {}
     if subagent is not None:
-        namespace = subagent_namespace(assistant, subagent)
-        routes[f"{MEMORIES}/subagents/{subagent}/"] = StoreBackend(namespace=_fixed(namespace))
+        routes[f"{MEMORIES}/subagents/{subagent}/"] = subagent_folder(assistant, subagent)
     return CompositeBackend(default=StateBackend(), routes=routes)
+
+
+def subagent_folder(assistant: str, subagent: str) -> SubagentMemoryBackend:
+    """`/memories/subagents/<subagent>/`: its seeds, shared and read-only, over what it wrote
+    for the signed-in user (nothing, and no writes, without one)."""
+    return SubagentMemoryBackend(
+        seeds=StoreBackend(namespace=_fixed(subagent_seeds_namespace(assistant, subagent))),
+        own=UserMemoryBackend(
+            lambda user: user_subagent_namespace(assistant, user, subagent), NO_SUBAGENT_USER
+        ),
+    )
 
 
 def _fixed(namespace: tuple[str, ...]) -> Callable[[Any], tuple[str, ...]]:
@@ -244,13 +271,17 @@ def main_permissions(*, user_memory: bool) -> list[FilesystemPermission]:
 
 
 def subagent_permissions(subagent: str | None) -> list[FilesystemPermission]:
+    """A subagent reads its own folder and writes there, except its seeds (the first
+    matching rule wins); the rest of `/memories/` is closed to it."""
+    folder = f"{MEMORIES}/subagents/{subagent}"
     own = (
         [
             FilesystemPermission(
-                operations=["read", "write"],
-                paths=_both(f"{MEMORIES}/subagents/{subagent}"),
-                mode="allow",
-            )
+                operations=["write"],
+                paths=[f"{folder}{SEED_FILE}", *_both(f"{folder}{SEED_FOLDER}")],
+                mode="deny",
+            ),
+            FilesystemPermission(operations=["read", "write"], paths=_both(folder), mode="allow"),
         ]
         if subagent
         else []

@@ -1,8 +1,12 @@
 """Where memory lives in the store.
 
-    ("memories", A, "shared", "files")        /memories/AGENTS.md, /memories/skills/**
-    ("memories", A, "subagent", S, "files")   /memories/subagents/S/**     (per subagent S)
-    ("users", U, "memories", A, "files")      /memories/user/**            (per user U)
+    ("memories", A, "shared", "files")            /memories/AGENTS.md, /memories/skills/**
+    ("memories", A, "subagent", S, "files")       /memories/subagents/S/AGENTS.md, skills/**
+                                                  (subagent S's seeds, read-only)
+    ("users", U, "memories", A, "files")          /memories/user/**            (per user U)
+    ("users", U, "memories", A, "subagent", S, "files")
+                                                  the rest of /memories/subagents/S/**
+                                                  (what subagent S wrote for user U)
 
 Everything of user U lives under `user_root(U)` = ("users", U): the server lets a signed-in
 user reach the store there and nowhere else.
@@ -14,7 +18,9 @@ no namespace may be a prefix of another across an isolation boundary, as tuples 
 - every part is escaped with `escape_id`: letters, digits and `-` stay, every other UTF-8 byte
   becomes `~XX`, so no part holds `.` (the store's separator) nor a LIKE or glob wildcard;
 - every namespace ends with the fixed part "files", so user "ab" cannot prefix user "abc":
-  `memories.A.user.ab.files` is a prefix of no other namespace's string.
+  `users.ab.memories.A.files` is a prefix of no other namespace's string;
+- a user's subagent namespace has "subagent" where the user's own has "files", so neither
+  is a prefix of the other.
 
 The escape is injective and reversible (`unescape_id`).
 """
@@ -65,5 +71,14 @@ def user_namespace(assistant: str, user_id: str) -> tuple[str, ...]:
     return (*user_root(user_id), ROOT, escape_id(assistant), FILES)
 
 
-def subagent_namespace(assistant: str, subagent: str) -> tuple[str, ...]:
+def subagent_seeds_namespace(assistant: str, subagent: str) -> tuple[str, ...]:
+    """Subagent S's `AGENTS.md` and skills, seeded from the revision: the same for everyone.
+
+    Files subagents wrote before their memory became per user are left here, shown to no one.
+    """
     return (ROOT, escape_id(assistant), SUBAGENT, escape_id(subagent), FILES)
+
+
+def user_subagent_namespace(assistant: str, user_id: str, subagent: str) -> tuple[str, ...]:
+    """What subagent S writes in the conversations of user `user_id`."""
+    return (*user_root(user_id), ROOT, escape_id(assistant), SUBAGENT, escape_id(subagent), FILES)

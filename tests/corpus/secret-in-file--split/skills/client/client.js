@@ -1,0 +1,3 @@
+// A client.
+const key = "sk-li" +
+  "ve-012345" + '6789abcdef';

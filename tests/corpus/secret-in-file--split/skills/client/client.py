@@ -1,0 +1,6 @@
+import os
+
+KEY = (
+    "sk-live-"
+    "0123456789abcdef"
+)

@@ -1,0 +1,3 @@
+#!/bin/sh
+KEY="sk-live-0123\
+456789abcdef"
