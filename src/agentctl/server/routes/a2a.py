@@ -15,7 +15,6 @@ import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
@@ -31,6 +30,7 @@ from agentctl.server.a2a.params import refusal
 from agentctl.server.a2a.tasks import RunTaskStore
 from agentctl.server.a2a.turns import TurnBuilder
 from agentctl.server.context import Server, server_of
+from agentctl.server.public_url import Located, own_url
 from agentctl.storage.base import Assistant
 
 # A task waiting for input holds a little memory; after this long unused it is let go (its
@@ -107,7 +107,7 @@ async def well_known_agent_card(request: Request, assistant_id: str | None = Non
     """The agent card (public): of `assistant_id`, or of the deployment's agent."""
     server = server_of(request)
     assistant = await lookup.get_assistant(server, assistant_id or server.deployment.assistant_id)
-    return _card_response(request, card_json(server, assistant, _base_url(request)), "public")
+    return _card_response(request, server, assistant, "public")
 
 
 @router.get("/a2a/{assistant_id}/.well-known/agent-card.json")
@@ -115,14 +115,17 @@ async def assistant_agent_card(assistant_id: str, request: Request) -> Response:
     """The agent card of `assistant_id`, beside its endpoint."""
     server = server_of(request)
     assistant = await lookup.get_assistant(server, assistant_id)
-    return _card_response(request, card_json(server, assistant, _base_url(request)), "private")
+    return _card_response(request, server, assistant, "private")
 
 
-def _card_response(request: Request, card: dict[str, Any], scope: str) -> Response:
-    """The card, or 304 when the client's copy (`If-None-Match`) is still the card."""
-    body = serde.dumps(card)
+def _card_response(request: Request, server: Server, assistant: Assistant, scope: str) -> Response:
+    """The card, or 304 when the client's copy (`If-None-Match`) is still the card. Its
+    URLs name the public URL, or else the request's `Host`: then no cache may keep it."""
+    base: Located = own_url(request, server.info.get("public_url"))
+    body = serde.dumps(card_json(server, assistant, base.url))
     etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
-    headers = {"ETag": etag, "Cache-Control": f"{scope}, max-age={CARD_MAX_AGE_SECONDS}"}
+    cacheable = {"Cache-Control": f"{scope}, max-age={CARD_MAX_AGE_SECONDS}"}
+    headers = {"ETag": etag, **base.cache_headers(cacheable)}
     if _matches(request.headers.get("if-none-match"), etag):
         return Response(status_code=304, headers=headers)
     return Response(body, media_type="application/json", headers=headers)
@@ -134,7 +137,3 @@ def _matches(if_none_match: str | None, etag: str) -> bool:
         return False
     tags = [tag.strip().removeprefix("W/") for tag in if_none_match.split(",")]
     return "*" in tags or etag in tags
-
-
-def _base_url(request: Request) -> str:
-    return str(request.base_url).rstrip("/")
