@@ -365,8 +365,9 @@ def rebound(url: str) -> dict[str, str]:
 
 
 async def test_a_rebinding_page_is_refused_on_serve_with_anonymous_access(
-    demo: Path, tmp_path: Path
+    demo: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="agentctl.server")
     env = {"PLATFORM_API_KEY": "k", "AGENTCTL_PUBLIC_URL": f"{PUBLIC}/"}
     policy, _ = check_platform_settings(Settings.from_env(env))
     async with (
@@ -381,6 +382,10 @@ async def test_a_rebinding_page_is_refused_on_serve_with_anonymous_access(
             "/runs", headers=page | {"Access-Control-Request-Method": "POST"}
         )
         assert_refused(asked, "is not this server's public URL")
+        assert refusals(caplog) == [
+            f"refused (403) a page at {page['Origin']} may not call this server: if that is "
+            f"its address, set AGENTCTL_PUBLIC_URL to {page['Origin']}"
+        ]
         assert await run_count(running) == 0
         # The deployment's own pages, at its public URL, under whatever Host a proxy passes.
         for host in ("agents.example.com", f"127.0.0.1:{running.url.rsplit(':', 1)[1]}"):

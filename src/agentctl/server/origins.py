@@ -144,7 +144,7 @@ class OriginPolicy:
         the module's docstring)."""
         if origin in self.own:
             return True
-        if not host or origin.partition("://")[2] != host:
+        if not _same_origin(origin, host):
             return False
         return self.hosts is not None or _unrebindable(_host_name(host))
 
