@@ -57,7 +57,10 @@ SETTINGS: tuple[Setting, ...] = (
             "`X-Forwarded-For`/`-Proto` headers are trusted; `*` trusts any."),
     Setting("AGENTCTL_PUBLIC_URL", str, None,
             "The URL clients reach the deployment at (behind the load balancer); shown by "
-            "`/info` and printed by `agentctl deploy`. Unset: the URL the request came to."),
+            "`/info`, named by the A2A agent card and printed by `agentctl deploy`. Its pages "
+            "(`/docs`, the console) opened there may call the API from a browser. Unset: the "
+            "URL the request came to, never cached, and pages only at an IP address or "
+            "localhost (see docs/server.md, Browsers and CORS)."),
     Setting("AGENTCTL_CORS_ORIGINS", str, None,
             "Comma-separated origins (`https://chat.example.com`) whose web pages may call "
             "the API from a browser; `*` for any (then without credentials). Requests from "

@@ -138,6 +138,8 @@ async def test_the_card_has_an_etag_and_answers_304_while_it_is_unchanged(
 ) -> None:
     assistant_id = agent.server.deployment.assistant_id
     beside = f"/a2a/{assistant_id}{CARD_PATH}"
+    # Cacheable when its URLs are the configured ones (see test_public_url.py for without).
+    agent.server.info["public_url"] = "https://agents.example.com"
     async with httpx.AsyncClient(base_url=agent.url) as http:
         first = await http.get(CARD_PATH)
         etag = first.headers["etag"]

@@ -70,8 +70,8 @@ async def test_a_1_0_client_gets_the_1_0_card_and_a_0_3_client_its_fields(agent:
     assert legacy["preferredTransport"] == "JSONRPC"
     assert legacy["protocolVersion"].startswith("0.3")
     assert legacy["supportedInterfaces"] == card["supportedInterfaces"]  # 1.x clients read it
-    # One card per version: caches keep them apart.
-    assert v1.headers["vary"] == v03.headers["vary"] == "A2A-Version"
+    # One card per version (and per Host: no public URL is set here): caches keep them apart.
+    assert v1.headers["vary"] == v03.headers["vary"] == "Host, A2A-Version"
     assert v1.headers["etag"] != v03.headers["etag"]
     assert unknown.status_code == 400
     assert "A2A-Version '2.0'" in unknown.json()["detail"]

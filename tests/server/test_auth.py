@@ -108,7 +108,16 @@ async def test_without_a_token_every_resource_is_401(two_users: TwoUsers) -> Non
         assert await refused(request) == {"detail": SIGN_IN}, name
 
     async with httpx.AsyncClient(base_url=two_users.running.url) as http:
-        for path in ("/ok", "/info", "/openapi.json", "/docs", "/ui/", "/ui/console.js"):
+        public = (
+            "/ok",
+            "/info",
+            "/openapi.json",
+            "/docs",
+            "/docs/docs.js",
+            "/ui/",
+            "/ui/console.js",
+        )
+        for path in public:
             response = await http.get(path)
             assert response.status_code == 200, (path, response.text)
         assert (await http.get("/ok")).json() == {"ok": True}

@@ -25,7 +25,7 @@ from agentctl.server.origins import (
     OriginGuard,
     OriginPolicy,
 )
-from agentctl.server.production import open_agent_server
+from agentctl.server.production import check_platform_settings, open_agent_server
 from agentctl.settings import Settings
 from tests.conftest import RunCli
 from tests.server.conftest import ALICE, Running, TwoUsers, running_server, user
@@ -352,3 +352,51 @@ def test_dev_refuses_a_malformed_origin(run_cli: RunCli, tmp_path: Path) -> None
     assert result.exit_code == 2
     assert "--cors-origin" in result.err
     assert "is not an origin" in result.err
+
+
+PUBLIC = "https://agents.example.com"
+
+
+def rebound(url: str) -> dict[str, str]:
+    """What a page at http://evil.example:<port> sends once its name resolves to the server
+    (DNS rebinding): that `Host`, and that very origin."""
+    port = url.rsplit(":", 1)[1]
+    return {"Host": f"evil.example:{port}", "Origin": f"http://evil.example:{port}"}
+
+
+async def test_a_rebinding_page_is_refused_on_serve_with_anonymous_access(
+    demo: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="agentctl.server")
+    env = {"PLATFORM_API_KEY": "k", "AGENTCTL_PUBLIC_URL": f"{PUBLIC}/"}
+    policy, _ = check_platform_settings(Settings.from_env(env))
+    async with (
+        running_server(demo, tmp_path / "data", origins=policy) as running,  # anonymous
+        httpx.AsyncClient(base_url=running.url) as http,
+    ):
+        page = rebound(running.url)
+        refused = await http.post("/runs/wait", json=RUN, headers=page)
+        assert_refused(refused, "is not this server's public URL")
+        assert f"set AGENTCTL_PUBLIC_URL to {page['Origin']}" in refused.json()["detail"]
+        asked = await http.options(
+            "/runs", headers=page | {"Access-Control-Request-Method": "POST"}
+        )
+        assert_refused(asked, "is not this server's public URL")
+        assert refusals(caplog) == [
+            f"refused (403) a page at {page['Origin']} may not call this server: if that is "
+            f"its address, set AGENTCTL_PUBLIC_URL to {page['Origin']}"
+        ]
+        assert await run_count(running) == 0
+        # The deployment's own pages, at its public URL, under whatever Host a proxy passes.
+        for host in ("agents.example.com", f"127.0.0.1:{running.url.rsplit(':', 1)[1]}"):
+            own = await http.post("/runs/wait", json=RUN, headers={"Origin": PUBLIC, "Host": host})
+            assert own.status_code == 200, own.text
+            assert "access-control-allow-origin" not in own.headers
+        # And at an address no other page can be served under.
+        assert (await http.post("/runs/wait", json=RUN, headers={"Origin": running.url})).is_success
+
+
+async def test_a_rebinding_page_is_refused_on_dev(agent: Running, http: httpx.AsyncClient) -> None:
+    refused = await http.post("/runs/wait", json=RUN, headers=rebound(agent.url))
+    assert_refused(refused, "host 'evil.example:")
+    assert await run_count(agent) == 0

@@ -67,7 +67,8 @@ async def test_agents_are_served_apart_at_their_own_urls(
 
     # The docs, the schema and the console live under the agent's URL.
     docs = await http.get("/agents/alpha/docs")
-    assert "/agents/alpha/openapi.json" in docs.text
+    assert 'src="docs/docs.js"' in docs.text  # relative: /agents/alpha/docs/docs.js
+    assert (await http.get("/agents/alpha/docs/docs.js")).status_code == 200
     schema = (await http.get("/agents/alpha/openapi.json")).json()
     assert schema["servers"][0]["url"] == "/agents/alpha"
     console = await http.get("/agents/alpha/ui")
@@ -127,3 +128,20 @@ async def test_an_agent_served_before_the_platform_keeps_its_data(
             assert "default storage" in refused.json()["detail"]
     finally:
         await platform.stop()
+
+
+async def test_an_agent_name_in_the_url_is_decoded_once(
+    platform: tuple[Platform, httpx.AsyncClient],
+    tmp_path: Path,
+    model_server: ScriptedModelServer,
+) -> None:
+    _, http = platform
+    await deploy(http, tmp_path / "alpha", "alpha", model_server, "You are alpha.")
+    assert (await http.get("/agents/%61lpha/info")).json()["agent"] == "alpha"
+    # `%2561` is `%61` once decoded, not `a`: no agent of that name.
+    twice = await http.get("/agents/%2561lpha/info")
+    assert twice.status_code == 404
+    assert twice.json()["detail"].startswith("no agent '%61lpha' on this platform")
+    assert (
+        await http.post("/agents/%2561lpha/threads", json={}, headers=OPERATOR)
+    ).status_code == 404

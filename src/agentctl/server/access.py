@@ -38,24 +38,24 @@ PUBLIC_PATHS = frozenset(
     {
         "/ok",
         "/info",
-        "/docs",
-        "/docs/oauth2-redirect",
         "/openapi.json",
         "/.well-known/agent-card.json",  # A2A agent cards are public metadata
     }
 )
-# The web console's files: the page holds no data, it calls the API with the visitor's
-# credentials.
+# The web console's files and the API reference's: the pages hold no data, they call the
+# API with the visitor's credentials.
 CONSOLE_PREFIX = "/ui"
+DOCS_PREFIX = "/docs"
+PAGE_PREFIXES = (CONSOLE_PREFIX, DOCS_PREFIX)
 
 
 def is_public(path: str) -> bool:
     """Whether `path` is served to anyone, without credentials: the public paths, and the
-    console's page and files (`/ui`, `/ui/`, `/ui/<file>`, no deeper path)."""
-    if path in PUBLIC_PATHS or path == CONSOLE_PREFIX:
+    pages' files (`/ui`, `/ui/`, `/ui/<file>`, `/docs`, `/docs/<file>`, no deeper path)."""
+    if path in PUBLIC_PATHS or path in PAGE_PREFIXES:
         return True
     folder, _, name = path.rpartition("/")
-    return folder == CONSOLE_PREFIX and name not in (".", "..")
+    return folder in PAGE_PREFIXES and name not in (".", "..")
 
 
 DEV_UI_HEADER = (b"x-auth-scheme", b"langsmith")

@@ -44,7 +44,7 @@ def create_app(server: Server) -> FastAPI:
         version=__version__,
         description="The LangGraph Platform API for an agent deployed with agentctl.",
         lifespan=running(server.start, server.stop),
-        docs_url="/docs",
+        docs_url=None,  # served by routes/docs.py, from the package, not a CDN
         openapi_url="/openapi.json",
         redoc_url=None,
         dependencies=[Depends(check_url)],

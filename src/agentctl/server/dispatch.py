@@ -12,8 +12,6 @@
 
 from __future__ import annotations
 
-from urllib.parse import unquote
-
 from fastapi import FastAPI
 from starlette._utils import get_route_path
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -21,8 +19,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from agentctl.observability.logs import bind
 from agentctl.server.app import create_app, create_platform_app
 from agentctl.server.errors import json_error
-from agentctl.server.platform_host import PLATFORM_ROOT, HostedAgent, Platform
+from agentctl.server.platform_host import HostedAgent, Platform
 from agentctl.server.production import check_platform_settings
+from agentctl.server.public_url import PLATFORM_ROOT
 from agentctl.settings import Settings
 
 PREFIX = "/agents/"
@@ -50,10 +49,12 @@ class Dispatcher:
             return
         path = get_route_path(scope)
         if path.startswith(PREFIX):
+            # The server decoded the path once already: decoding again would let
+            # `/agents/%2561lpha` reach `alpha`, past whatever matched the URL as sent.
             name, _, _ = path[len(PREFIX) :].partition("/")
-            agent = self.platform.agent(unquote(name))
+            agent = self.platform.agent(name)
             if agent is None:
-                detail = f"no agent {unquote(name)!r} on this platform — agentctl agents lists them"
+                detail = f"no agent {name!r} on this platform — agentctl agents lists them"
                 await self._refuse(scope, receive, send, detail)
                 return
             root_path = scope.get("root_path", "")

@@ -9,6 +9,12 @@ needs no preflight) and start runs. So, before anything else runs:
 - a request whose `Origin` is neither allowed nor the server's own is refused with 403
   (HTTP and WebSocket alike); a request without `Origin` (curl, the Python and Node SDKs)
   passes untouched;
+- a page is the server's own when its origin is the public URL's (`AGENTCTL_PUBLIC_URL`),
+  or names the `Host` asked for where no DNS rebinding page can: a `Host` checked against
+  the server's names (`agentctl dev`), an IP address or a loopback name. A page at
+  `http://evil.example:8000`, its name rebound to the server's address, sends
+  `Host: evil.example:8000` and that very origin: on `agentctl serve`, which answers to any
+  `Host` (behind proxies, under names it cannot know), that is not enough;
 - preflights (`OPTIONS` with `Access-Control-Request-Method`) from an allowed origin are
   answered here, on every path and before authentication (they carry no credentials);
 - `agentctl dev` also refuses a `Host` that is not one of its own names: a page on a
@@ -100,6 +106,8 @@ class OriginPolicy:
     # Any IP address is a good `Host` too (`dev` bound to all addresses): a rebinding page
     # names a domain, while other machines reach the server by address.
     ip_hosts: bool = False
+    # The server's own origins (its public URL's): its pages, which need no CORS headers.
+    own: frozenset[str] = frozenset()
 
     @classmethod
     def for_dev(cls, extra: Iterable[str] = (), bind_host: str = "127.0.0.1") -> OriginPolicy:
@@ -118,13 +126,7 @@ class OriginPolicy:
         """Whether `name` (a `Host` without its port) is one of this server's names."""
         if self.hosts is None or name in self.hosts:
             return True
-        if not self.ip_hosts:
-            return False
-        try:
-            ipaddress.ip_address(name.strip("[]"))
-        except ValueError:
-            return False
-        return True
+        return self.ip_hosts and _is_ip(name)
 
     def allows(self, origin: str) -> bool:
         if origin in self.origins or "*" in self.origins:
@@ -136,6 +138,15 @@ class OriginPolicy:
 
     def credentials(self, origin: str) -> bool:
         return origin in self.origins
+
+    def is_own(self, origin: str, host: str) -> bool:
+        """Whether a page of `origin` is the server's own, asking with `Host: host` (see
+        the module's docstring)."""
+        if origin in self.own:
+            return True
+        if not _same_origin(origin, host):
+            return False
+        return self.hosts is not None or _unrebindable(_host_name(host))
 
 
 class OriginGuard:
@@ -173,12 +184,18 @@ class OriginGuard:
         host = raw_host.decode("latin-1").lower()
         origin = raw_origin.decode("latin-1").lower()
         allowed = self.policy.allows(origin)
-        if not allowed and not _same_origin(origin, host):
+        if not allowed and not self.policy.is_own(origin, host):
             detail = (
                 f"origin {origin!r} may not call this server — list it in "
                 "AGENTCTL_CORS_ORIGINS (agentctl dev: --cors-origin) to let its pages call"
             )
-            self._log_refusal(f"origin {origin}", self._origin_hint(origin))
+            if _same_origin(origin, host):  # a page served under a name not configured
+                detail = (
+                    f"origin {origin!r} is not this server's public URL — a page on any "
+                    "name that resolves to the server could send it (DNS rebinding): set "
+                    f"AGENTCTL_PUBLIC_URL to {origin} (or list it in AGENTCTL_CORS_ORIGINS)"
+                )
+            self._log_refusal(f"origin {origin}", self._origin_hint(origin, host))
             await _refuse(scope, send, detail)
             return
         if kind == "websocket":
@@ -200,12 +217,17 @@ class OriginGuard:
 
         await self.app(scope, receive, with_cors)
 
-    def _origin_hint(self, origin: str) -> str:
+    def _origin_hint(self, origin: str, host: str) -> str:
         """What the log says of a refused page: how to allow it on this server."""
         try:
             parse_origin(origin)
         except ValueError:  # `null`: a file:// or sandboxed page
             return f"a page of origin {origin!r} may not call this server: serve it over http(s)"
+        if _same_origin(origin, host):
+            return (
+                f"a page at {origin} may not call this server: if that is its address, set "
+                f"AGENTCTL_PUBLIC_URL to {origin}"
+            )
         if self.policy.loopback:  # agentctl dev
             allow = f"restart `agentctl dev` with --cors-origin {origin}"
         else:
@@ -245,8 +267,23 @@ class OriginGuard:
 
 
 def _same_origin(origin: str, host: str) -> bool:
-    """A page of the server itself (e.g. `/docs`): its origin names the `Host` asked for."""
+    """Whether `origin` names the `Host` asked for, as a page of the server would (`/docs`,
+    the console)."""
     return bool(host) and origin.partition("://")[2] == host
+
+
+def _unrebindable(name: str) -> bool:
+    """Whether `name` (a `Host` without its port) is one no page elsewhere can be served
+    under: an IP address or a loopback name (DNS rebinding needs a domain name)."""
+    return name in LOOPBACK_NAMES or _is_ip(name)
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        return False
+    return True
 
 
 def _read_as_json(scope: Scope, headers: dict[bytes, bytes]) -> None:

@@ -25,7 +25,6 @@ from typing import Any
 from urllib.parse import quote
 
 from fastapi import FastAPI
-from starlette.requests import Request
 
 from agentctl.bundle.revision import called_agents
 from agentctl.errors import Conflict, NotFound, PeerUnavailable, Unprocessable, UserError
@@ -443,17 +442,3 @@ async def runs_in_flight(storage: Storage) -> int:
     """Runs pending or running in `storage`."""
     counts = await storage.runs.count_by_status()
     return sum(counts.get(status, 0) for status in ACTIVE_RUN_STATUSES)
-
-
-PLATFORM_ROOT = "agentctl.platform_root"  # the scope key: the platform's own root path
-
-
-def agent_url(request: Request, name: str, public_url: str | None) -> str:
-    """The base URL of agent `name` (what the SDKs take): under `public_url`
-    (`AGENTCTL_PUBLIC_URL`) when set, else as the caller reaches the platform."""
-    if public_url:
-        base = public_url.rstrip("/")
-    else:
-        root = request.scope.get(PLATFORM_ROOT, request.scope.get("root_path", ""))
-        base = f"{request.url.scheme}://{request.url.netloc}{root}"
-    return f"{base}/agents/{quote(name, safe='')}"

@@ -21,6 +21,7 @@ from agentctl.server.access import AccessPolicy
 from agentctl.server.context import Server
 from agentctl.server.limits import MIB, Limits
 from agentctl.server.origins import OriginPolicy, parse_origins
+from agentctl.server.public_url import origin_of, parse_public_url
 from agentctl.settings import SandboxSettings, Settings
 from agentctl.storage.namespace import Namespace
 from agentctl.storage.open import open_storage
@@ -37,7 +38,8 @@ def serve_access(project: Project | None, settings: Settings) -> AccessPolicy:
 
 
 def check_platform_settings(settings: Settings) -> tuple[OriginPolicy, str]:
-    """The origins the platform's pages may be called from and the deployment key; raises
+    """The pages that may call the platform (those of `AGENTCTL_CORS_ORIGINS`, and its own
+    at `AGENTCTL_PUBLIC_URL`) and the deployment key; raises
     `SettingsError` for settings no agent of the platform can run with."""
     if not settings.platform_api_key:
         raise SettingsError(
@@ -45,9 +47,16 @@ def check_platform_settings(settings: Settings) -> tuple[OriginPolicy, str]:
             "`agentctl deploy` and operators send; set it to a long random string"
         )
     try:
-        return OriginPolicy(parse_origins(settings.cors_origins)), settings.platform_api_key
+        origins = parse_origins(settings.cors_origins)
     except ValueError as exc:
         raise SettingsError(f"environment variable AGENTCTL_CORS_ORIGINS: {exc}") from None
+    own: frozenset[str] = frozenset()
+    if settings.public_url:
+        try:
+            own = frozenset({origin_of(parse_public_url(settings.public_url))})
+        except ValueError as exc:
+            raise SettingsError(f"environment variable AGENTCTL_PUBLIC_URL: {exc}") from None
+    return OriginPolicy(origins, own=own), settings.platform_api_key
 
 
 async def open_agent_server(

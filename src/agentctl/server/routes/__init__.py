@@ -10,6 +10,7 @@ from agentctl.server.routes import (
     assistants,
     console,
     crons,
+    docs,
     mcp,
     operator,
     platform,
@@ -40,4 +41,5 @@ ROUTERS: list[APIRouter] = [
     platform.router,
     operator.router,
     console.router,
+    docs.router,
 ]

@@ -30,6 +30,7 @@ from agentctl.server.a2a.params import refusal
 from agentctl.server.a2a.tasks import RunTaskStore
 from agentctl.server.a2a.turns import TurnBuilder
 from agentctl.server.context import Server, server_of
+from agentctl.server.public_url import Located, own_url
 from agentctl.storage.base import Assistant
 
 # A task waiting for input holds a little memory; after this long unused it is let go (its
@@ -119,16 +120,16 @@ async def assistant_agent_card(assistant_id: str, request: Request) -> Response:
 
 def _card_response(request: Request, server: Server, assistant: Assistant, scope: str) -> Response:
     """The card in the protocol version the client asks for (`A2A-Version`, a header or a
-    query parameter), or 304 when the client's copy (`If-None-Match`) is still the card."""
+    query parameter), or 304 when the client's copy (`If-None-Match`) is still the card. Its
+    URLs name the public URL, or else the request's `Host`: then no cache may keep it."""
     asked = request.headers.get(VERSION_HEADER) or request.query_params.get(VERSION_HEADER)
-    card = card_json(server, assistant, _base_url(request), card_version(asked))
-    body = serde.dumps(card)
+    base: Located = own_url(request, server.info.get("public_url"))
+    body = serde.dumps(card_json(server, assistant, base.url, card_version(asked)))
     etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
-    headers = {
-        "ETag": etag,
-        "Cache-Control": f"{scope}, max-age={CARD_MAX_AGE_SECONDS}",
-        "Vary": VERSION_HEADER,  # one card per protocol version
-    }
+    cacheable = {"Cache-Control": f"{scope}, max-age={CARD_MAX_AGE_SECONDS}"}
+    headers = {"ETag": etag, **base.cache_headers(cacheable)}
+    # One card per protocol version (and per Host when the URLs are the request's).
+    headers["Vary"] = ", ".join(filter(None, [headers.get("Vary"), VERSION_HEADER]))
     if _matches(request.headers.get("if-none-match"), etag):
         return Response(status_code=304, headers=headers)
     return Response(body, media_type="application/json", headers=headers)
@@ -140,7 +141,3 @@ def _matches(if_none_match: str | None, etag: str) -> bool:
         return False
     tags = [tag.strip().removeprefix("W/") for tag in if_none_match.split(",")]
     return "*" in tags or etag in tags
-
-
-def _base_url(request: Request) -> str:
-    return str(request.base_url).rstrip("/")

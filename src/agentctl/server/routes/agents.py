@@ -21,7 +21,8 @@ from agentctl.platform.deployments import Deployments, verify_archive
 from agentctl.server.access import AccessPolicy, caller_of
 from agentctl.server.fields import Limit, Offset, RevisionNumber
 from agentctl.server.openapi import NOT_FOUND, UNAVAILABLE
-from agentctl.server.platform_host import HostedAgent, Platform, agent_url, runs_in_flight
+from agentctl.server.platform_host import HostedAgent, Platform, runs_in_flight
+from agentctl.server.public_url import agent_url, platform_url
 from agentctl.server.readiness import readiness
 from agentctl.server.revision_views import (
     RevisionUpload,
@@ -71,7 +72,9 @@ async def ok(request: Request, live: bool = False) -> Response:
 async def info(request: Request) -> Response:
     platform = platform_of(request)
     public = platform.settings.public_url
-    agents = [{"name": name, "url": agent_url(request, name, public)} for name in platform.agents]
+    agents = [
+        {"name": name, "url": agent_url(request, name, public).url} for name in platform.agents
+    ]
     return json_response(
         {
             "version": __version__,
@@ -79,7 +82,8 @@ async def info(request: Request) -> Response:
             "public_url": public,
             "agents": agents,
             "deploys": True,
-        }
+        },
+        headers=platform_url(request, public).cache_headers(),
     )
 
 
@@ -120,7 +124,7 @@ async def list_agents(request: Request) -> Response:
         listed.append(
             {
                 "name": name,
-                "url": agent_url(request, name, public),
+                "url": agent_url(request, name, public).url,
                 "active_revision": deployment.number,
                 "deployed_at": None if record is None else record.created_at.isoformat(),
                 "runs_in_flight": await runs_in_flight(agent.server.storage),
@@ -156,7 +160,7 @@ async def deploy(body: RevisionUpload, request: Request) -> Response:
                 await platform.delete(name)
         raise
     view = revision_view(record, record.number)
-    view["url"] = agent_url(request, name, platform.settings.public_url)
+    view["url"] = agent_url(request, name, platform.settings.public_url).url
     view["replicas"] = (await platform.rollout(name, record.number)).view()
     return json_response(view, status=201)
 

@@ -6,12 +6,7 @@ the console works behind any path prefix."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import gzip
-import hashlib
-from dataclasses import dataclass
-from functools import cache
 from importlib import resources
 from urllib.parse import urlsplit
 
@@ -21,14 +16,9 @@ from starlette.responses import RedirectResponse, Response
 from agentctl.auth.oidc import OidcAuthenticator
 from agentctl.errors import AuthUnavailable, NotFound
 from agentctl.server.access import CONSOLE_PREFIX
+from agentctl.server.assets import SECURITY_HEADERS, Assets, asset_response, read_assets
 from agentctl.server.context import Server, server_of
 
-TYPES = {
-    "html": "text/html; charset=utf-8",
-    "js": "text/javascript; charset=utf-8",
-    "css": "text/css; charset=utf-8",
-    "svg": "image/svg+xml",
-}
 # Only the console's own files run and load; it talks to its own server only (and to the
 # identity provider it signs users in with, when there is one). `data:` images are inline
 # icons.
@@ -36,43 +26,12 @@ POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'{provider}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
-SECURITY_HEADERS = {
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-cache",  # revalidated on every load: the ETag makes that cheap
-}
 
 router = APIRouter(include_in_schema=False)
 
 
-@dataclass(frozen=True)
-class Asset:
-    body: bytes
-    gzipped: bytes
-    media_type: str
-    digest: str  # of the body: the ETag, with `-gz` for the gzipped body
-
-
-@cache
-def assets() -> dict[str, Asset]:
-    """The console's files by name, read once from the installed package."""
-    found: dict[str, Asset] = {}
-    folder = resources.files("agentctl.server") / "console"
-    for entry in folder.iterdir():
-        media_type = TYPES.get(entry.name.rpartition(".")[2])
-        if media_type is None:
-            continue
-        body = entry.read_bytes()
-        digest = hashlib.sha256(body).hexdigest()[:32]
-        found[entry.name] = Asset(body, gzip.compress(body, mtime=0), media_type, digest)
-    return found
-
-
-async def loaded_assets() -> dict[str, Asset]:
-    """`assets`, read off the event loop the first time (reading files blocks)."""
-    if assets.cache_info().currsize:
-        return assets()
-    return await asyncio.to_thread(assets)
+# The console's files by name, read once from the installed package.
+assets = Assets(lambda: read_assets(resources.files("agentctl.server") / "console"))
 
 
 async def policy(server: Server) -> str:
@@ -111,21 +70,8 @@ async def console_root() -> Response:
 @router.api_route(CONSOLE_PREFIX + "/{name}", methods=["GET", "HEAD"])
 @router.api_route(CONSOLE_PREFIX + "/", methods=["GET", "HEAD"], name="console_index")
 async def console_file(request: Request, name: str = "index.html") -> Response:
-    asset = (await loaded_assets()).get(name)
+    asset = (await assets.loaded()).get(name)
     if asset is None:
         raise NotFound(f"the console has no file {name!r} — open {CONSOLE_PREFIX}/")
-    gzipped = "gzip" in request.headers.get("accept-encoding", "")
-    etag = f'"{asset.digest}-gz"' if gzipped else f'"{asset.digest}"'
-    headers = {**SECURITY_HEADERS, "ETag": etag, "Vary": "Accept-Encoding"}
-    headers["Content-Security-Policy"] = await policy(server_of(request))
-    if etag in _entity_tags(request.headers.get("if-none-match", "")):
-        return Response(status_code=304, headers=headers)
-    if gzipped:
-        headers["Content-Encoding"] = "gzip"
-    return Response(asset.gzipped if gzipped else asset.body, media_type=asset.media_type,
-                    headers=headers)  # fmt: skip
-
-
-def _entity_tags(header: str) -> set[str]:
-    """The tags of an `If-None-Match` header, weak ones (`W/"…"`) compared as strong."""
-    return {tag.strip().removeprefix("W/") for tag in header.split(",")} - {""}
+    headers = {**SECURITY_HEADERS, "Content-Security-Policy": await policy(server_of(request))}
+    return asset_response(request, asset, headers)

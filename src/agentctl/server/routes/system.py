@@ -26,7 +26,7 @@ from agentctl.server import lookup, views
 from agentctl.server.access import caller_of
 from agentctl.server.context import Server, server_of
 from agentctl.server.openapi import UNAVAILABLE
-from agentctl.server.platform_host import agent_url
+from agentctl.server.public_url import Located, agent_url
 from agentctl.server.readiness import readiness
 from agentctl.server.schemas import OkOut
 from agentctl.storage.base import (
@@ -68,7 +68,10 @@ async def info(request: Request) -> Response:
     ready = deployment.ready
     access = server.access
     agent = server.info.get("agent")  # the agent's name, on a platform
-    own = {} if agent is None else {"url": agent_url(request, agent, server.info.get("public_url"))}
+    located: Located | None = None
+    if agent is not None:
+        located = agent_url(request, agent, server.info.get("public_url"))
+    own = {} if located is None else {"url": located.url}
     return views.json_response(
         {
             **server.info,
@@ -95,7 +98,8 @@ async def info(request: Request) -> Response:
                 # Runs honour `strict_resume` (the SDKs look for it here).
                 "strict_resume": STRICT_RESUME_KEY is not None,
             },
-        }
+        },
+        headers=None if located is None else located.cache_headers(),
     )
 
 
