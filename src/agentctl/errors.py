@@ -30,6 +30,7 @@ request) from failures of the running system::
     │           ├── RevisionRefused
     │           └── SandboxRefused
     ├── AuthError                 status 401: a missing, invalid, expired or forged token
+    │   └── WebhookVerificationError  a webhook whose signature does not check out
     └── RuntimeFailure            status 500: the system failed; not the user's fault
         ├── AuthUnavailable       status 503: the identity provider could not say yes or no
         ├── RedisUnavailable      status 503: no Redis answers at REDIS_URL
@@ -263,6 +264,11 @@ class AuthError(AgentctlError):
     revoked or forged. The message says what is wrong and never echoes the token."""
 
     status = 401
+
+
+class WebhookVerificationError(AuthError):
+    """A webhook's signature does not prove the server sent it (`agentctl.webhooks.verify`,
+    for receivers): a header missing, a timestamp too old, or no signature matching."""
 
 
 class RuntimeFailure(AgentctlError):
