@@ -84,6 +84,14 @@ OUTSIDE_THE_TREE = {
         "a langchain `ToolException` (the tool layer shows it to the model): an in-process "
         "call to another agent of the platform that agent would not admit; the run goes on"
     ),
+    "agentctl.engine.egress.Refused": (
+        "a `ValueError`: a webhook URL the server may not send to, which the run and cron "
+        "services answer as `Unprocessable` (422 `webhook: …`) and deliveries count as refused"
+    ),
+    "agentctl.engine.egress.Unresolved": (
+        "an `egress.Refused` for a host name that resolves to nothing yet: accepted at "
+        "submit time, retried by deliveries"
+    ),
     "agentctl.testing.script.ScriptError": (
         "the scripted model test kit: a malformed directive line, answered in the fake "
         "provider's own error format, never by agentctl's server or CLI"

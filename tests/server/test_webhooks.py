@@ -21,8 +21,9 @@ from starlette.types import Receive, Scope, Send
 
 from agentctl import webhooks
 from agentctl.engine.egress import LOOPBACK
-from agentctl.engine.webhooks import WebhookSettings
+from agentctl.engine.webhooks import Webhooks, WebhookSettings
 from agentctl.errors import WebhookVerificationError
+from agentctl.observability import Metrics
 from agentctl.settings import Settings
 from agentctl.testing import ScriptedModelServer
 from tests.conftest import eventually
@@ -58,6 +59,7 @@ class Receiver:
 
     url: str = ""
     failures: int = 0
+    answer: int = 204  # once the failures are over
     received: list[Delivery] = field(default_factory=list)
     hold: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -76,8 +78,9 @@ class Receiver:
         headers = {k.decode(): v.decode() for k, v in scope["headers"]}
         self.received.append(Delivery(headers, body))
         await self.hold.wait()
-        status = 500 if len(self.received) <= self.failures else 204
-        await send({"type": "http.response.start", "status": status, "headers": []})
+        status = 500 if len(self.received) <= self.failures else self.answer
+        moved = [(b"location", b"http://169.254.169.254/")] if 300 <= status < 400 else []
+        await send({"type": "http.response.start", "status": status, "headers": moved})
         await send({"type": "http.response.body", "body": b""})
 
     async def deliveries(self, count: int = 1) -> list[Delivery]:
@@ -318,7 +321,7 @@ async def test_the_production_server_refuses_private_addresses(
             assert answer.status_code == 422, (url, answer.text)
             detail = answer.json()["detail"]
             assert detail.startswith("webhook: "), detail
-            assert f"a {kind} address" in detail, detail
+            assert f"is not a public address ({kind})" in detail, detail
             assert "AGENTCTL_WEBHOOK_ALLOW_NETWORKS" in detail
             cron = await http.post(
                 f"{base}/runs/crons",
@@ -356,4 +359,34 @@ async def test_the_operator_may_allow_a_network(
             headers=PLATFORM_OPERATOR,
         )
         assert still.status_code == 422
-        assert "a private address" in still.json()["detail"]
+        assert "(private)" in still.json()["detail"]
+
+
+async def test_each_delivery_checks_the_address_again_and_follows_no_redirect(
+    receiver: Receiver,
+) -> None:
+    """A run stored before its URL was refused (or a name that resolves elsewhere by the
+    time it ends) is not delivered; a redirect ends a delivery, unfollowed and untried."""
+    metrics = Metrics()
+
+    async def counted(outcome: str) -> bool:
+        found = metrics.registry.get_sample_value(
+            "agentctl_webhook_deliveries_total", {"outcome": outcome}
+        )
+        return found == 1
+
+    production = Webhooks(WebhookSettings(SECRET, (), attempts=3, first_retry=0.01))
+    with metrics.bind():
+        production.deliver(receiver.url.replace("127.0.0.1", "localhost"), "r1", {"run_id": "r1"})
+    await eventually(lambda: counted("refused"))
+    assert receiver.received == []
+
+    receiver.answer = 302
+    allowing = Webhooks(WebhookSettings(SECRET, LOOPBACK, attempts=3, first_retry=0.01))
+    with metrics.bind():
+        allowing.deliver(receiver.url, "r2", {"run_id": "r2"})
+    await eventually(lambda: counted("failed"))
+    [delivery] = receiver.received
+    assert delivery.verified()["run_id"] == "r2"
+    for hooks in (production, allowing):
+        await hooks.stop()

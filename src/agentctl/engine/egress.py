@@ -32,6 +32,10 @@ class Refused(ValueError):
     """A URL the server will not send to; the message says why (and names no secret)."""
 
 
+class Unresolved(Refused):
+    """A host name that resolves to no address (yet)."""
+
+
 @dataclass(frozen=True)
 class Target:
     """A checked URL: its parts, and the host as the request names it."""
@@ -124,14 +128,14 @@ async def resolve(host: str, port: int) -> list[Address]:
         async with asyncio.timeout(RESOLVE_TIMEOUT):
             infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, TimeoutError):
-        raise Refused(f"the host {host!r} does not resolve") from None
+        raise Unresolved(f"the host {host!r} does not resolve") from None
     found: list[Address] = []
     for info in infos:
         address = ipaddress.ip_address(str(info[4][0]).partition("%")[0])
         if address not in found:
             found.append(address)
     if not found:
-        raise Refused(f"the host {host!r} does not resolve")
+        raise Unresolved(f"the host {host!r} does not resolve")
     return found
 
 
@@ -145,8 +149,9 @@ def check_addresses(
         if kind is not None:
             shown = target.host if target.host == str(address) else f"{target.host} ({address})"
             raise Refused(
-                f"{shown} is a {kind} address, which webhooks may not reach — use a public "
-                "address, or have the operator allow its network (AGENTCTL_WEBHOOK_ALLOW_NETWORKS)"
+                f"{shown} is not a public address ({kind}), which webhooks may not reach — use "
+                "a public one, or have the operator allow its network "
+                "(AGENTCTL_WEBHOOK_ALLOW_NETWORKS)"
             )
 
 

@@ -100,7 +100,7 @@ class Webhooks:
         target = egress.parse_target(url)
         try:
             addresses = await egress.resolve(target.host, target.port)
-        except egress.Refused:
+        except egress.Unresolved:
             return
         egress.check_addresses(target, addresses, self.settings.allowed)
 
@@ -135,7 +135,7 @@ class Webhooks:
         try:
             target = egress.parse_target(url)
         except egress.Refused as exc:  # checked at submit: only a run stored before that was
-            self._ended("refused", message_id, url, str(exc))
+            self._ended("refused", message_id, "the URL it named", str(exc))
             return
         attempts = max(1, self.settings.attempts)
         problem = ""
@@ -143,11 +143,11 @@ class Webhooks:
             for attempt in range(1, attempts + 1):
                 try:
                     addresses = await egress.checked_addresses(target, self.settings.allowed)
-                except egress.Refused as exc:
-                    if "does not resolve" not in str(exc):
-                        self._ended("refused", message_id, target.safe, str(exc))
-                        return
+                except egress.Unresolved as exc:
                     problem, retry = str(exc), True
+                except egress.Refused as exc:
+                    self._ended("refused", message_id, target.safe, str(exc))
+                    return
                 else:
                     problem, retry = await self._attempt(target, addresses[0], message_id, payload)
                     if not problem:
@@ -159,6 +159,9 @@ class Webhooks:
         except asyncio.CancelledError:
             webhook_delivered("dropped")
             raise
+        except Exception as exc:  # a bug of ours: the delivery ends, the server goes on
+            self._ended("failed", message_id, target.safe, f"{type(exc).__name__}: {_short(exc)}")
+            return
         tries = f"{attempt} attempt{'s' if attempt > 1 else ''}"
         self._ended("failed", message_id, target.safe, f"{problem} (after {tries})")
 
