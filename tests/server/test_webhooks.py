@@ -148,9 +148,12 @@ async def test_a_run_that_succeeds_posts_itself_signed(hooked: Running, receiver
         assert run[stamp], stamp
     stored: Any = await hooked.client.runs.get(thread["thread_id"], run["run_id"])
     assert stored["status"] == "success"
-    assert await metric_counts(hooked.url) == {
-        "delivered": 1, "failed": 0, "refused": 0, "dropped": 0,
-    }  # fmt: skip
+    counted = {"delivered": 1, "failed": 0, "refused": 0, "dropped": 0}
+
+    async def delivered() -> bool:  # counted once the receiver's answer is in
+        return await metric_counts(hooked.url) == counted
+
+    await eventually(delivered)
 
 
 async def test_a_run_that_fails_posts_its_error(hooked: Running, receiver: Receiver) -> None:
@@ -230,6 +233,8 @@ async def test_a_cron_run_posts_to_the_crons_webhook(hooked: Running, receiver: 
     await hooked.client.crons.delete(cron["cron_id"])
     run = delivery.verified()
     assert run["status"] == "success"
+    # Its thread is gone (a stateless cron's), its values are in the webhook.
+    assert run["values"]["messages"][-1]["content"] == "scripted reply to: tick"
     assert run["metadata"] == {}
     assert run["kwargs"]["webhook"] == receiver.url
 
@@ -390,3 +395,26 @@ async def test_each_delivery_checks_the_address_again_and_follows_no_redirect(
     assert delivery.verified()["run_id"] == "r2"
     for hooks in (production, allowing):
         await hooks.stop()
+
+
+async def test_a_cancelled_run_posts_itself_interrupted(
+    hooked: Running, receiver: Receiver
+) -> None:
+    thread = await hooked.client.threads.create()
+    run: Any = await hooked.client.runs.create(
+        thread["thread_id"], "demo", input=user("@sleep 30 @say late"), webhook=receiver.url
+    )
+    queued: Any = await hooked.client.runs.create(
+        thread["thread_id"], "demo", input=user("queued"), webhook=receiver.url
+    )
+
+    async def running() -> bool:
+        current: Any = await hooked.client.runs.get(thread["thread_id"], run["run_id"])
+        return bool(current["status"] == "running")
+
+    await eventually(running)
+    await hooked.client.runs.cancel(thread["thread_id"], queued["run_id"])  # still pending
+    await hooked.client.runs.cancel(thread["thread_id"], run["run_id"], wait=True)
+    deliveries = await receiver.deliveries(2)
+    posted = {d.verified()["run_id"]: d.verified()["status"] for d in deliveries}
+    assert posted == {run["run_id"]: "interrupted", queued["run_id"]: "interrupted"}
