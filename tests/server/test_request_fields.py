@@ -111,3 +111,26 @@ async def test_what_the_sdk_sends_by_default_is_accepted(agent: Running) -> None
     assert "error" not in events
     [run] = await agent.client.runs.list(thread["thread_id"])
     assert run["status"] == "success"
+
+
+async def test_a_checkpoint_of_another_thread_is_refused(
+    agent: Running, http: httpx.AsyncClient
+) -> None:
+    thread = await agent.client.threads.create()
+    other = await agent.client.threads.create()
+    await agent.client.runs.wait(thread["thread_id"], "demo", input=user("one"))
+    state: Any = await agent.client.threads.get_state(thread["thread_id"])
+    mine = state["checkpoint"]
+    theirs = {**mine, "thread_id": other["thread_id"]}
+    answer = await http.post(f"/threads/{thread['thread_id']}/state/checkpoint",
+                             json={"checkpoint": theirs})  # fmt: skip
+    assert answer.status_code == 422
+    assert answer.json()["detail"].startswith("checkpoint.thread_id: ")
+    run = await http.post(
+        f"/threads/{thread['thread_id']}/runs",
+        json={"assistant_id": "demo", "input": user("two"), "checkpoint": theirs},
+    )
+    assert run.status_code == 422
+    assert run.json()["detail"].startswith("checkpoint.thread_id: ")
+    same: Any = await agent.client.threads.get_state(thread["thread_id"], checkpoint=mine)
+    assert same["checkpoint"]["checkpoint_id"] == mine["checkpoint_id"]

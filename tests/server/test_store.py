@@ -61,9 +61,13 @@ async def test_search_filter_and_paging(agent: Running) -> None:
     assert len(first["items"]) == 2
     assert len(second["items"]) == 2
     assert not {i["key"] for i in first["items"]} & {i["key"] for i in second["items"]}
-    # A query without a semantic index configured still lists the items.
-    queried = await store.search_items(["docs", "team"], query="anything", limit=100)
-    assert len(queried["items"]) == 5
+    # No embedding index: a search by meaning is refused, never answered as if it were one.
+    with pytest.raises(UnprocessableEntityError) as caught:
+        await store.search_items(["docs", "team"], query="anything", limit=100)
+    assert error_detail(caught).startswith("body query: the store has no embedding index")
+    with pytest.raises(UnprocessableEntityError) as caught:
+        await store.put_item(["docs"], "y", {"text": "t"}, index=["text"])
+    assert error_detail(caught).startswith("body index: the store has no embedding index")
 
 
 async def test_list_namespaces(agent: Running) -> None:

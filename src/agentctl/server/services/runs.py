@@ -63,6 +63,12 @@ async def start_run(
                           stream_mode=stream_mode, run_id=run_id)  # fmt: skip
     else:
         lookup.check_uuid("thread_id", thread_id)
+        named = (body.checkpoint or {}).get("thread_id")
+        if named and named != thread_id:
+            raise Unprocessable(
+                f"checkpoint.thread_id: {named!r} is not the run's thread ({thread_id}) — a "
+                "run resumes from a checkpoint of its own thread; leave thread_id out"
+            )
         thread = await server.storage.threads.get(thread_id)
         if thread is not None and not caller.owns(thread.metadata):
             raise not_found("thread", thread_id)
