@@ -16,6 +16,7 @@ import httpx
 import pytest
 import standardwebhooks
 import uvicorn
+from langgraph_sdk import get_client
 from langgraph_sdk.errors import UnprocessableEntityError
 from starlette.types import Receive, Scope, Send
 
@@ -27,6 +28,7 @@ from agentctl.observability import Metrics
 from agentctl.settings import Settings
 from agentctl.testing import ScriptedModelServer
 from tests.conftest import eventually
+from tests.dev_process import StartDev
 from tests.server.conftest import (
     PLATFORM_KEY,
     PLATFORM_OPERATOR,
@@ -418,3 +420,18 @@ async def test_a_cancelled_run_posts_itself_interrupted(
     deliveries = await receiver.deliveries(2)
     posted = {d.verified()["run_id"]: d.verified()["status"] for d in deliveries}
     assert posted == {run["run_id"]: "interrupted", queued["run_id"]: "interrupted"}
+
+
+@pytest.mark.slow
+async def test_agentctl_dev_signs_with_the_secret_of_its_environment(
+    demo: Path, start_dev: StartDev, dev_env: dict[str, str], receiver: Receiver
+) -> None:
+    env = {**dev_env, "AGENTCTL_WEBHOOK_SECRET": SECRET}
+    dev = start_dev("--config", demo / "agent.toml", "--port", "0", env=env)
+    url = dev.ready()
+    async with get_client(url=url, api_key=None) as client:
+        await client.runs.wait(None, "demo", input=user("from dev"), webhook=receiver.url)
+    [delivery] = await receiver.deliveries()
+    assert delivery.verified()["status"] == "success"
+    assert dev.stop() == 0
+    assert SECRET not in dev.out + dev.err
