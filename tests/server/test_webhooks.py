@@ -307,6 +307,10 @@ REFUSED = {
     "http://0.0.0.0/hook": "unspecified",
     "http://224.0.0.1/hook": "multicast",
     "http://localhost:9/hook": "loopback",  # a name resolving to loopback
+    "http://[::ffff:127.0.0.1]:9/hook": "loopback",  # IPv4 inside IPv6
+    "http://2130706433:9/hook": "loopback",  # 127.0.0.1 as one number
+    "https://192.168.1.1/hook": "private",
+    "http://100.64.0.1/hook": "non-public",  # carrier-grade NAT
 }
 
 
