@@ -22,7 +22,11 @@ async def test_put_get_overwrite_delete(agent: Running) -> None:
     assert item["updated_at"]
 
     await asyncio.sleep(1.1)  # stored times have whole seconds: a write again is later
-    await store.put_item(["notes", "alice"], "today", {"text": "buy bread"}, index=False, ttl=60)
+    # Items do not expire here: a time to live is refused, never stored and ignored.
+    with pytest.raises(UnprocessableEntityError) as caught:
+        await store.put_item(["notes", "alice"], "today", {"text": "buy bread"}, ttl=60)
+    assert error_detail(caught).startswith("body ttl: items do not expire")
+    await store.put_item(["notes", "alice"], "today", {"text": "buy bread"}, index=False)
     again = await store.get_item(["notes", "alice"], "today", refresh_ttl=True)
     assert again["value"] == {"text": "buy bread"}
     assert again["created_at"] == item["created_at"]  # kept when written again

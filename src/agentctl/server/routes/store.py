@@ -50,6 +50,16 @@ class ItemPut(Body):
     index: Literal[False] | list[str] | None = None
     ttl: TtlMinutes | None = None
 
+    @field_validator("ttl")
+    @classmethod
+    def _no_expiry(cls, value: float | None) -> float | None:
+        if value is not None:
+            raise ValueError(
+                "items do not expire on this server (its store sweeps none) — leave ttl out "
+                "and delete the item when it is no longer wanted"
+            )
+        return value
+
     @field_validator("index")
     @classmethod
     def _no_fields_to_embed(cls, value: Literal[False] | list[str] | None) -> Any:
