@@ -53,6 +53,7 @@ FIXTURE_MARKERS = {
     "redis_backend": ("redis",),
     # A real agent server per test (tests/server): about a second each.
     "agent": ("slow",),
+    "hooked": ("slow",),
     "gated": ("slow",),
     "two_users": ("slow",),
     "limited": ("slow",),

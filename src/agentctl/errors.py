@@ -30,6 +30,7 @@ request) from failures of the running system::
     │           ├── RevisionRefused
     │           └── SandboxRefused
     ├── AuthError                 status 401: a missing, invalid, expired or forged token
+    │   └── WebhookVerificationError  a webhook whose signature does not check out
     └── RuntimeFailure            status 500: the system failed; not the user's fault
         ├── AuthUnavailable       status 503: the identity provider could not say yes or no
         ├── RedisUnavailable      status 503: no Redis answers at REDIS_URL
@@ -82,6 +83,14 @@ OUTSIDE_THE_TREE = {
     "agentctl.runtime.peers.PeerRefused": (
         "a langchain `ToolException` (the tool layer shows it to the model): an in-process "
         "call to another agent of the platform that agent would not admit; the run goes on"
+    ),
+    "agentctl.engine.egress.Refused": (
+        "a `ValueError`: a webhook URL the server may not send to, which the run and cron "
+        "services answer as `Unprocessable` (422 `webhook: …`) and deliveries count as refused"
+    ),
+    "agentctl.engine.egress.Unresolved": (
+        "an `egress.Refused` for a host name that resolves to nothing yet: accepted at "
+        "submit time, retried by deliveries"
     ),
     "agentctl.testing.script.ScriptError": (
         "the scripted model test kit: a malformed directive line, answered in the fake "
@@ -263,6 +272,11 @@ class AuthError(AgentctlError):
     revoked or forged. The message says what is wrong and never echoes the token."""
 
     status = 401
+
+
+class WebhookVerificationError(AuthError):
+    """A webhook's signature does not prove the server sent it (`agentctl.webhooks.verify`,
+    for receivers): a header missing, a timestamp too old, or no signature matching."""
 
 
 class RuntimeFailure(AgentctlError):

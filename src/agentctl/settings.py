@@ -136,6 +136,21 @@ SETTINGS: tuple[Setting, ...] = (
             "The key encrypting deployed secrets at rest (any string; a long random one). "
             "Unset: derived from `PLATFORM_API_KEY` — then changing that key makes stored "
             "secrets unreadable until the project is deployed again.", secret=True),
+    Setting("AGENTCTL_WEBHOOK_SECRET", str, None,
+            "The secret signing every webhook (docs/server.md, Webhooks): `whsec_` then the "
+            "base64 of at least 16 random bytes, as Standard Webhooks libraries take it. Unset: "
+            "derived from `PLATFORM_API_KEY` (`agentctl.webhooks.secret_for(key)` gives it).",
+            secret=True),
+    Setting("AGENTCTL_WEBHOOK_ALLOW_NETWORKS", str, None,
+            "Comma-separated networks (`10.0.0.0/8,127.0.0.1`) webhooks may reach although "
+            "they are not public. Unset: none — a webhook to a loopback, private, link-local, "
+            "multicast or unspecified address (or a name resolving to one) is refused with "
+            "422 (`agentctl dev` allows loopback)."),
+    Setting("AGENTCTL_WEBHOOK_TIMEOUT_SECONDS", float, 10.0,
+            "How long one webhook attempt waits for the receiver's answer."),
+    Setting("AGENTCTL_WEBHOOK_ATTEMPTS", int, 5,
+            "How many times a webhook is tried (after 1, 2, 4… s) while its receiver fails "
+            "with 5xx, 408 or 429 or does not answer."),
     Setting("AGENTCTL_ALLOW_ANONYMOUS", bool, False,
             "For an agent without `[auth]`: let callers without the deployment key use the "
             "API. Default: every request needs `x-api-key`."),
@@ -242,6 +257,10 @@ class Settings:
     write_timeout_seconds: float
     max_connections: int
     secrets_key: str | None
+    webhook_secret: str | None
+    webhook_allow_networks: str | None
+    webhook_timeout_seconds: float
+    webhook_attempts: int
     allow_anonymous: bool
     db_pool_size: int
     redis_prefix: str

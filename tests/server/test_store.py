@@ -22,7 +22,11 @@ async def test_put_get_overwrite_delete(agent: Running) -> None:
     assert item["updated_at"]
 
     await asyncio.sleep(1.1)  # stored times have whole seconds: a write again is later
-    await store.put_item(["notes", "alice"], "today", {"text": "buy bread"}, index=False, ttl=60)
+    # Items do not expire here: a time to live is refused, never stored and ignored.
+    with pytest.raises(UnprocessableEntityError) as caught:
+        await store.put_item(["notes", "alice"], "today", {"text": "buy bread"}, ttl=60)
+    assert error_detail(caught).startswith("body ttl: items do not expire")
+    await store.put_item(["notes", "alice"], "today", {"text": "buy bread"}, index=False)
     again = await store.get_item(["notes", "alice"], "today", refresh_ttl=True)
     assert again["value"] == {"text": "buy bread"}
     assert again["created_at"] == item["created_at"]  # kept when written again
@@ -61,9 +65,13 @@ async def test_search_filter_and_paging(agent: Running) -> None:
     assert len(first["items"]) == 2
     assert len(second["items"]) == 2
     assert not {i["key"] for i in first["items"]} & {i["key"] for i in second["items"]}
-    # A query without a semantic index configured still lists the items.
-    queried = await store.search_items(["docs", "team"], query="anything", limit=100)
-    assert len(queried["items"]) == 5
+    # No embedding index: a search by meaning is refused, never answered as if it were one.
+    with pytest.raises(UnprocessableEntityError) as caught:
+        await store.search_items(["docs", "team"], query="anything", limit=100)
+    assert error_detail(caught).startswith("body query: the store has no embedding index")
+    with pytest.raises(UnprocessableEntityError) as caught:
+        await store.put_item(["docs"], "y", {"text": "t"}, index=["text"])
+    assert error_detail(caught).startswith("body index: the store has no embedding index")
 
 
 async def test_list_namespaces(agent: Running) -> None:

@@ -21,14 +21,16 @@ import os
 import socket
 import time
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from agentctl import serde
 from agentctl.engine import executor
 from agentctl.engine.admission import DEFAULT_MAX_LAG, Admission
 from agentctl.engine.deployment import Deployment
+from agentctl.engine.records import run_view
 from agentctl.engine.streams import mark_start
+from agentctl.engine.webhooks import Webhooks, payload_of
 from agentctl.engine.wire import END_EVENT, within
 from agentctl.errors import ThreadBusyError
 from agentctl.observability import bind_run, run_finished, run_span, run_started
@@ -67,6 +69,7 @@ class RunEngine:
         run_timeout: float | None = None,
         lease: float = 30.0,
         max_event_bytes: int | None = None,
+        webhooks: Webhooks | None = None,
     ) -> None:
         self.storage = storage
         self.deployment = deployment
@@ -74,6 +77,8 @@ class RunEngine:
         self.run_timeout = run_timeout
         self.max_event_bytes = max_event_bytes  # larger events are replaced (wire.within)
         self.lease = lease
+        # Delivers the webhook of each run that ends here (engine/webhooks.py).
+        self.webhooks = webhooks or Webhooks()
         # This process among the replicas: the holder of its runs' leases.
         self.worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         # Runs mostly wait on their model: a slot is cheap, and a full replica (at most
@@ -91,6 +96,8 @@ class RunEngine:
         # Cancels that arrived for a run this process claimed but had not started yet.
         self._early_cancels: dict[str, tuple[CancelAction, float]] = {}
         self._background: list[asyncio.Task[None]] = []
+        # When each run executing here started (its webhook says so).
+        self._started_at: dict[str, datetime] = {}
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -112,7 +119,14 @@ class RunEngine:
     async def stop(self, grace: float = 0.0) -> None:
         """Stop taking runs, give those in flight `grace` seconds to finish, then stop them
         and hand them back: another replica (or the next start) resumes each from its last
-        checkpoint."""
+        checkpoint. Webhook deliveries in flight get what is left of `grace`."""
+        began = time.monotonic()
+        try:
+            await self._stop_runs(grace)
+        finally:
+            await self.webhooks.stop(max(0.0, grace - (time.monotonic() - began)))
+
+    async def _stop_runs(self, grace: float) -> None:
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -173,6 +187,8 @@ class RunEngine:
             run.run_id, delete=action == "rollback"
         ):
             await self._append_end(run, "interrupted", cancelled=True)
+            if action != "rollback":  # a rolled back run is gone: nothing to tell of
+                self._notify(run, "interrupted")
             return
         # Running on another replica (or claimed since it was read): its replica stops it.
         await self.storage.bus.publish("cancel", {"run_id": run.run_id, "action": action})
@@ -354,6 +370,7 @@ class RunEngine:
         )
         fence.granted(asked)
         self._attempts[run.run_id] = (fence, task)
+        self._started_at[run.run_id] = now()
         fencing.current.set(fence)  # this task's own context: its checkpoint writes
         started, status = time.monotonic(), "requeued"  # unless it ends here
         run_started(run)
@@ -373,6 +390,7 @@ class RunEngine:
                     del self._tasks[run.run_id]
                 if self._attempts.get(run.run_id, (None,))[0] is fence:
                     del self._attempts[run.run_id]
+                    self._started_at.pop(run.run_id, None)
                 self._finishing.discard(task)
                 self._cancel_actions.pop(task, None)
                 self.admission.release()
@@ -451,7 +469,9 @@ class RunEngine:
         )
         await ride_out(lambda: self._settle_thread(run, graph, outcome.status, fence))
         await self._append_end(run, outcome.status, fence=fence)
+        values = await self._final_values(run, graph)
         await self._delete_if_temporary(run)
+        self._notify(run, outcome.status, outcome.error, values)
 
     async def _finish_cancelled(
         self, run: Run, graph: Any, action: CancelAction, fence: Fence
@@ -472,7 +492,40 @@ class RunEngine:
         settled: RunStatus = "interrupted" if action == "interrupt" else "success"
         await ride_out(lambda: self._settle_thread(run, graph, settled, after))
         await self._append_end(run, "interrupted", cancelled=True, fence=after)
+        values = await self._final_values(run, graph) if action == "interrupt" else None
         await self._delete_if_temporary(run)
+        if action == "interrupt":  # a rolled back run is gone: nothing to tell of
+            self._notify(run, "interrupted", values=values)
+
+    async def _final_values(self, run: Run, graph: Any) -> Any:
+        """The thread's values after `run`, for its webhook (None when it has none)."""
+        if not run.kwargs.get("webhook") or graph is None:
+            return None
+        try:
+            state = await graph.aget_state({"configurable": {"thread_id": run.thread_id}})
+            return serde.to_jsonable(state.values)
+        except Exception as exc:  # the webhook goes without them; the run is not failed
+            log.warning("run %s: the values for its webhook could not be read: %s",
+                        run.run_id, type(exc).__name__)  # fmt: skip
+            return None
+
+    def _notify(
+        self,
+        run: Run,
+        status: RunStatus,
+        error: dict[str, Any] | None = None,
+        values: Any = None,
+    ) -> None:
+        """Deliver the run's webhook, if it named one, in the background: its end is
+        stored by now, and nothing the receiver does can change or delay it."""
+        url = run.kwargs.get("webhook")
+        if not url:
+            return
+        started_at = self._started_at.get(run.run_id)
+        payload = payload_of(
+            run_view(run), status=status, values=values, error=error, started_at=started_at
+        )
+        self.webhooks.deliver(url, run.run_id, payload)
 
     async def _delete_if_temporary(self, run: Run) -> None:
         """A stateless run's thread goes once the run ended (its row with it: what follows

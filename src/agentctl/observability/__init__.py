@@ -16,6 +16,7 @@ from agentctl.observability.metrics import (
     run_started,
     stream_closed,
     stream_opened,
+    webhook_delivered,
 )
 from agentctl.observability.tracing import (
     HttpTracing,
@@ -41,4 +42,5 @@ __all__ = [
     "shutdown_tracing",
     "stream_closed",
     "stream_opened",
+    "webhook_delivered",
 ]

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from agentctl.storage.base import Run
 
 RUN_STATUSES = ("success", "error", "interrupted", "timeout")
+WEBHOOK_OUTCOMES = ("delivered", "failed", "refused", "dropped")
 RUN_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
 HTTP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 # Any other method a client makes up is counted as `other`: labels stay few.
@@ -81,6 +82,16 @@ class Metrics:
             buckets=HTTP_BUCKETS,
             registry=registry,
         )
+        self.webhook_deliveries = Counter(
+            "agentctl_webhook_deliveries",
+            "Webhook deliveries this replica ended, by outcome: delivered, failed (no 2xx "
+            "after its retries), refused (an address webhooks may not reach), dropped (the "
+            "replica stopped first)",
+            ["outcome"],
+            registry=registry,
+        )
+        for outcome in WEBHOOK_OUTCOMES:  # each shows (at 0) before its first delivery
+            self.webhook_deliveries.labels(outcome=outcome)
         # Children of the known statuses made once: the hooks then take no label lookup, and
         # every status shows (at 0) before its first run.
         self._finished = {s: self.runs_finished.labels(status=s) for s in RUN_STATUSES}
@@ -124,6 +135,13 @@ def run_finished(run: Run, status: str, seconds: float) -> None:
     metrics = _bound.get()
     if metrics is not None:
         metrics.finished(status, seconds)
+
+
+def webhook_delivered(outcome: str) -> None:
+    """A webhook delivery ended with `outcome` (one of `WEBHOOK_OUTCOMES`)."""
+    metrics = _bound.get()
+    if metrics is not None:
+        metrics.webhook_deliveries.labels(outcome=outcome).inc()
 
 
 def stream_opened() -> Metrics | None:

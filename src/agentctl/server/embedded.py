@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from agentctl.auth import authenticator_for
 from agentctl.bundle.dependencies import PLATFORM_API_KEY
 from agentctl.engine import Deployment, RunEngine
 from agentctl.engine.admission import DEFAULT_MAX_LAG
+from agentctl.engine.webhooks import Webhooks, WebhookSettings
 from agentctl.project.model import Project
 from agentctl.runtime import load_agent
 from agentctl.sandbox import open_sandboxes
@@ -15,7 +17,7 @@ from agentctl.server.access import AccessPolicy
 from agentctl.server.context import Server
 from agentctl.server.limits import MIB, Limits
 from agentctl.server.origins import OriginPolicy
-from agentctl.settings import SandboxSettings
+from agentctl.settings import SandboxSettings, read
 from agentctl.storage.base import Storage
 from agentctl.storage.sqlite import SqliteStorage
 
@@ -34,13 +36,17 @@ async def open_embedded_server(
     origins: OriginPolicy | None = None,
     storage: Storage | None = None,
     limits: Limits | None = None,
+    webhooks: WebhookSettings | None = None,
 ) -> Server:
     """Load `project` as revision `revision_id` on the database in `data_dir` (created when
     missing), admitting callers as `agentctl dev` does (and web pages as `origins` says:
     by default, `agentctl dev`'s on 127.0.0.1). Raises a `UserError` when the agent cannot
     be loaded. `storage` replaces the SQLite database (it is closed with the server);
-    `limits`: what one request may cost (by default, the default limits)."""
+    `limits`: what one request may cost (by default, the default limits); `webhooks`: how
+    runs' webhooks are delivered (by default, as the `AGENTCTL_WEBHOOK_*` variables of the
+    project's environment say, loopback allowed)."""
     access = dev_access(project)
+    webhooks = webhooks or dev_webhooks(project.env)
     data_dir.mkdir(parents=True, exist_ok=True)
     if storage is None:
         storage = SqliteStorage(data_dir / DATABASE_FILE, data_dir / STORE_FILE)
@@ -70,6 +76,7 @@ async def open_embedded_server(
         max_lag=max_lag,
         run_timeout=run_timeout,
         max_event_bytes=limits.max_event_mb * MIB,
+        webhooks=Webhooks(webhooks),
     )
     return Server(
         storage=storage,
@@ -80,6 +87,19 @@ async def open_embedded_server(
         info={"storage": storage.kind, "revision": revision_id},
         sandboxes=sandboxes,
         limits=limits,
+    )
+
+
+def dev_webhooks(env: Mapping[str, str]) -> WebhookSettings:
+    """How `agentctl dev` delivers webhooks: as the `AGENTCTL_WEBHOOK_*` variables of `env`
+    say, and to loopback whatever they say (a receiver on the developer's machine)."""
+    return WebhookSettings.of(
+        read("AGENTCTL_WEBHOOK_SECRET", env),
+        read("AGENTCTL_WEBHOOK_ALLOW_NETWORKS", env),
+        api_key=env.get(PLATFORM_API_KEY),
+        loopback=True,
+        timeout=read("AGENTCTL_WEBHOOK_TIMEOUT_SECONDS", env),
+        attempts=read("AGENTCTL_WEBHOOK_ATTEMPTS", env),
     )
 
 

@@ -45,7 +45,9 @@ def json_error(status: int, detail: str, headers: dict[str, str] | None = None) 
 
 
 def _location(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    # The first part says where (a field may be named `query` or `body` too).
+    kinds = ("body", "query", "path", "header")
+    parts = [str(p) for p in (loc[1:] if loc and loc[0] in kinds else loc)]
     where = {"body": "body", "query": "query parameter", "path": "path parameter"}.get(
         str(loc[0]) if loc else "", "request"
     )

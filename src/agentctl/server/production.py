@@ -11,6 +11,7 @@ from agentctl.auth import authenticator_for
 from agentctl.bundle.limits import RevisionLimits
 from agentctl.engine import Deployment, RunEngine
 from agentctl.engine.admission import max_lag_setting
+from agentctl.engine.webhooks import Webhooks, WebhookSettings
 from agentctl.errors import SettingsError
 from agentctl.platform.deployments import Deployments
 from agentctl.platform.secrets import SecretBox
@@ -70,6 +71,13 @@ async def open_agent_server(
     (shown by `/info`); `peers` the platform's other agents its mcp.json may name. Raises
     a `UserError` for settings or a stored revision this replica cannot use."""
     origins, key = check_platform_settings(settings)
+    hooks = WebhookSettings.of(
+        settings.webhook_secret,
+        settings.webhook_allow_networks,
+        api_key=key,
+        timeout=settings.webhook_timeout_seconds,
+        attempts=settings.webhook_attempts,
+    )
     storage, close_storage = await open_storage(settings, namespace)
     data_dir = Path(settings.data_dir)
     own_dir = data_dir if namespace is None else Namespace.of(namespace).folder(data_dir)
@@ -86,6 +94,7 @@ async def open_agent_server(
             run_timeout=settings.run_timeout_seconds,
             lease=settings.lease_seconds,
             max_event_bytes=settings.max_event_mb * MIB,
+            webhooks=Webhooks(hooks),
         )
         server = Server(
             storage=storage,

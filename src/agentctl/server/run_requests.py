@@ -76,6 +76,16 @@ class RunCreate(Body):
             raise ValueError(problem)
         return value
 
+    @field_validator("feedback_keys")
+    @classmethod
+    def _no_feedback(cls, value: list[str] | None) -> list[str] | None:
+        if value:
+            raise ValueError(
+                "feedback keys are LangSmith's, which agentctl does not send runs to — "
+                "leave feedback_keys out"
+            )
+        return value
+
     @property
     def is_resume(self) -> bool:
         return self.command is not None and "resume" in self.command.model_fields_set

@@ -9,7 +9,8 @@ client told nothing would wait, or reconnect, for ever.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Collection
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Collection
 from typing import Any
 
 from starlette.responses import StreamingResponse
@@ -192,12 +193,28 @@ def waiting_response(
     )
 
 
-async def wait_for_result(server: Server, run: Run, *, from_events: bool) -> AsyncIterator[bytes]:
+async def wait_for_result(
+    server: Server, run: Run, *, from_events: bool, cancel_on_disconnect: bool = False
+) -> AsyncIterator[bytes]:
     """Newlines until `run` ends, then its result: the final values (with `__interrupt__`
     when it paused), or `{"__error__": ...}` when it failed.
 
     `from_events`: take the values from the run's `values` events (for a stateless run,
-    whose thread is gone when it ends) instead of the thread's state."""
+    whose thread is gone when it ends) instead of the thread's state.
+    `cancel_on_disconnect`: a client gone before the run ended cancels it."""
+    answered = False
+    try:
+        async with contextlib.aclosing(_result(server, run, from_events=from_events)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+        answered = True
+    finally:
+        if not answered and cancel_on_disconnect:
+            _cancel_later(server, run)
+
+
+async def _result(server: Server, run: Run, *, from_events: bool) -> AsyncGenerator[bytes, None]:
+    """`wait_for_result`'s newlines and result."""
     values: Any = None
     interrupts: list[Any] = []
     error: Any = None

@@ -7,8 +7,8 @@ from typing import Any
 from starlette.responses import Response
 
 from agentctl import serde
-from agentctl.engine.streams import LOG_START
-from agentctl.storage.base import BY_OPERATOR, Assistant, Cron, Run, Thread
+from agentctl.engine.records import run_view as run_view
+from agentctl.storage.base import BY_OPERATOR, Assistant, Cron, Thread
 
 
 def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -53,23 +53,6 @@ def thread_view(thread: Thread, values: Any = None) -> dict[str, Any]:
         "status": thread.status,
         "values": values,
         "interrupts": thread.interrupts,
-    }
-
-
-def run_view(run: Run) -> dict[str, Any]:
-    kwargs = {k: v for k, v in run.kwargs.items() if k not in ("user_id", BY_OPERATOR, LOG_START)}
-    return {
-        "run_id": run.run_id,
-        "thread_id": run.thread_id,
-        "assistant_id": run.assistant_id,
-        "created_at": run.created_at,
-        "updated_at": run.updated_at,
-        "status": run.status,
-        "metadata": run.metadata,
-        "kwargs": kwargs,
-        "multitask_strategy": run.multitask_strategy,
-        "attempt": run.attempt,
-        "cancel_reason": run.cancel_reason,
     }
 
 

@@ -68,7 +68,9 @@ async def stream_run(thread_id: str, body: RunCreate, request: Request) -> Respo
 async def wait_run(thread_id: str, body: RunCreate, request: Request) -> Response:
     server = server_of(request)
     run = await start_run(server, caller_of(request), body, thread_id, wait=True)
-    return waiting_response(wait_for_result(server, run, from_events=False), run, "join")
+    cancel = body.on_disconnect == "cancel"
+    result = wait_for_result(server, run, from_events=False, cancel_on_disconnect=cancel)
+    return waiting_response(result, run, "join")
 
 
 @router.get("/threads/{thread_id}/runs", response_model=RUN_LIST)
@@ -169,7 +171,9 @@ async def stream_stateless_run(body: RunCreate, request: Request) -> Response:
 async def wait_stateless_run(body: RunCreate, request: Request) -> Response:
     server = server_of(request)
     run = await start_run(server, caller_of(request), body, None, wait=True)
-    return waiting_response(wait_for_result(server, run, from_events=run.temporary), run, "join")
+    cancel = body.on_disconnect == "cancel"
+    result = wait_for_result(server, run, from_events=run.temporary, cancel_on_disconnect=cancel)
+    return waiting_response(result, run, "join")
 
 
 @router.post("/runs/batch", response_model=list[RunOut], responses=CONFLICT)

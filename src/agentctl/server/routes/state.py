@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
-from agentctl.errors import NotFound
+from agentctl.errors import NotFound, Unprocessable
 from agentctl.server import lookup, views
 from agentctl.server.access import caller_of
 from agentctl.server.context import Server, server_of
@@ -52,6 +52,11 @@ class HistoryQuery(Body):
 def _config(thread_id: str, checkpoint: CheckpointRef | None, checkpoint_id: str | None = None
             ) -> dict[str, Any]:  # fmt: skip
     ref = checkpoint or CheckpointRef()
+    if ref.thread_id and ref.thread_id != thread_id:
+        raise Unprocessable(
+            f"checkpoint.thread_id: {ref.thread_id!r} is not the thread of the path "
+            f"({thread_id}) — a checkpoint is read in its own thread; leave thread_id out"
+        )
     return thread_config(
         thread_id,
         checkpoint_ns=ref.checkpoint_ns or None,

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from langgraph.store.base import InvalidNamespaceError
-from pydantic import Field
+from pydantic import Field, field_validator
 from starlette.responses import Response
 
 from agentctl.errors import Unprocessable
@@ -40,12 +40,32 @@ router = APIRouter(tags=["store"])
 TtlMinutes = Annotated[float, Field(gt=0, le=MAX_SECONDS / 60, allow_inf_nan=False)]
 
 
+NO_INDEX = "the store has no embedding index to search by meaning (agentctl configures none)"
+
+
 class ItemPut(Body):
     namespace: Namespace
     key: str
     value: dict[str, Any]
     index: Literal[False] | list[str] | None = None
     ttl: TtlMinutes | None = None
+
+    @field_validator("ttl")
+    @classmethod
+    def _no_expiry(cls, value: float | None) -> float | None:
+        if value is not None:
+            raise ValueError(
+                "items do not expire on this server (its store sweeps none) — leave ttl out "
+                "and delete the item when it is no longer wanted"
+            )
+        return value
+
+    @field_validator("index")
+    @classmethod
+    def _no_fields_to_embed(cls, value: Literal[False] | list[str] | None) -> Any:
+        if value:
+            raise ValueError(f"{NO_INDEX} — leave index out, or send false")
+        return value
 
 
 class ItemDelete(Body):
@@ -60,6 +80,13 @@ class ItemSearch(Body):
     offset: Offset = 0
     query: str | None = None
     refresh_ttl: bool | None = None
+
+    @field_validator("query")
+    @classmethod
+    def _no_meaning(cls, value: str | None) -> str | None:
+        if value:
+            raise ValueError(f"{NO_INDEX} — leave query out and narrow with filter")
+        return value
 
 
 class NamespaceList(Body):

@@ -12,6 +12,7 @@ from typing import Any, Literal, get_args
 
 from fastapi import APIRouter, Header, Request
 from langgraph.types import StateUpdate
+from pydantic import field_validator
 from starlette.responses import Response
 
 from agentctl.server import extract, lookup, views
@@ -41,6 +42,16 @@ class Update(Body):
     values: dict[str, Any] | None = None
     as_node: str
     command: dict[str, Any] | None = None
+
+    @field_validator("command")
+    @classmethod
+    def _no_command(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            raise ValueError(
+                "a superstep's update cannot be a command here — send its `values` with "
+                "`as_node` instead"
+            )
+        return value
 
 
 class Superstep(Body):

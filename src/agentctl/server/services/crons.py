@@ -10,11 +10,13 @@ from agentctl.server import lookup
 from agentctl.server.access import Caller, without_owner
 from agentctl.server.context import Server
 from agentctl.server.cron_requests import PAYLOAD_FIELDS, CronCreate, CronFields, CronPatch
+from agentctl.server.services.runs import check_webhook
 from agentctl.storage.base import BY_OPERATOR, Cron, CronFilter, Page, new_id, now
 
 
-async def _check(body: CronFields, schedule_text: str | None) -> None:
-    """422 for a schedule, time zone or stream mode no run could be submitted with."""
+async def _check(server: Server, body: CronFields, schedule_text: str | None) -> None:
+    """422 for a schedule, time zone, stream mode or webhook no run could be submitted
+    with."""
     try:
         if schedule_text is not None:
             schedule.check_schedule(schedule_text)
@@ -27,13 +29,25 @@ async def _check(body: CronFields, schedule_text: str | None) -> None:
             raise Unprocessable(
                 f"stream_mode {mode!r} is not supported — use one of {', '.join(STREAM_MODES)}"
             )
+    await check_webhook(server, body.webhook)
+
+
+def _check_on_run_completed(body: CronFields, thread_id: str | None) -> None:
+    """422 for `on_run_completed: "delete"` on a thread's cron: its runs use that thread."""
+    if thread_id is not None and body.on_run_completed == "delete":
+        raise Unprocessable(
+            "on_run_completed: 'delete' applies to crons without a thread (POST /runs/crons), "
+            "whose runs each get a new thread; a thread's cron keeps its thread — leave "
+            "on_run_completed out"
+        )
 
 
 async def create_cron(
     server: Server, caller: Caller, body: CronCreate, thread_id: str | None
 ) -> Cron:
     """A new cron of `caller`'s, on `thread_id` or each run on a new thread, scheduled."""
-    await _check(body, body.schedule)
+    await _check(server, body, body.schedule)
+    _check_on_run_completed(body, thread_id)
     assistant = await lookup.get_assistant(server, body.assistant_id)
     if thread_id is not None:
         await lookup.get_thread(server, thread_id, caller)
@@ -67,7 +81,8 @@ async def create_cron(
 async def update_cron(server: Server, cron: Cron, body: CronPatch) -> None:
     """Change `cron` as `body` says (the fields it sets), and schedule it again."""
     given = body.model_fields_set
-    await _check(body, body.schedule)
+    await _check(server, body, body.schedule)
+    _check_on_run_completed(body, cron.thread_id)
     if body.schedule is not None:
         cron.schedule = body.schedule
     if "timezone" in given:

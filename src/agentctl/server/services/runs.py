@@ -3,9 +3,10 @@ run asks for it), then handed to the engine."""
 
 from __future__ import annotations
 
+from agentctl.engine.egress import Refused
 from agentctl.engine.engine import thread_labels
 from agentctl.engine.wire import ANSWERS_INTERRUPT, normalize_modes
-from agentctl.errors import BadRequest, Conflict, NotFound
+from agentctl.errors import BadRequest, Conflict, NotFound, Unprocessable
 from agentctl.server import lookup
 from agentctl.server.access import Caller
 from agentctl.server.context import Server
@@ -34,6 +35,13 @@ async def start_run(
     if body.command is not None:
         check_messages(server.limits, "command.update", body.command.update)
     check_sizes(server, body)
+    await check_webhook(server, body.webhook)
+    if thread_id is not None and body.on_completion == "delete":
+        raise Unprocessable(
+            "on_completion: 'delete' applies to stateless runs (POST /runs…), whose thread is "
+            "made for them; a thread's run keeps its thread — delete it with DELETE "
+            "/threads/{thread_id}, or leave on_completion out"
+        )
     assistant = await lookup.get_assistant(server, body.assistant_id)
     # A thread the run creates has the run's metadata and names its graph and assistant;
     # an existing one gets the names when the run starts (engine).
@@ -55,6 +63,12 @@ async def start_run(
                           stream_mode=stream_mode, run_id=run_id)  # fmt: skip
     else:
         lookup.check_uuid("thread_id", thread_id)
+        named = (body.checkpoint or {}).get("thread_id")
+        if named and named != thread_id:
+            raise Unprocessable(
+                f"checkpoint.thread_id: {named!r} is not the run's thread ({thread_id}) — a "
+                "run resumes from a checkpoint of its own thread; leave thread_id out"
+            )
         thread = await server.storage.threads.get(thread_id)
         if thread is not None and not caller.owns(thread.metadata):
             raise not_found("thread", thread_id)
@@ -74,6 +88,16 @@ async def start_run(
         if answers_interrupt:
             run.kwargs[ANSWERS_INTERRUPT] = True
     return await server.engine.submit(run)  # ThreadBusyError: 409
+
+
+async def check_webhook(server: Server, url: str | None) -> None:
+    """422 naming `webhook` when runs may not be delivered to `url` (engine/egress.py)."""
+    if url is None:
+        return
+    try:
+        await server.engine.webhooks.check(url)
+    except Refused as exc:
+        raise Unprocessable(f"webhook: {exc}") from None
 
 
 def check_sizes(server: Server, body: RunCreate) -> None:
