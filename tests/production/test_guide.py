@@ -97,7 +97,6 @@ def test_the_guide_without_docker_works_as_written(
     assert "PONG" in done.stdout
     assert done.stdout.count('{"ok":true}') == 2, output
     assert "Deployed revision 1 of agent demo (created, " in output
-    # The second replica answers with the revision deployed through the first.
     assert '"content":"scripted reply to: hello"' in done.stdout, output
     assert "Traceback" not in output + logs
     assert (tmp_path / "serve.env").stat().st_mode & 0o077 == 0
