@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	@echo "== Creating $(VENV) (the first time only, or after pyproject.toml changes)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	@echo "== Installing agentctl and its Python packages into $(VENV) (about 2 minutes the first time)"
+	@echo "== Installing agentctl and its Python packages into $(VENV) (2 to 3 minutes the first time)"
 	$(BIN)/pip install --progress-bar on -e '.[dev]'
 	@touch $(STAMP)
 	@echo "== Installed: $(BIN)/agentctl"
