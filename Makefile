@@ -4,16 +4,19 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint format typecheck test test-fast check demo console screenshots bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost bench-load bench-console bench-bounds bench-replay clean
+.PHONY: install lint format typecheck test test-fast check demo demo-reset console screenshots bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost bench-load bench-console bench-bounds bench-replay clean
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "agentctl needs Python 3.11 or newer")'
+	@echo "== Creating $(VENV) (the first time only, or after pyproject.toml changes)"
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	@echo "== Installing agentctl and its Python packages into $(VENV) (2 to 3 minutes the first time)"
+	$(BIN)/pip install --progress-bar on -e '.[dev]'
 	@touch $(STAMP)
+	@echo "== Installed: $(BIN)/agentctl"
 
 lint: install
 	$(BIN)/ruff check src tests scripts bench
@@ -38,11 +41,16 @@ test-fast: install
 
 check: lint typecheck test
 
-# Scaffold ./demo and serve it with `agentctl dev` on the scripted model (no key, no
+# Serve ./demo (scaffolded on the first run, then kept with your edits, threads and memory)
+# with `agentctl dev` on the scripted model and a local identity provider (no key, no
 # network); a sample request is answered, then it serves until Ctrl-C (DEMO_ONCE=1: stops).
 # `exec`: the script is make's child, so the SIGTERM make passes on reaches it and its servers.
 demo: install
 	BIN=$(BIN) exec bash scripts/demo.sh
+
+# The same, after deleting ./demo (its files, threads and memory) to scaffold it anew.
+demo-reset: install
+	BIN=$(BIN) DEMO_RESET=1 exec bash scripts/demo.sh
 
 # The web console (console/, served at /ui/): rebuild it into src/agentctl/server/console/
 # after changing its sources, and commit both (a test checks they agree). Needs Node 20+.

@@ -157,11 +157,18 @@ def test_dry_run_bundles_and_summarizes(run_cli: RunCli, tmp_path: Path) -> None
     assert again.out == result.out
 
 
-def test_real_deploy_requires_the_platform_key(run_cli: RunCli, tmp_path: Path) -> None:
+def test_real_deploy_names_every_missing_variable_at_once(run_cli: RunCli, tmp_path: Path) -> None:
     run_cli("init", "demo", cwd=tmp_path)
-    result = run_cli("deploy", cwd=tmp_path / "demo", env={"OPENAI_API_KEY": "sk-1"})
+    result = run_cli("deploy", cwd=tmp_path / "demo")
     assert result.exit_code == 1
-    assert "PLATFORM_API_KEY (for deploy)" in result.err
+    [line] = [line for line in result.err.splitlines() if line.startswith("error: ")]
+    assert line == (
+        "error: missing environment variables: OPENAI_API_KEY (for model openai:gpt-4.1), "
+        "PLATFORM_API_KEY (for deploy), "
+        "PLATFORM_URL (for deploy: the URL of your agentctl serve) — "
+        "set them in the project's .env or in the environment"
+    )
+    assert "Traceback" not in result.err
 
 
 def test_real_deploy_needs_the_platform_url(run_cli: RunCli, tmp_path: Path) -> None:
@@ -170,6 +177,21 @@ def test_real_deploy_needs_the_platform_url(run_cli: RunCli, tmp_path: Path) -> 
     result = run_cli("deploy", cwd=tmp_path / "demo", env=env)
     assert result.exit_code == 1
     assert "PLATFORM_URL (for deploy: the URL of your agentctl serve)" in result.err
+
+
+def test_dry_run_refuses_a_gate_on_a_misspelt_tool(run_cli: RunCli, tmp_path: Path) -> None:
+    run_cli("init", "demo", cwd=tmp_path)
+    root = tmp_path / "demo"
+    with (root / "agent.toml").open("a") as toml:
+        toml.write("\n[interrupt_on]\nwrite_fiel = true\n")
+    result = run_cli("deploy", "--dry-run", cwd=root, env={"OPENAI_API_KEY": "sk-1"})
+    assert result.exit_code == 1
+    assert "built" not in result.out
+    assert (
+        'error: agent.toml: [interrupt_on].write_fiel: "write_fiel" is not a tool of this '
+        "agent — did you mean write_file? Or gate one of its tools instead: delete, "
+    ) in result.err
+    assert not (root / ".agentctl/build").exists()
 
 
 def test_real_deploy_says_when_the_platform_is_unreachable(run_cli: RunCli, tmp_path: Path) -> None:

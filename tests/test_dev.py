@@ -27,6 +27,7 @@ from langgraph.graph import MessagesState, StateGraph
 from langgraph_sdk import get_client
 
 from agentctl.cli.dev import prepare
+from agentctl.project import load_project
 from agentctl.runtime import AgentRuntime
 from agentctl.server.blocking import BlockingCallError, detect_blocking
 from agentctl.server.devloop import Build, DevServer
@@ -431,19 +432,73 @@ def _scripted_env(model_server: ScriptedModelServer, monkeypatch: pytest.MonkeyP
 # -- make demo -------------------------------------------------------------------------
 
 
-def test_make_demo_runs_the_agent_offline(tmp_path: Path, dev_env: dict[str, str]) -> None:
+def run_demo(demo: Path, dev_env: dict[str, str], **extra: str) -> str:
+    """scripts/demo.sh with DEMO_ONCE=1 on `demo`, as `DEMO_ONCE=1 make demo` runs it; its
+    output (it must succeed)."""
     env = {k: v for k, v in dev_env.items() if not k.startswith("OPENAI_")}
-    env.update(DEMO_DIR=str(tmp_path / "demo"), DEMO_ONCE="1", PORT="0")
+    env.update(DEMO_DIR=str(demo), DEMO_ONCE="1", PORT="0", **extra)
     result = subprocess.run(
         ["bash", str(ROOT / "scripts/demo.sh")],
         capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False,
     )  # fmt: skip
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
-    assert 'Ready: agent "demo"' in output
-    assert "scripted reply to: hello" in output
-    assert "stopped" in output
     assert "Traceback" not in output
+    assert "stopped" in output
+    return output
+
+
+DEMO_ANSWER = (
+    "< Done: the researcher answered, /notes.md is saved, and I will keep my answers short."
+)
+
+
+def test_make_demo_shows_a_subagent_a_gate_and_memory(
+    tmp_path: Path, dev_env: dict[str, str]
+) -> None:
+    output = run_demo(tmp_path / "demo", dev_env)
+    assert 'Ready: agent "demo"' in output
+    assert "Auth  idp_b: requests need Authorization: Bearer <token>" in output
+    # The run pauses at the gate on write_file; the script approves and the run goes on.
+    assert "< paused at the approval gate: write_file " in output
+    assert "(allowed: approve, edit, reject)" in output
+    assert (
+        "  task: subagent researcher -> Deep agents plan their work, delegate to subagents and "
+        "keep files and memory."
+    ) in output
+    assert "  write_file: /notes.md -> Updated file /notes.md" in output
+    assert "  edit_file: /memories/user/AGENTS.md (memory) -> Successfully replaced" in output
+    assert DEMO_ANSWER in output
+    memory = output.split("/memories/user/AGENTS.md), as the console shows it:\n")[1]
+    assert memory.startswith("    # About the user\n")
+    assert "    ## Preferences\n    - Likes short answers.\n\nUser tokens" in memory
+    # The console's sign-in: a token for each of two users.
+    assert re.search(r"^  alice  eyJ\S+$", output, re.M)
+    assert re.search(r"^  bob    eyJ\S+$", output, re.M)
+    project = load_project(tmp_path / "demo", environ={"OPENAI_API_KEY": "x"})
+    assert project.auth is not None
+    assert project.auth.provider == "idp_b"
+    assert list(project.interrupt_on) == ["write_file"]
+    assert [sub.name for sub in project.subagents] == ["researcher"]
+    assert project.user_template is not None
+    assert [skill.name for skill in project.skills] == ["review"]
+
+
+def test_make_demo_keeps_the_project_and_its_data(tmp_path: Path, dev_env: dict[str, str]) -> None:
+    demo = tmp_path / "demo"
+    run_demo(demo, dev_env)
+    edited = (demo / "AGENTS.md").read_text() + "\nAnswer in one sentence.\n"
+    (demo / "AGENTS.md").write_text(edited)
+    again = run_demo(demo, dev_env)
+    assert "== Reusing " in again
+    assert (demo / "AGENTS.md").read_text() == edited
+    assert DEMO_ANSWER in again
+    # alice's memory of the first run is still there: the data was kept too.
+    assert again.count("    - Likes short answers.") == 2
+    reset = run_demo(demo, dev_env, DEMO_RESET="1")
+    assert "== Deleting " in reset
+    assert "Answer in one sentence." not in (demo / "AGENTS.md").read_text()
+    assert reset.count("    - Likes short answers.") == 1
 
 
 def descendants(pid: int) -> set[int]:
@@ -530,7 +585,7 @@ def test_stopping_make_demo_stops_its_servers(
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.2)
         output = log.read_text()
-        assert "scripted reply to: hello" in output
+        assert DEMO_ANSWER in output
         model = re.search(r"OPENAI_BASE_URL=(http://\S+)", output)
         assert model is not None
         urls = [f"{serving.group(1)}/ok", f"{model.group(1)}/models"]

@@ -158,7 +158,7 @@ def test_approval_gates_are_parsed(write_files: WriteFiles) -> None:
         {
             "agent.toml": (
                 '[agent]\nname = "a"\n[interrupt_on]\nwrite_file = true\nread_file = false\n'
-                'send = { allowed_decisions = ["reject", "approve"] }\n'
+                'edit_file = { allowed_decisions = ["reject", "approve"] }\n'
             ),
             "AGENTS.md": "Hi\n",
         }
@@ -166,7 +166,7 @@ def test_approval_gates_are_parsed(write_files: WriteFiles) -> None:
     gates = load_project(root, environ={}).interrupt_on
     assert {tool: gate.allowed_decisions for tool, gate in gates.items()} == {
         "write_file": ("approve", "edit", "reject"),
-        "send": ("approve", "reject"),
+        "edit_file": ("approve", "reject"),
     }
 
 

@@ -85,3 +85,23 @@ async def test_a_deploy_names_the_replicas_that_do_not_serve_it(
     # The revision is active, and served where it can be.
     assert await served(first, "lone") == 1
     assert await served(odd, "lone") is None  # no revision it can serve
+
+
+async def test_a_deploy_names_a_gate_on_a_tool_the_agent_lacks(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    # With an MCP server, the gates are checked once it listed its tools: when replicas load it.
+    with serve(calculator().streamable_http_app()) as port:
+        replica = cluster.start()
+        folder = with_tools(tmp_path / "gated", "gated", f"http://127.0.0.1:{port}/mcp")
+        with (folder / "agent.toml").open("a") as toml:
+            toml.write("\n[interrupt_on]\naddd = true\n")
+        deployed = cluster.deploy(folder, replica)
+    # The replica the upload reaches loads the revision first, and refuses it.
+    assert deployed.exit_code == 1, deployed.err + deployed.out
+    assert (
+        "error: the platform refused the request: agent.toml: [interrupt_on]: addd is not a "
+        "tool of this agent — did you mean add? "
+        "Or gate one of its tools instead: add, delete, "
+    ) in deployed.err
+    assert "Traceback" not in deployed.err

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentctl.bundle.dependencies import PLATFORM_API_KEY
+from agentctl.bundle.dependencies import PLATFORM_API_KEY, PLATFORM_URL
 from agentctl.bundle.requirements import Requirements
 from agentctl.bundle.revision import Revision
 from agentctl.errors import MissingEnvError
@@ -13,16 +13,23 @@ from agentctl.project.model import Project
 
 STATE_DIR = ".agentctl"  # inside the project; ignores itself in git
 BUILD_DIR = f"{STATE_DIR}/build"
+# What a real deploy needs beyond the project's own variables, and why.
+DEPLOY_NEEDS = {
+    PLATFORM_API_KEY: "deploy",
+    PLATFORM_URL: "deploy: the URL of your agentctl serve",
+}
 
 
 def check_env(project: Project, requirements: Requirements, *, platform_key: bool) -> None:
     """Fail fast, naming every required variable that is not set.
 
-    `platform_key` adds PLATFORM_API_KEY, which a real deploy needs.
+    `platform_key` adds PLATFORM_API_KEY and PLATFORM_URL, which a real deploy needs.
     """
     missing = {need.name: need.reason for need in requirements.missing_env(project.env)}
-    if platform_key and not is_set(project.env, PLATFORM_API_KEY):
-        missing.setdefault(PLATFORM_API_KEY, "deploy")
+    if platform_key:
+        for name, reason in DEPLOY_NEEDS.items():
+            if not is_set(project.env, name):
+                missing.setdefault(name, reason)
     if missing:
         raise MissingEnvError(missing)
 

@@ -119,6 +119,7 @@ AUTH_PROVIDERS: dict[str, Needs] = {
 }
 
 PLATFORM_API_KEY = "PLATFORM_API_KEY"
+PLATFORM_URL = "PLATFORM_URL"
 
 
 def model_provider(model: str) -> str:

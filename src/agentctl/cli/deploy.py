@@ -17,7 +17,7 @@ from agentctl.bundle.limits import RevisionLimits
 from agentctl.bundle.requirements import install_command, requirements_of
 from agentctl.bundle.revision import ARCHIVE_FILE, Revision, build_revision, deployed_variables
 from agentctl.cli.target import agent_of, agent_option, config_option, platform_of, when
-from agentctl.errors import MissingEnvError, NotServedEverywhere, OlderPlatform, UserError
+from agentctl.errors import NotServedEverywhere, OlderPlatform, UserError
 from agentctl.platform.client import PLATFORM_URL, PlatformClient
 from agentctl.project import load_project
 from agentctl.project.envfile import is_set
@@ -40,8 +40,6 @@ def deploy(config: Path, dry_run: bool) -> None:
     project = load_project(config, limits=RevisionLimits.from_env(os.environ))
     requirements = requirements_of(project)
     check_env(project, requirements, platform_key=not dry_run)
-    if not dry_run and not is_set(project.env, PLATFORM_URL):
-        raise MissingEnvError({PLATFORM_URL: "deploy: the URL of your agentctl serve"})
     if dry_run and not is_set(project.env, PLATFORM_API_KEY):
         warn(f"{PLATFORM_API_KEY} is not set: a real deploy needs it")
     missing = requirements.missing_packages()

@@ -12,9 +12,10 @@ from urllib.parse import quote
 
 import httpx
 
+from agentctl.bundle.dependencies import PLATFORM_URL
 from agentctl.errors import OlderPlatform, RuntimeFailure, UserError
 
-PLATFORM_URL = "PLATFORM_URL"
+__all__ = ["PLATFORM_URL", "PlatformClient"]
 
 
 def _no_route(detail: str) -> bool:

@@ -31,6 +31,7 @@ from agentctl.project.rules import rule, valid_name, wrong_type
 from agentctl.project.secret_scan import find_leaks
 from agentctl.project.skills import load_skills
 from agentctl.project.toml_schema import MAIN_SCHEMA, SUBAGENT_SCHEMA, check_schema, read_toml
+from agentctl.project.tools import builtin_tools, unknown_tool_hint
 
 CONFIG_FILE = "agent.toml"
 INSTRUCTIONS_FILE = "AGENTS.md"
@@ -83,6 +84,9 @@ def load_project(
     user_template = _user_template(root, problems, limits)
     mcp_servers = _mcp(root, root, env, problems, limits)
     subagents = _subagents(root, env, problems, limits)
+    if not mcp_servers and not any(sub.mcp_servers for sub in subagents):
+        # With MCP servers, their tools' names are known when the revision loads: checked then.
+        _check_gated_tools(config_file, data or {}, builtin_tools(sandbox), problems)
     files = [config_file, INSTRUCTIONS_FILE]
     files += [f for skill in skills for f in skill.files]
     if (root / USER_DIR / INSTRUCTIONS_FILE).is_file():
@@ -284,6 +288,27 @@ def _is_issuer_url(value: str) -> bool:
     except ValueError:  # e.g. an unclosed IPv6 bracket
         return False
     return parts.scheme in ("http", "https") and bool(host) and not ({"?", "#"} & set(value))
+
+
+def _check_gated_tools(
+    file: str, data: dict[str, Any], tools: frozenset[str], problems: list[Problem]
+) -> None:
+    """Every `[interrupt_on]` key must name one of `tools` (a typo would gate nothing)."""
+    table = data.get("interrupt_on")
+    if not isinstance(table, dict):
+        return
+    allowed = ", ".join(sorted(tools))
+    for tool in table:
+        if tool not in tools:
+            problems.append(
+                rule("interrupt-on-unknown-tool").problem(
+                    file,
+                    f"[interrupt_on].{tool}",
+                    value=tool,
+                    hint=unknown_tool_hint(tool, tools),
+                    allowed=allowed,
+                )
+            )
 
 
 def approval_gates(file: str, table: Any, problems: list[Problem]) -> dict[str, ApprovalGate]:

@@ -87,6 +87,11 @@ _RULES = [
         'unknown model provider "{provider}"',
         "use one of: {allowed}",
     ),
+    Rule(
+        "interrupt-on-unknown-tool",
+        '"{value}" is not a tool of this agent',
+        "{hint}gate one of its tools instead: {allowed} (or an MCP server's, from mcp.json)",
+    ),
     # Subagents.
     Rule(
         "subagent-file-missing",

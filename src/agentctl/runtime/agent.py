@@ -14,6 +14,7 @@ from deepagents.middleware.subagents import GENERAL_PURPOSE_SUBAGENT
 
 from agentctl.errors import UserError
 from agentctl.project.model import Project, Skill
+from agentctl.project.tools import builtin_tools, unknown_tool_hint
 from agentctl.runtime import memory
 from agentctl.runtime.fencing import HoldsRun
 from agentctl.runtime.mcp_tools import load_mcp_tools
@@ -26,9 +27,6 @@ from agentctl.runtime.tracing import tracer_callbacks
 if TYPE_CHECKING:
     from agentctl.sandbox import Sandboxes
 
-BUILTIN_TOOLS = frozenset(
-    {"ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep", "execute", "task"}
-)
 
 SANDBOX_PROMPT = """
 
@@ -105,7 +103,7 @@ async def load_agent(
             ],
         }
     ]
-    tool_names = set(BUILTIN_TOOLS) | {tool.name for tool in main_tools}
+    tool_names = set(builtin_tools(project.sandbox)) | {tool.name for tool in main_tools}
     for sub in project.subagents:
         own_tools = await load_mcp_tools(sub.mcp_servers, env, agents)
         tool_names |= {tool.name for tool in own_tools}
@@ -122,13 +120,7 @@ async def load_agent(
         if sub.skills:
             spec["skills"] = [f"{memory.MEMORIES}/subagents/{sub.name}/skills/"]
         subagents.append(spec)
-    unknown = sorted(set(project.interrupt_on) - tool_names)
-    if unknown:
-        raise UserError(
-            f"{project.config_file}: [interrupt_on]: {', '.join(unknown)} "
-            f"{'is not a tool' if len(unknown) == 1 else 'are not tools'} of this agent — "
-            f"use the name of one of its tools: {', '.join(sorted(tool_names))}"
-        )
+    check_gated_tools(project, tool_names)
     user_memory = project.user_template is not None
     middleware: list[Any] = [HoldsRun()]
     if user_memory:
@@ -159,6 +151,19 @@ async def load_agent(
         graph = graph.with_config(callbacks=callbacks)
     await seed_revision(project, store)
     return AgentRuntime(project, revision_id, graph, frozenset(tool_names))
+
+
+def check_gated_tools(project: Project, tool_names: set[str]) -> None:
+    """Every `[interrupt_on]` key names a tool the agent has, now that its MCP servers'
+    are known (validation checked them against the built-in tools when it has no server)."""
+    unknown = sorted(set(project.interrupt_on) - tool_names)
+    if unknown:
+        hints = "".join(unknown_tool_hint(name, tool_names) for name in unknown)
+        raise UserError(
+            f"{project.config_file}: [interrupt_on]: {', '.join(unknown)} "
+            f"{'is not a tool' if len(unknown) == 1 else 'are not tools'} of this agent — "
+            f"{hints}gate one of its tools instead: {', '.join(sorted(tool_names))}"
+        )
 
 
 SUMMARY_LIMIT = 500

@@ -14,18 +14,27 @@ Each is a small Starlette app served on 127.0.0.1 and a free port while the obje
 
 `mint` can also make the tokens an attacker would try: expired, not yet valid, signed with
 another key, ``alg: none``, or HS256 "signed" with the public key (`public_pem`).
+
+``python -m agentctl.testing.identity [--provider idp_b|idp_a] [--port 8777] [--user NAME]...``
+serves one of them until Ctrl-C and prints the ``.env`` lines that point a project's
+``[auth]`` at it and a bearer token for each user (alice and bob by default).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import base64
 import hashlib
 import html
 import secrets
+import signal
+import sys
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import FrameType
 from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import urlencode
 
@@ -367,3 +376,74 @@ def _cors(response: JSONResponse) -> JSONResponse:
     """What a provider's public endpoints answer browsers: readable by any page."""
     response.headers["Access-Control-Allow-Origin"] = "*"
     return response
+
+
+DEFAULT_PORT = 8777
+DEFAULT_USERS = ("alice", "bob")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Serve an identity provider until Ctrl-C or SIGTERM, printing the ``.env`` lines
+    and a token per user; return the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python -m agentctl.testing.identity",
+        description="A local identity provider for trying [auth] offline: prints the .env "
+        "lines for the project and a bearer token per user.",
+    )
+    parser.add_argument(
+        "--provider", choices=("idp_b", "idp_a"), default="idp_b", help="[auth] provider (idp_b)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port, 0 for any ({DEFAULT_PORT})"
+    )
+    parser.add_argument(
+        "--user", action="append", dest="users", metavar="NAME",
+        help="a user to print a token for; repeat it (alice and bob)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--hours", type=float, default=24.0, help="how long idp_b tokens stay valid (24)"
+    )
+    args = parser.parse_args(argv)
+    idp: IdpAServer | IdpBServer = IdpAServer() if args.provider == "idp_a" else IdpBServer()
+    try:
+        idp.start(args.port)
+    except OSError as exc:
+        print(
+            f"error: cannot listen on 127.0.0.1:{args.port}: {exc} — pass --port", file=sys.stderr
+        )
+        return 1
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        users = args.users or list(DEFAULT_USERS)
+        if isinstance(idp, IdpAServer):
+            tokens = {user: idp.issue(user) for user in users}
+            valid = "while this provider runs"
+        else:
+            tokens = {user: idp.mint(user, expires_in=args.hours * 3600) for user in users}
+            valid = f"for {args.hours:g} h, while this provider runs"
+        width = max(len(user) for user in users)
+        lines = [
+            f"Identity provider {args.provider} listening on {idp.url}",
+            f'In agent.toml:  [auth] provider = "{args.provider}"',
+            "In the project's .env (or the environment of agentctl dev / serve):",
+            *(f"  {name}={value}" for name, value in idp.env.items()),
+            f"Bearer tokens (Authorization: Bearer <token>), valid {valid}:",
+            *(f"  {user:<{width}}  {token}" for user, token in tokens.items()),
+            "Press Ctrl-C to stop.",
+        ]
+        print("\n".join(lines), flush=True)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        idp.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -22,11 +22,17 @@ __all__ = ["LoopbackServer", "Startable", "serve"]
 
 
 @contextmanager
-def serve(app: Any) -> Iterator[int]:
-    """Serve an ASGI app on 127.0.0.1 and a free port, in a thread; yields the port."""
+def serve(app: Any, port: int = 0) -> Iterator[int]:
+    """Serve an ASGI app on 127.0.0.1 and `port` (0: a free one), in a thread; yields the
+    port. Raises OSError when the port is taken."""
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port: int = sock.getsockname()[1]
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError:
+        sock.close()
+        raise
+    port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -81,10 +87,11 @@ class LoopbackServer(Startable):
     def app(self) -> Any:
         """The ASGI app to serve."""
 
-    def start(self) -> Self:
+    def start(self, port: int = 0) -> Self:
+        """Serve on `port` (0: a free one); raises OSError when it is taken."""
         if self._stack is None:
             stack = ExitStack()
-            self.port = stack.enter_context(serve(self.app()))
+            self.port = stack.enter_context(serve(self.app(), port))
             self._stack = stack
         return self
 
