@@ -3,6 +3,7 @@ MCP tools and approval gates, checked when it is loaded rather than at the first
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -88,7 +89,9 @@ async def load_agent(
 
         pool = await sandbox_pool(project, sandboxes, env, store)
         sandbox = ScopedSandbox(pool, project.name, project.sandbox.scope)
-    models = create_models(project.models, env)
+    # Building the models (a provider package's first import) and compiling the graph take
+    # seconds on a busy machine: off the event loop, which keeps serving runs and heartbeats.
+    models = await asyncio.to_thread(create_models, project.models, env)
     agents = None if peers is None else partial(peers.connection, caller=project)
     main_tools = await load_mcp_tools(project.mcp_servers, env, agents)
     subagent_names = [sub.name for sub in project.subagents]
@@ -125,7 +128,8 @@ async def load_agent(
     middleware: list[Any] = [HoldsRun()]
     if user_memory:
         middleware.append(memory.SeedUserMemory(project.name, project.user_template or ""))
-    graph = create_deep_agent(
+    graph = await asyncio.to_thread(
+        create_deep_agent,
         model=models[project.model],
         tools=main_tools,
         system_prompt=project.instructions + (SANDBOX_PROMPT if sandbox else ""),
