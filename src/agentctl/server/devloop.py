@@ -138,6 +138,7 @@ class DevServer:
             limits=self.limits,
             max_runs=self.max_runs,
             max_lag=self.max_lag,
+            restarted_by="`agentctl dev`",
         )
         self.server = server
         self.outages = [describe(service) for service in await server.storage.unavailable()]

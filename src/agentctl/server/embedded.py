@@ -34,12 +34,14 @@ async def open_embedded_server(
     origins: OriginPolicy | None = None,
     storage: Storage | None = None,
     limits: Limits | None = None,
+    restarted_by: str = "the server",
 ) -> Server:
     """Load `project` as revision `revision_id` on the database in `data_dir` (created when
     missing), admitting callers as `agentctl dev` does (and web pages as `origins` says:
     by default, `agentctl dev`'s on 127.0.0.1). Raises a `UserError` when the agent cannot
     be loaded. `storage` replaces the SQLite database (it is closed with the server);
-    `limits`: what one request may cost (by default, the default limits)."""
+    `limits`: what one request may cost (by default, the default limits); `restarted_by`:
+    what starts it again, which resumes the runs a stop interrupted ("`agentctl dev`")."""
     access = dev_access(project)
     data_dir.mkdir(parents=True, exist_ok=True)
     if storage is None:
@@ -70,6 +72,7 @@ async def open_embedded_server(
         max_lag=max_lag,
         run_timeout=run_timeout,
         max_event_bytes=limits.max_event_mb * MIB,
+        restarted_by=restarted_by,
     )
     return Server(
         storage=storage,
