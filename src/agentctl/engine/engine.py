@@ -428,7 +428,8 @@ class RunEngine:
 
     async def _execute(self, run: Run, fence: Fence) -> RunStatus:
         """Execute the run to its end and record how it ended; returns its status."""
-        graph = self.deployment.runtime.graph  # the run keeps this revision to the end
+        runtime = self.deployment.runtime  # the run keeps this revision to the end
+        graph = runtime.graph
         assistant = await self.storage.assistants.get(run.assistant_id)
         config = executor.run_config(run, assistant, self.deployment)
         resume = await executor.resumes_from_checkpoint(self.storage, run)
@@ -448,7 +449,9 @@ class RunEngine:
         with run_span(run) as trace:
             try:
                 async with asyncio.timeout(self.run_timeout):
-                    outcome = await executor.execute(run, graph, config, publish, resume=resume)
+                    outcome = await executor.execute(
+                        run, graph, config, publish, resume=resume, models=runtime.project.models
+                    )
             except TimeoutError:
                 message = f"the run exceeded {self.run_timeout} s"
                 failure = {"error": "TimeoutError", "message": message}
