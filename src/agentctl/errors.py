@@ -84,6 +84,11 @@ OUTSIDE_THE_TREE = {
         "a langchain `ToolException` (the tool layer shows it to the model): an in-process "
         "call to another agent of the platform that agent would not admit; the run goes on"
     ),
+    "agentctl.server.connections.CutShort": (
+        "not an error: a response body raises it to close its connection before the body is "
+        "whole (a `wait` of a run the server's stop handed back), so that the client "
+        "reconnects; nothing logs it"
+    ),
     "agentctl.testing.script.ScriptError": (
         "the scripted model test kit: a malformed directive line, answered in the fake "
         "provider's own error format, never by agentctl's server or CLI"
