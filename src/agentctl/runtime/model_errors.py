@@ -36,9 +36,11 @@ _SDK_MODULES = {
     "bedrock_converse": ("botocore", "boto3"),
     "anthropic_bedrock": ("botocore", "boto3", "anthropic"),
 }
-# What may be (part of) a key in a provider's message: `sk-...`, a masked `sk-****abcd`, a
-# long token.
-_KEYLIKE = re.compile(r"\b(?:sk|pk|rk|key|api)[-_]\S+|\S*\*{3,}\S*|[A-Za-z0-9_\-]{24,}")
+# What may be (part of) a key in a provider's message: `sk-...`, `gsk_...`, a masked
+# `sk-****abcd`, a long token without the dashes or dots of a model's name.
+_KEYLIKE = re.compile(
+    r"\b(?:sk|pk|rk|gsk|xai|key|api)[-_]\S+|\bAIza\S+|\S*\*{3,}\S*|\b[A-Za-z0-9_]{32,}"
+)
 _DETAIL_CHARS = 200
 
 
