@@ -607,3 +607,78 @@ def test_stopping_make_demo_stops_its_servers(
         with contextlib.suppress(ProcessLookupError):
             os.killpg(top.pid, signal.SIGKILL)
         top.wait()
+
+
+# -- a model provider's failures -------------------------------------------------------
+
+MODEL_KEY = "sk-test-9f2c4e7a1b-must-never-leak"
+
+
+def failing_project(write_files: WriteFiles, base_url: str) -> Path:
+    """A project whose model's endpoint and key come from its `.env` (edited to move it)."""
+    return write_files({
+        "agent.toml": '[agent]\nname = "x"\nmodel = "openai:scripted"\n',
+        "AGENTS.md": "Hi.\n",
+        ".env": f"OPENAI_BASE_URL={base_url}\nOPENAI_API_KEY={MODEL_KEY}\n",
+    })  # fmt: skip
+
+
+async def error_of(url: str, script: str) -> dict[str, Any]:
+    """The `error` event of a run asked `script`."""
+    async with get_client(url=url, api_key=None) as client:
+        parts = [p async for p in client.runs.stream(None, "x", input=user(script))]
+    errors = [p.data for p in parts if p.event == "error"]
+    assert len(errors) == 1, parts
+    data: dict[str, Any] = errors[0]
+    return data
+
+
+async def test_a_model_providers_failure_is_one_line_naming_url_and_fix(
+    write_files: WriteFiles, start_dev: StartDev, dev_env: dict[str, str]
+) -> None:
+    closed = f"http://127.0.0.1:{free_port()}/v1"
+    env = {k: v for k, v in dev_env.items() if not k.startswith("OPENAI_")}
+    scripted = dev_env["OPENAI_BASE_URL"]
+    root = failing_project(write_files, scripted)
+    dev = start_dev("--config", root / "agent.toml", "--port", free_port(), env=env)
+    url = dev.ready()
+    calls = f"{scripted}/chat/completions"
+
+    server_error = await error_of(url, "@fail 500 the provider broke")
+    refused_key = await error_of(url, f"@fail 401 Incorrect API key provided: {MODEL_KEY}")
+    edit(dev, root / ".env", f"OPENAI_BASE_URL={closed}\nOPENAI_API_KEY={MODEL_KEY}\n")
+    unreachable = await error_of(url, "hi")
+    assert dev.stop() == 0
+
+    said = {
+        "500": f"the openai model provider at {calls} answered 500: the provider broke — the "
+        "provider's own failure: retry later (or set OPENAI_BASE_URL to another endpoint)",
+        "401": f"the openai model provider at {calls} answered 401: Incorrect API key "
+        "provided: *** — check OPENAI_API_KEY: the key is wrong, expired or lacks access",
+        "refused": f"could not reach the openai model provider at {closed}/chat/completions "
+        "(connection refused) — check OPENAI_BASE_URL and that this machine can reach it",
+    }
+    for event, case in ((server_error, "500"), (refused_key, "401"), (unreachable, "refused")):
+        assert event == {"error": "ModelProviderError", "message": said[case]}
+    logged = [line for line in dev.lines["err"] if " failed: " in line]
+    assert [line.split(" failed: ", 1)[1] for line in logged] == list(said.values())
+    assert all(line.startswith("WARNING agentctl.engine: run ") for line in logged)
+    assert "Traceback" not in dev.err
+    assert MODEL_KEY not in dev.err
+
+
+async def test_the_debug_log_level_shows_a_model_failures_traceback(
+    write_files: WriteFiles, start_dev: StartDev, dev_env: dict[str, str]
+) -> None:
+    env = {k: v for k, v in dev_env.items() if not k.startswith("OPENAI_")}
+    root = failing_project(write_files, dev_env["OPENAI_BASE_URL"])
+    debug = {**env, "AGENTCTL_LOG_LEVEL": "debug"}
+    dev = start_dev("--config", root / "agent.toml", "--port", free_port(), env=debug)
+    url = dev.ready()
+    event = await error_of(url, "@fail 503 overloaded")
+    assert dev.stop() == 0
+    assert event["error"] == "ModelProviderError"
+    assert "answered 503: overloaded" in dev.err
+    assert "Traceback" in dev.err
+    assert "openai.InternalServerError" in dev.err
+    assert MODEL_KEY not in dev.err

@@ -40,7 +40,8 @@ request) from failures of the running system::
         ├── SandboxFull           status 507: no disk space left for a write
         ├── DiskUnavailable       status 503: the embedded database's disk is full (or failing)
         ├── SecretsUnreadable     stored secrets do not open with this server's key
-        └── CgroupError           cgroups cannot be used here
+        ├── CgroupError           cgroups cannot be used here
+        └── ModelProviderError    status 502: a call to the agent's model provider failed
 
 Each class carries the HTTP `status` the server answers with (`{"detail": <message>}`, from
 `agentctl.server.errors`, the one place that answers errors) and the CLI `exit_code`. The
@@ -91,6 +92,11 @@ OUTSIDE_THE_TREE = {
     "agentctl.engine.egress.Unresolved": (
         "an `egress.Refused` for a host name that resolves to nothing yet: accepted at "
         "submit time, retried by deliveries"
+    ),
+    "agentctl.server.connections.CutShort": (
+        "not an error: a response body raises it to close its connection before the body is "
+        "whole (a `wait` of a run the server's stop handed back), so that the client "
+        "reconnects; nothing logs it"
     ),
     "agentctl.testing.script.ScriptError": (
         "the scripted model test kit: a malformed directive line, answered in the fake "
@@ -355,6 +361,14 @@ class CgroupError(RuntimeFailure):
     memory from outside, unless a cgroup was asked for by path."""
 
 
+class ModelProviderError(RuntimeFailure):
+    """A call to the agent's model provider failed: it refused the key, could not be
+    reached, or answered an error of its own. The run ends with it (its `error` event);
+    the message names the provider, the URL called and what to check, never the key."""
+
+    status = 502
+
+
 __all__ = [
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
@@ -374,6 +388,7 @@ __all__ = [
     "McpLoadError",
     "MissingEnvError",
     "MissingPackageError",
+    "ModelProviderError",
     "NotDeployed",
     "NotFound",
     "NotServedEverywhere",

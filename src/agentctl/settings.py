@@ -163,7 +163,10 @@ SETTINGS: tuple[Setting, ...] = (
             "How long a thread's streamed events stay replayable after its last event."),
     Setting("AGENTCTL_LOG_FORMAT", str, "json", "`json` (one object per line) or `text`.",
             choices=("json", "text")),
-    Setting("AGENTCTL_LOG_LEVEL", str, "info", "`debug`, `info`, `warning` or `error`.",
+    Setting("AGENTCTL_LOG_LEVEL", str, "info",
+            "`debug`, `info`, `warning` or `error`; `agentctl dev` reads it too. A run that "
+            "fails on its model provider (a refused key, an endpoint out of reach, the "
+            "provider's own error) is logged in one line; `debug` adds its traceback.",
             choices=("debug", "info", "warning", "error")),
     Setting("OTEL_EXPORTER_OTLP_ENDPOINT", str, None,
             "An OTLP/HTTP collector (`http://collector:4318`): runs and requests are traced "

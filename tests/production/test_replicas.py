@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from agentctl.storage.base import event_position
 from agentctl.testing.identity import IdpBServer
 from agentctl.testing.mcp_servers import Ledger
 from agentctl.testing.replicas import start_replica
 from tests.conftest import PAYING_SCRIPT, eventually, ledger_project
-from tests.production.conftest import KEY, Cluster, info, serving
+from tests.production.conftest import KEY, Cluster, agent_project, info, serving
 from tests.server.conftest import ALICE, BOB, user, with_auth
 from tests.server.test_isolation import remember
 
@@ -255,6 +256,40 @@ async def test_sigterm_lets_runs_in_flight_finish(cluster: Cluster, demo: Path) 
     with cluster.connect() as conn:
         row = conn.execute("SELECT status FROM runs WHERE run_id = %s", (run["run_id"],))
         assert row.fetchone() == ("success",)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_sigterm_past_the_grace_says_what_becomes_of_the_run(
+    cluster: Cluster, tmp_path: Path, backend: str
+) -> None:
+    sqlite = {"DATABASE_URL": "", "REDIS_URL": ""} if backend == "sqlite" else {}
+    replica = cluster.start(AGENTCTL_SHUTDOWN_GRACE_SECONDS="0.5", **sqlite)
+    assert cluster.deploy(agent_project(tmp_path / "slow", "slow"), replica).exit_code == 0
+    client = cluster.client(replica)
+    thread = await client.threads.create()
+    stream: Any = client.runs.stream(
+        thread["thread_id"], "slow", input=user("@sleep 20 @say late"), stream_mode="values"
+    )
+    first = await anext(stream)  # the run's metadata: it is under way
+    began = asyncio.get_running_loop().time()
+    assert await asyncio.to_thread(replica.terminate) == 0
+    assert asyncio.get_running_loop().time() - began < 5  # the stream did not hold it
+    await stream.aclose()
+    await client.aclose()
+    log = replica.output()
+    said = {
+        "sqlite": "1 unfinished run was stopped; it resumes from its last checkpoint the next "
+        "time the server starts",
+        "postgres": "1 unfinished run was handed back; another replica (or this one, started "
+        "again) resumes it from its last checkpoint",
+    }
+    assert said[backend] in log
+    for noise in ("Traceback", "CancelledError", "other replicas", "dropped"):
+        assert noise not in log
+    if backend == "postgres":
+        with cluster.connect("slow") as conn:
+            row = conn.execute("SELECT status FROM runs WHERE run_id = %s", (first.data["run_id"],))
+            assert row.fetchone() == ("pending",)
 
 
 async def _is(client: Any, thread_id: str, run_id: str, status: str) -> bool:

@@ -94,3 +94,21 @@ async def test_a_database_opened_after_one_closed_commits_its_own_writes(tmp_pat
         assert stored(tmp_path / "b.db") == [1]
     finally:
         second.close()
+
+
+async def test_a_commit_scheduled_before_close_warns_only_of_writes_made_after(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Closing commits everything: the commit scheduled before finds nothing to drop and
+    says nothing (a clean stop of `agentctl dev` printed "writes ... were dropped"). A write
+    made after close is dropped, and that is said."""
+    db = Database.open(tmp_path / "a.db")
+    db.defer(ROW, [event(0)])  # schedules a commit ...
+    with caplog.at_level(logging.WARNING, "agentctl.storage"):
+        db.close()  # ... which close makes
+        await asyncio.sleep(database.COMMIT_DELAY * 5)
+        assert caplog.text == ""
+        db.defer(ROW, [event(1)])
+        await asyncio.sleep(database.COMMIT_DELAY * 5)
+    assert "writes made after the embedded database closed were dropped" in caplog.text
+    assert stored(tmp_path / "a.db") == [0]

@@ -91,6 +91,7 @@ def dev(
         step("Validating", str(config))
         first = prepare(config, environ, quiet=False)
         limits = Limits.from_env(environ)
+        log_level = read("AGENTCTL_LOG_LEVEL", environ)
         sock = listen_socket(host, port)
         try:
             server = DevServer(
@@ -106,7 +107,7 @@ def dev(
             )
             servers.append(server)
             step("Starting", f'agent "{first.project.name}" on {server.url}')
-            configure_logging()
+            configure_logging(log_level)
             with asyncio.Runner(loop_factory=loop_factory()) as runner:
                 runner.run(server.run())
         finally:

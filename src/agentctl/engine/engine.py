@@ -49,6 +49,8 @@ SHUTDOWN = "shutdown"
 # How long a cancel waits for the run to stop: a run stops at its next await, so this is
 # reached only when its replica died (then its lease expires and another one stops it).
 STOP_TIMEOUT = 10.0
+# How long a stop waits for runs already recording how they ended.
+FINISH_TIMEOUT = 5.0
 
 
 def thread_labels(graph_id: str, assistant_id: str) -> dict[str, str]:
@@ -70,8 +72,11 @@ class RunEngine:
         lease: float = 30.0,
         max_event_bytes: int | None = None,
         webhooks: Webhooks | None = None,
+        restarted_by: str = "the server",
     ) -> None:
         self.storage = storage
+        # What starts this replica again ("`agentctl dev`"), for the message of a stop.
+        self.restarted_by = restarted_by
         self.deployment = deployment
         self.max_runs = max_runs
         self.run_timeout = run_timeout
@@ -119,7 +124,8 @@ class RunEngine:
     async def stop(self, grace: float = 0.0) -> None:
         """Stop taking runs, give those in flight `grace` seconds to finish, then stop them
         and hand them back: another replica (or the next start) resumes each from its last
-        checkpoint. Webhook deliveries in flight get what is left of `grace`."""
+        checkpoint. Runs recording how they ended are let finish. Webhook deliveries in
+        flight get what is left of `grace`."""
         began = time.monotonic()
         try:
             await self._stop_runs(grace)
@@ -137,18 +143,36 @@ class RunEngine:
             await asyncio.wait(tasks, timeout=grace)
         tasks = [task for task in tasks if not task.done()]
         for task in tasks:
-            task.cancel(SHUTDOWN)
-        await asyncio.gather(*tasks, return_exceptions=True)
+            if task not in self._finishing:
+                task.cancel(SHUTDOWN)
         if tasks:
-            try:
-                released = await self.storage.runs.release(self.worker)
-            except Exception as exc:  # an outage: they are retried once their lease expires
-                if not self._noted_outage(exc):
-                    raise
-                log.info("%d unfinished runs are retried once their lease expires", len(tasks))
-                return
-            log.info("handed %d unfinished runs to the other replicas", len(released))
+            # A run recording its end gets a moment (a full disk could hold it for ever).
+            await asyncio.wait(tasks, timeout=FINISH_TIMEOUT)
+            for task in tasks:
+                task.cancel(SHUTDOWN)
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if not tasks:
+            return
+        try:
+            released = await self.storage.runs.release(self.worker)
+        except Exception as exc:  # an outage: they are retried once their lease expires
+            if not self._noted_outage(exc):
+                raise
+            log.info("%d unfinished runs are retried once their lease expires", len(tasks))
+            return
+        if released:
+            log.info(self._handed_back(len(released)))
             await self._wake_others()
+
+    def _handed_back(self, count: int) -> str:
+        """What becomes of `count` runs this stop handed back, in a line."""
+        runs = "1 unfinished run was" if count == 1 else f"{count} unfinished runs were"
+        each = "it" if count == 1 else "each"
+        if self.storage.kind == "sqlite":  # one process: nothing else takes them meanwhile
+            return (f"{runs} stopped; {each} resumes from its last checkpoint the next time "
+                    f"{self.restarted_by} starts")  # fmt: skip
+        return (f"{runs} handed back; another replica (or this one, started again) resumes "
+                f"{each} from its last checkpoint")  # fmt: skip
 
     # -- accepting runs ----------------------------------------------------------------
 
@@ -423,7 +447,8 @@ class RunEngine:
 
     async def _execute(self, run: Run, fence: Fence) -> RunStatus:
         """Execute the run to its end and record how it ended; returns its status."""
-        graph = self.deployment.runtime.graph  # the run keeps this revision to the end
+        runtime = self.deployment.runtime  # the run keeps this revision to the end
+        graph = runtime.graph
         assistant = await self.storage.assistants.get(run.assistant_id)
         config = executor.run_config(run, assistant, self.deployment)
         resume = await executor.resumes_from_checkpoint(self.storage, run)
@@ -443,7 +468,9 @@ class RunEngine:
         with run_span(run) as trace:
             try:
                 async with asyncio.timeout(self.run_timeout):
-                    outcome = await executor.execute(run, graph, config, publish, resume=resume)
+                    outcome = await executor.execute(
+                        run, graph, config, publish, resume=resume, models=runtime.project.models
+                    )
             except TimeoutError:
                 message = f"the run exceeded {self.run_timeout} s"
                 failure = {"error": "TimeoutError", "message": message}

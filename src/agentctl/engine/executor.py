@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ from agentctl.engine.wire import (
     normalize_modes,
 )
 from agentctl.runtime.memory import OPERATOR_KEY, USER_ID_KEY
+from agentctl.runtime.model_errors import model_failure
 from agentctl.storage.base import BY_OPERATOR, Assistant, Run, RunStatus, Storage
 from agentctl.storage.fence import StaleAttempt
 from agentctl.storage.outages import service_down
@@ -108,8 +109,11 @@ async def execute(
     publish: Publish,
     *,
     resume: bool,
+    models: Collection[str] = (),
 ) -> Outcome:
     """Stream `run` through `graph`, publishing every event; return how it ended.
+    `models`: those the graph calls ("openai:gpt-4o"), whose providers' failures are told
+    in one line (the traceback at debug level).
 
     Cancellation (`asyncio.CancelledError`) propagates to the caller."""
     kwargs = run.kwargs
@@ -159,8 +163,15 @@ async def execute(
             raise StaleAttempt(run.run_id, run.attempt) from exc
         if service_down(exc):
             raise  # not the agent's failure: the run is retried once the service is back
-        log.warning("run %s failed: %s: %s", run.run_id, type(exc).__name__, exc, exc_info=True)
-        outcome = Outcome("error", {"error": type(exc).__name__, "message": str(exc)})
+        failure = model_failure(exc, models)
+        if failure is None:
+            log.warning("run %s failed: %s: %s", run.run_id, type(exc).__name__, exc,
+                        exc_info=True)  # fmt: skip
+            outcome = Outcome("error", {"error": type(exc).__name__, "message": str(exc)})
+        else:
+            log.warning("run %s failed: %s", run.run_id, failure)
+            log.debug("run %s: the model call's traceback", run.run_id, exc_info=exc)
+            outcome = Outcome("error", {"error": type(failure).__name__, "message": str(failure)})
         await publish("error", outcome.error)
     return outcome
 

@@ -57,6 +57,27 @@ KEEP_ALIVE_SECONDS = 75.0
 LINGER_SECONDS = 2.0
 
 
+class CutShort(Exception):
+    """Raised by a response's body to close its connection before the body is whole, so
+    that its client reconnects (to another replica, or to this one started again)."""
+
+
+class QuietStop(logging.Filter):
+    """Drops uvicorn's traceback of a response ended by the server's stop: one `CutShort`,
+    or cancelled once the graceful shutdown's time ran out (uvicorn's own line before it
+    says how many were)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return error is None or not _ended_by_stop(error)
+
+
+def _ended_by_stop(error: BaseException) -> bool:
+    if isinstance(error, BaseExceptionGroup):
+        return all(_ended_by_stop(inner) for inner in error.exceptions)
+    return isinstance(error, CutShort | asyncio.CancelledError)
+
+
 def _raw_response(status: str, detail: str) -> bytes:
     """A whole response with a JSON `detail`, for connections the app never sees."""
     body = serde.dumps({"detail": detail})

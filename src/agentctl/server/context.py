@@ -65,6 +65,11 @@ class Server:
     # Set when the agent is deleted from the platform: every stream and long response of
     # it ends with an error saying so (its clients must not wait or reconnect for ever).
     deleted: asyncio.Event = field(default_factory=asyncio.Event)
+    # Set once the runs still going on when it stopped were handed back (or it was
+    # deleted): the streams following them end, and their clients reconnect to another
+    # replica, or to this one started again.
+    runs_left: asyncio.Event = field(default_factory=asyncio.Event)
+    _stopping_runs: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.scheduler = CronScheduler(self.storage, self.engine)
@@ -74,10 +79,22 @@ class Server:
         if self.stopping_since is None:
             self.stopping_since = time.monotonic()
         self.stopping.set()
+        if self._stopping_runs is None:  # no new run starts here; those in flight get the
+            # grace, then go back (their streams end meanwhile: the connections close)
+            self._stopping_runs = asyncio.get_running_loop().create_task(
+                self._stop_runs(), name="agentctl-stop-runs"
+            )
+
+    async def _stop_runs(self) -> None:
+        try:
+            await self.engine.stop(self.shutdown_grace)
+        finally:
+            self.runs_left.set()
 
     def begin_deleting(self) -> None:
         """The agent is deleted: its streams end now, its runs stop without a grace."""
         self.deleted.set()
+        self.runs_left.set()
         self.shutdown_grace = 0.0
         self.begin_stopping()
 
@@ -101,15 +118,15 @@ class Server:
         if self._stopped:
             return
         self._stopped = True
-        grace = self.shutdown_grace
-        if self.stopping_since is not None:
-            grace = max(0.0, grace - (time.monotonic() - self.stopping_since))
+        self.begin_stopping()
+        stopping_runs = self._stopping_runs
+        assert stopping_runs is not None
         # Each step is taken whatever became of the one before: a storage that failed to
         # take the runs back (its database went, or its schema is being dropped) is still
         # closed, so that no connection of it is kept.
         steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
             ("the cron scheduler", self.scheduler.stop),
-            ("the runs", lambda: self.engine.stop(grace)),
+            ("the runs", lambda: stopping_runs),
             ("the storage", self.storage.close),
         ]
         if self.sandboxes is not None:

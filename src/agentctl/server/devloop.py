@@ -138,6 +138,7 @@ class DevServer:
             limits=self.limits,
             max_runs=self.max_runs,
             max_lag=self.max_lag,
+            restarted_by="`agentctl dev`",
         )
         self.server = server
         self.outages = [describe(service) for service in await server.storage.unavailable()]
@@ -244,13 +245,15 @@ def _connections(storage: object) -> list[sqlite3.Connection]:
     return [value for value in vars(storage).values() if isinstance(value, sqlite3.Connection)]
 
 
-def configure_logging() -> None:
-    """What the server and runs log (e.g. a run that failed) goes to stderr."""
+def configure_logging(level: str = "info") -> None:
+    """What the server and runs log at `level` and above (e.g. a run that failed) goes to
+    stderr; `debug` adds the tracebacks of runs' failures."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
     handler.set_name("agentctl-dev")
-    for name, level in (("agentctl", logging.INFO), ("uvicorn", logging.WARNING)):
+    ours = logging.getLevelNamesMapping()[level.upper()]
+    for name, level_number in (("agentctl", ours), ("uvicorn", max(ours, logging.WARNING))):
         logger = logging.getLogger(name)
         if not any(h.get_name() == handler.get_name() for h in logger.handlers):
             logger.addHandler(handler)
-        logger.setLevel(level)
+        logger.setLevel(level_number)

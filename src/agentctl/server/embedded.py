@@ -37,6 +37,7 @@ async def open_embedded_server(
     storage: Storage | None = None,
     limits: Limits | None = None,
     webhooks: WebhookSettings | None = None,
+    restarted_by: str = "the server",
 ) -> Server:
     """Load `project` as revision `revision_id` on the database in `data_dir` (created when
     missing), admitting callers as `agentctl dev` does (and web pages as `origins` says:
@@ -44,7 +45,8 @@ async def open_embedded_server(
     be loaded. `storage` replaces the SQLite database (it is closed with the server);
     `limits`: what one request may cost (by default, the default limits); `webhooks`: how
     runs' webhooks are delivered (by default, as the `AGENTCTL_WEBHOOK_*` variables of the
-    project's environment say, loopback allowed)."""
+    project's environment say, loopback allowed); `restarted_by`: what starts it again,
+    which resumes the runs a stop interrupted ("`agentctl dev`")."""
     access = dev_access(project)
     webhooks = webhooks or dev_webhooks(project.env)
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -77,6 +79,7 @@ async def open_embedded_server(
         run_timeout=run_timeout,
         max_event_bytes=limits.max_event_mb * MIB,
         webhooks=Webhooks(webhooks),
+        restarted_by=restarted_by,
     )
     return Server(
         storage=storage,

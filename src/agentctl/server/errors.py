@@ -17,6 +17,7 @@ from starlette.routing import Match
 
 from agentctl import serde
 from agentctl.errors import AgentctlError, NotFound
+from agentctl.server.connections import CutShort
 from agentctl.storage.outages import (
     RETRY_AFTER_SECONDS,
     outage_errors,
@@ -118,7 +119,8 @@ def install(app: FastAPI) -> None:
                 f"retry in a few seconds",
                 {"Retry-After": str(RETRY_AFTER_SECONDS)},
             )
-        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        if not isinstance(exc, CutShort):  # cut on purpose: the response had begun
+            log.exception("unexpected error on %s %s", request.method, request.url.path)
         return json_error(500, "internal server error — see the server log for details")
 
     app.add_exception_handler(RequestValidationError, validation_error)

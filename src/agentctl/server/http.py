@@ -10,6 +10,7 @@ few thousand clients trickling bytes would hold a replica.
 from __future__ import annotations
 
 import errno
+import logging
 import socket
 from collections.abc import Callable
 from typing import Any
@@ -18,7 +19,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from agentctl.errors import PortInUseError, UserError
-from agentctl.server.connections import KEEP_ALIVE_SECONDS, bounded_protocols
+from agentctl.server.connections import KEEP_ALIVE_SECONDS, QuietStop, bounded_protocols
 from agentctl.server.limits import Limits, allow_open_files
 
 
@@ -27,6 +28,9 @@ def uvicorn_config(app: ASGIApp, limits: Limits | None = None, **options: Any) -
     (the default ones when None); `options` add to them."""
     if limits is not None:
         allow_open_files(limits.max_connections)
+    errors = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, QuietStop) for f in errors.filters):
+        errors.addFilter(QuietStop())
     settings: dict[str, Any] = {
         **bounded_protocols(limits or Limits()),
         "lifespan": "on",

@@ -20,6 +20,7 @@ from agentctl.engine.streams import follow, run_done, run_start, wanted
 from agentctl.engine.wire import END_EVENT
 from agentctl.server import lookup
 from agentctl.server.access import Caller
+from agentctl.server.connections import CutShort
 from agentctl.server.context import Server
 from agentctl.server.services.state import STATE_UPDATE_EVENT
 from agentctl.server.sse import HEARTBEAT, frame, stream_headers
@@ -62,7 +63,7 @@ def deletion_error(server: Server) -> dict[str, str]:
 
 def _follow_run(server: Server, run: Run, last_event_id: str | None) -> AsyncIterator[Event | None]:
     """The run's events after `last_event_id` (None: from the start), heartbeats as None,
-    until the run ends or its agent is deleted."""
+    until the run ends, its agent is deleted, or the server stopped and handed it back."""
     return follow(
         server.storage,
         run.thread_id,
@@ -71,7 +72,7 @@ def _follow_run(server: Server, run: Run, last_event_id: str | None) -> AsyncIte
         start=run_start(run),
         stored_only=run.status in FINAL_RUN_STATUSES,
         heartbeat=KEEPALIVE_SECONDS,
-        stop=server.deleted,
+        stop=server.runs_left,
     )
 
 
@@ -101,7 +102,10 @@ async def _run_frames(
 
 
 def _cancel_later(server: Server, run: Run) -> None:
-    """Cancel `run` from a response that is itself being cancelled."""
+    """Cancel `run` from a response that is itself being cancelled (by its client: one
+    ended by the server's stop leaves the run to resume)."""
+    if server.stopping.is_set():
+        return
 
     async def cancel() -> None:
         current = await server.storage.runs.get(run.run_id)
@@ -232,7 +236,9 @@ async def _result(server: Server, run: Run, *, from_events: bool) -> AsyncGenera
                 interrupts = chunk["__interrupt__"]
             else:
                 values = chunk
-    if not ended and server.deleted.is_set():
+    if not ended:
+        if not server.deleted.is_set():  # handed back by the server's stop: the client
+            raise CutShort  # (the SDK) reconnects to `Location`, the run's join
         error = deletion_error(server)
     if error is not None:
         yield serde.dumps({"__error__": error})

@@ -623,6 +623,8 @@ class Database:
 
     def _scheduled_commit(self) -> None:
         self._commit_scheduled = False
+        if self._closing and not self._deferred:  # close committed everything before it
+            return
         try:
             self.commit()
         except sqlite3.ProgrammingError:  # closed: only writes made after close get here
