@@ -837,7 +837,8 @@ async def test_agent_registry(storage: Storage) -> None:
 async def test_an_agent_incarnation_and_its_sandbox_cleanups(storage: Storage) -> None:
     assert await storage.agents.add(AgentRecord("coder", "coder", incarnation="9f3c"))
     found = await storage.agents.get("coder")
-    assert found is not None and found.incarnation == "9f3c"
+    assert found is not None
+    assert found.incarnation == "9f3c"
     assert await storage.agents.cleanups() == []
 
     first = SandboxCleanup("coder~~9f3c", "coder")
@@ -849,7 +850,8 @@ async def test_an_agent_incarnation_and_its_sandbox_cleanups(storage: Storage) -
     kept, other = await storage.agents.cleanups()  # oldest first
     assert (kept.owner, kept.agent, kept.attempts, kept.last_error) == (
         "coder~~9f3c", "coder", 2, "still not")  # fmt: skip
-    assert is_utc(kept.requested_at) and kept.requested_at == first.requested_at
+    assert is_utc(kept.requested_at)
+    assert kept.requested_at == first.requested_at
     assert (other.owner, other.attempts, other.last_error) == ("helper", 0, None)
     await storage.agents.cleanup_done("coder~~9f3c")
     assert [c.owner for c in await storage.agents.cleanups()] == ["helper"]
