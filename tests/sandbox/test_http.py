@@ -231,9 +231,9 @@ async def test_each_incarnation_of_an_agent_has_sandboxes_of_its_own(
     names = [info.name for info in await client.list_sandboxes()]
     assert names == ["a.coder~~new2", "a.coder~~old1", "a.other~~old1", "t.coder~~old1.t1"]
     for name in names:
-        key = SandboxKey.of_name(name)
-        assert key is not None
-        assert key.name == name
+        parsed = SandboxKey.of_name(name)
+        assert parsed is not None
+        assert parsed.name == name
     removed: list[str] = []
     await remove_sandboxes_of(client, sandbox_owner("coder", "old1"), removed)
     assert removed == ["a.coder~~old1", "t.coder~~old1.t1"]

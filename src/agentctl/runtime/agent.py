@@ -90,7 +90,10 @@ async def load_agent(
         from agentctl.sandbox import ScopedSandbox, sandbox_pool  # imports agentctl.runtime
 
         pool = await sandbox_pool(project, sandboxes, env, store)
-        sandbox = ScopedSandbox(pool, project.name, project.sandbox.scope, incarnation)
+        # A partner's sandboxes are found through the agent's store, which goes with it.
+        platform = project.sandbox.provider == "platform_sandbox"
+        owned_by = incarnation if platform else None
+        sandbox = ScopedSandbox(pool, project.name, project.sandbox.scope, owned_by)
     # Building the models (a provider package's first import) and compiling the graph take
     # seconds on a busy machine: off the event loop, which keeps serving runs and heartbeats.
     models = await asyncio.to_thread(create_models, project.models, env)

@@ -78,7 +78,7 @@ class SandboxJanitor:
         removed: list[str] = []
         try:
             await remove_sandboxes_of(sandboxes, cleanup.owner, removed)
-        except (AgentctlError, OSError) as exc:
+        except Exception as exc:  # whatever it is, the delete goes through and says so
             reason = str(exc) if isinstance(exc, AgentctlError) else repr(exc)
             await self.registry.cleanup_failed(cleanup.owner, reason)
             self._failed(cleanup, reason, removed)
@@ -124,9 +124,12 @@ class SandboxJanitor:
     async def retry(self) -> None:
         """Attempt each cleanup still to do, but those of a registered agent (its deletion
         did not go through) and those its deletion has not attempted yet."""
+        cleanups = await self.registry.cleanups()
+        if not cleanups:
+            return
         registered = await self.registry.list()
         live = {sandbox_owner(record.name, record.incarnation) for record in registered}
-        for cleanup in await self.registry.cleanups():
+        for cleanup in cleanups:
             age = time.time() - cleanup.requested_at.timestamp()
             if cleanup.owner in live or (cleanup.attempts == 0 and age < ABANDONED_SECONDS):
                 continue
