@@ -28,6 +28,7 @@ from agentctl.runtime.namespaces import (
     user_namespace,
     user_subagent_namespace,
 )
+from agentctl.sandbox.base import SandboxKey
 from agentctl.testing import ScriptedModelServer
 from agentctl.testing.mcp_servers import calculator, serve
 from tests.conftest import WriteFiles
@@ -524,3 +525,20 @@ async def test_mcp_errors_never_show_expanded_secrets(
     assert "${LIB_KEY}" in message
     for leaked in ("s3cret", "s3cret%20value", "s3cret+value"):
         assert leaked not in message
+
+
+def test_sandbox_names_say_whose_sandbox_it_is() -> None:
+    """A sandbox's name holds the agent's incarnation (when it has one), and reads back."""
+    assert SandboxKey("coder", None, "9f3c").name == "a.coder~~9f3c"
+    assert SandboxKey("coder", "t1", "9f3c").name == "t.coder~~9f3c.t1"
+    assert SandboxKey("coder", "t1").name == "t.coder.t1"  # `agentctl dev`, older agents
+    keys = [
+        SandboxKey("coder"),
+        SandboxKey("my.agent", "thread 1"),
+        SandboxKey("é~~x", "th.1", "ab-1"),
+        SandboxKey("coder", None, "9f3c"),
+    ]
+    for key in keys:
+        assert SandboxKey.of_name(key.name) == key
+    for name in ("a.coder~~", "a.~~9f3c", "a.coder~~9f.3c", "t.coder~~9f3c", "x.coder"):
+        assert SandboxKey.of_name(name) is None

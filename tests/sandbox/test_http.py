@@ -20,10 +20,12 @@ from agentctl.errors import (
     SandboxUnavailable,
 )
 from agentctl.sandbox import SandboxKey, SandboxService, SandboxSpec
+from agentctl.sandbox.base import sandbox_owner
 from agentctl.sandbox.client import SandboxClient
 from agentctl.sandbox.http import sandbox_app, spec_json
 from agentctl.sandbox.platform import PlatformPool
 from agentctl.server.http import uvicorn_config
+from agentctl.server.sandbox_cleanups import remove_sandboxes_of
 from agentctl.settings import SandboxSettings
 from tests.conftest import eventually
 from tests.sandbox.conftest import cancel_and_wait_for_the_end
@@ -209,3 +211,31 @@ async def test_a_full_disk_under_the_service_is_a_507_not_a_crash(
         assert (await http.get("/ok")).status_code == 200
     with pytest.raises(SandboxFull, match="no space left on the disk of the sandbox service"):
         await client.ensure("t.coder.t1", changed)
+
+
+async def test_each_incarnation_of_an_agent_has_sandboxes_of_its_own(
+    client: SandboxClient,
+) -> None:
+    """An agent deleted and created again under its name (a new incarnation) gets new
+    sandboxes, whether the old ones are removed yet or not; removing the old incarnation's
+    takes its assistant and thread sandboxes and nothing else."""
+    old_pool, new_pool = PlatformPool(client, SandboxSpec()), PlatformPool(client, SandboxSpec())
+    for key in (SandboxKey("coder", None, "old1"), SandboxKey("coder", "t1", "old1")):
+        await (await old_pool.acquire(key)).aexecute("echo old-secret > notes.txt")
+    fresh = await new_pool.acquire(SandboxKey("coder", None, "new2"))
+    seen = await fresh.aexecute("cat notes.txt")
+    assert seen.exit_code != 0
+    assert "old-secret" not in seen.output
+    await (await old_pool.acquire(SandboxKey("other", None, "old1"))).aexecute("true")
+
+    names = [info.name for info in await client.list_sandboxes()]
+    assert names == ["a.coder~~new2", "a.coder~~old1", "a.other~~old1", "t.coder~~old1.t1"]
+    for name in names:
+        parsed = SandboxKey.of_name(name)
+        assert parsed is not None
+        assert parsed.name == name
+    removed: list[str] = []
+    await remove_sandboxes_of(client, sandbox_owner("coder", "old1"), removed)
+    assert removed == ["a.coder~~old1", "t.coder~~old1.t1"]
+    listed = [info.name for info in await client.list_sandboxes()]
+    assert listed == ["a.coder~~new2", "a.other~~old1"]

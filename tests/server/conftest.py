@@ -270,9 +270,12 @@ def agent_files(root: Path, name: str, text: str) -> Path:
     return root
 
 
-async def upload(http: httpx.AsyncClient, root: Path, model: ScriptedModelServer) -> httpx.Response:
-    """`POST /platform/revisions` of the project at `root`, as `agentctl deploy` sends it."""
-    secrets = {**model.env, "OPENAI_API_KEY": f"sk-{root.name}"}
+async def upload(
+    http: httpx.AsyncClient, root: Path, model: ScriptedModelServer, **more: str
+) -> httpx.Response:
+    """`POST /platform/revisions` of the project at `root`, as `agentctl deploy` sends it
+    (with the variables `more` too)."""
+    secrets = {**model.env, "OPENAI_API_KEY": f"sk-{root.name}", **more}
     archive = build_revision(load_project(root, environ=secrets)).archive
     body = {"archive": base64.b64encode(archive).decode(), "secrets": secrets}
     return await http.post("/platform/revisions", json=body, headers=PLATFORM_OPERATOR)

@@ -3,6 +3,7 @@ tools, the official SDK drives the runs."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,18 @@ from langgraph_sdk.client import LangGraphClient
 
 from agentctl.project import load_project
 from agentctl.runtime import load_agent
+from agentctl.settings import Settings
+from agentctl.testing import ScriptedModelServer
 from tests.conftest import sandbox_project
-from tests.server.conftest import call, running_server, user
+from tests.server.conftest import (
+    PLATFORM_KEY,
+    PLATFORM_OPERATOR,
+    call,
+    platform_at,
+    running_server,
+    upload,
+    user,
+)
 
 
 async def answer(client: LangGraphClient, thread: str | None, script: str) -> str:
@@ -180,3 +191,45 @@ async def test_a_command_sees_no_secret_of_the_server_or_of_another_agent(
     for secret in [*server_secrets.values(), "coder-token-31337", "other-token-31337"]:
         assert secret not in said
     assert "platform-key" not in said
+
+
+async def test_deleting_an_agent_of_the_platform_removes_its_sandboxes(
+    tmp_path: Path, sandbox_dir: Path, model_server: ScriptedModelServer
+) -> None:
+    """`agentctl serve` on SQLite runs its agents' sandboxes in process (here all in one
+    AGENTCTL_SANDBOX_DIR): deleting an agent removes its sandboxes and no other agent's, and
+    the agent deployed again under its name starts afresh."""
+    data = str(tmp_path / "platform")
+    settings = Settings.from_env({"PLATFORM_API_KEY": PLATFORM_KEY, "AGENTCTL_DATA_DIR": data})
+    async with platform_at(settings) as (_, http):
+
+        async def deployed(name: str) -> None:
+            project = sandbox_project(tmp_path / name, scope="assistant", name=name)
+            (project / ".env").unlink()  # the deploy sends the variables
+            answer = await upload(http, project, model_server, PLATFORM_API_KEY=PLATFORM_KEY)
+            assert answer.status_code == 201, answer.text
+
+        async def output(name: str, command: str) -> str:
+            body = {"assistant_id": name, "input": user(run_and_say(command))}
+            answer = await http.post(
+                f"/agents/{name}/runs/wait", json=body, headers=PLATFORM_OPERATOR
+            )
+            return str(answer.json()["messages"][-1]["content"])
+
+        for name in ("coder", "other"):
+            await deployed(name)
+            await output(name, f"echo written-by-{name} > notes.txt")
+        made = sorted(os.listdir(sandbox_dir / "boxes"))
+        deleted = await http.delete("/platform/agents/coder", headers=PLATFORM_OPERATOR)
+        assert deleted.status_code == 200, deleted.text
+        sandboxes = deleted.json()["sandboxes"]
+        assert sandboxes["pending"] is None
+        [removed] = sandboxes["removed"]
+        assert removed.startswith("a.coder~~")
+        assert sorted(os.listdir(sandbox_dir / "boxes")) == [b for b in made if b != removed]
+
+        await deployed("coder")
+        seen = await output("coder", "cat notes.txt")
+        assert "No such file" in seen
+        assert "written-by-coder" not in seen
+        assert "written-by-other" in await output("other", "cat notes.txt")

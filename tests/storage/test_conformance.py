@@ -34,6 +34,7 @@ from agentctl.storage.base import (
     NewRevision,
     Page,
     Run,
+    SandboxCleanup,
     Storage,
     Thread,
     ThreadFilter,
@@ -831,3 +832,26 @@ async def test_agent_registry(storage: Storage) -> None:
     assert await storage.agents.remove("helper")
     assert not await storage.agents.remove("helper")
     assert await storage.agents.get("helper") is None
+
+
+async def test_an_agent_incarnation_and_its_sandbox_cleanups(storage: Storage) -> None:
+    assert await storage.agents.add(AgentRecord("coder", "coder", incarnation="9f3c"))
+    found = await storage.agents.get("coder")
+    assert found is not None
+    assert found.incarnation == "9f3c"
+    assert await storage.agents.cleanups() == []
+
+    first = SandboxCleanup("coder~~9f3c", "coder")
+    await storage.agents.request_cleanup(first)
+    await storage.agents.request_cleanup(SandboxCleanup("coder~~9f3c", "again"))  # kept as is
+    await storage.agents.request_cleanup(SandboxCleanup("helper", "helper"))
+    await storage.agents.cleanup_failed("coder~~9f3c", "cannot reach the sandbox service")
+    await storage.agents.cleanup_failed("coder~~9f3c", "still not")
+    kept, other = await storage.agents.cleanups()  # oldest first
+    assert (kept.owner, kept.agent, kept.attempts, kept.last_error) == (
+        "coder~~9f3c", "coder", 2, "still not")  # fmt: skip
+    assert is_utc(kept.requested_at)
+    assert kept.requested_at == first.requested_at
+    assert (other.owner, other.attempts, other.last_error) == ("helper", 0, None)
+    await storage.agents.cleanup_done("coder~~9f3c")
+    assert [c.owner for c in await storage.agents.cleanups()] == ["helper"]

@@ -68,14 +68,24 @@ def delete(config: Path, name: str, yes: bool) -> None:
     deleted = platform.delete(name)
     click.echo(click.style(f"Deleted agent {name}", fg="green", bold=True))
     summarize_deleted(deleted)
+    pending = (deleted.get("sandboxes") or {}).get("pending")
+    if pending:
+        click.echo(
+            f"warning: some sandboxes of {name} are not removed yet: {pending} — the platform "
+            "removes them once the sandbox service answers (its log says when); the agent "
+            "deployed again under this name never gets them",
+            err=True,
+        )
 
 
 def summarize_deleted(deleted: dict[str, Any]) -> None:
     """What the platform says it deleted, one `  what  how much` line each (a group, such
-    as the counts of records, flattened into its lines)."""
+    as the counts of records, flattened into its lines; the sandboxes in one line)."""
     rows: list[tuple[str, Any]] = []
     for key, value in deleted.items():
-        if isinstance(value, dict):
+        if key == "sandboxes" and isinstance(value, dict):
+            rows.append((key, sandboxes_removed(value)))
+        elif isinstance(value, dict):
             rows.extend(value.items())
         elif key not in ("agent", "name") and value is not None:
             rows.append((key, value))
@@ -83,3 +93,10 @@ def summarize_deleted(deleted: dict[str, Any]) -> None:
     for key, value in rows:
         shown = value if isinstance(value, str | int | float) else json.dumps(value)
         click.echo(f"  {key.replace('_', ' '):<{width}}  {shown}")
+
+
+def sandboxes_removed(sandboxes: dict[str, Any]) -> str:
+    """`2 removed (a.x, t.x.y)`, and `, cleanup pending` when some are left to remove."""
+    removed = list(sandboxes.get("removed") or [])
+    line = f"{len(removed)} removed" + (f" ({', '.join(removed)})" if removed else "")
+    return line + (", cleanup pending" if sandboxes.get("pending") else "")

@@ -54,6 +54,8 @@ class AgentHost(Protocol[AccessIn]):
     storage: Storage
     sandboxes: Sandboxes | None
     peers: Peers | None
+    # The agent's incarnation on the platform, which names its sandboxes.
+    incarnation: str | None
 
     async def switch(
         self, runtime: AgentRuntime, access: AccessIn, number: int | None = None
@@ -216,6 +218,7 @@ class Deployments(Generic[Access]):
             env=project.env,
             sandboxes=self.server.sandboxes,
             peers=self.server.peers,
+            incarnation=self.server.incarnation,
         )
 
     def _unpack(self, revision_id: str, archive: bytes) -> Path:

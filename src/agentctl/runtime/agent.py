@@ -68,6 +68,7 @@ async def load_agent(
     env: Mapping[str, str] | None = None,
     sandboxes: Sandboxes | None = None,
     peers: Peers | None = None,
+    incarnation: str | None = None,
 ) -> AgentRuntime:
     """Build the agent of `project` and seed its shared memory into `store`.
 
@@ -78,6 +79,7 @@ async def load_agent(
 
     `sandboxes` is the platform sandbox service, for `[sandbox] provider = "platform_sandbox"`.
     `peers`: the other agents of the platform, which mcp.json may name (`runtime/peers.py`).
+    `incarnation`: the agent's on the platform, which names its sandboxes (`SandboxKey`).
 
     Raises a `UserError` naming what to install, set or fix when the model, an MCP server,
     the sandbox or an approval gate cannot work.
@@ -88,7 +90,10 @@ async def load_agent(
         from agentctl.sandbox import ScopedSandbox, sandbox_pool  # imports agentctl.runtime
 
         pool = await sandbox_pool(project, sandboxes, env, store)
-        sandbox = ScopedSandbox(pool, project.name, project.sandbox.scope)
+        # A partner's sandboxes are found through the agent's store, which goes with it.
+        platform = project.sandbox.provider == "platform_sandbox"
+        owned_by = incarnation if platform else None
+        sandbox = ScopedSandbox(pool, project.name, project.sandbox.scope, owned_by)
     # Building the models (a provider package's first import) and compiling the graph take
     # seconds on a busy machine: off the event loop, which keeps serving runs and heartbeats.
     models = await asyncio.to_thread(create_models, project.models, env)

@@ -55,6 +55,10 @@ class Server:
     sandboxes: Sandboxes | None = None
     # The platform's other agents, which its agent's mcp.json may name (`serve` only).
     peers: Peers | None = None
+    # Unique to the agent's registration on the platform (`serve` only; None for an agent
+    # registered before incarnations): its sandboxes are named with it, so that an agent
+    # deleted and created again under the same name never gets the old one's sandboxes.
+    incarnation: str | None = None
     # Called once the server stopped (e.g. to close what the storage was built on).
     on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     scheduler: CronScheduler = field(init=False)

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,7 @@ from agentctl.server.context import Server
 from agentctl.server.peers import InCluster
 from agentctl.server.production import check_platform_settings, open_agent_server
 from agentctl.server.replicas import Presence, Rollout, Served
+from agentctl.server.sandbox_cleanups import Cleaned, SandboxJanitor
 from agentctl.settings import Settings
 from agentctl.storage.base import (
     ACTIVE_RUN_STATUSES,
@@ -136,6 +138,7 @@ class Platform:
         self._lock = asyncio.Lock()  # one agent opened or closed at a time
         self.stopping_since: float | None = None
         self.presence = Presence(storage.bus, self.served)
+        self.janitor = SandboxJanitor(settings, storage.agents)
         self._reconciler: asyncio.Task[None] | None = None
 
     @classmethod
@@ -168,6 +171,7 @@ class Platform:
             pending = [record for record, _ in waiting]
         await self.presence.start()
         self._reconciler = asyncio.create_task(self._reconcile_often(), name="agents-reconcile")
+        self.janitor.start()
 
     def begin_stopping(self) -> None:
         if self.stopping_since is None:
@@ -177,6 +181,7 @@ class Platform:
         self.presence.changed()
 
     async def stop(self) -> None:
+        await self.janitor.stop()
         if self._reconciler is not None:
             self._reconciler.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -212,8 +217,8 @@ class Platform:
         replica if new."""
         check_name(name)
         record = await self.storage.agents.get(name)
-        if record is None:
-            await self.storage.agents.add(AgentRecord(name, name))  # a racing replica may win
+        if record is None:  # a racing replica may win
+            await self.storage.agents.add(AgentRecord(name, name, incarnation=uuid.uuid4().hex))
             record = await self.storage.agents.get(name)
             if record is None:  # deleted meanwhile
                 raise Conflict(f"agent {name!r} was deleted while being created — deploy again")
@@ -222,7 +227,8 @@ class Platform:
 
     async def delete(self, name: str) -> dict[str, Any]:
         """Delete agent `name` on every replica: its server closed (its runs stop), its
-        namespace dropped. Answers what went with it."""
+        namespace dropped, its sandboxes removed (or, while the sandbox service does not
+        answer, left to the janitor, which retries). Answers what went with it."""
         record = await self.storage.agents.get(name)
         if record is None:
             raise NotFound(f"no agent {name!r} on this platform — agentctl agents lists them")
@@ -241,18 +247,31 @@ class Platform:
             )
         hosted = self.agents.get(name)
         counts = await data_counts(hosted.server.storage) if hosted is not None else {}
+        # An agent that never served a revision has no sandbox (a first deploy refused).
+        served = hosted is None or await hosted.server.storage.revisions.active() is not None
+        # Noted before the agent is forgotten, so that no crash loses it.
+        cleanup = await self.janitor.request(record) if served else None
         await self.storage.agents.remove(name)
         await self.storage.bus.publish(TOPIC, {"name": name, "action": "deleted"})
         async with self._lock:  # closed here before its data goes; the other replicas
             await self._close(name, deleted=True)  # close theirs, the drop waits for them
+        cleaned = Cleaned([])
+        # Sandboxes in process are this replica's alone (and in the folder dropped next); a
+        # shared service's, once no replica runs the agent (after the drop).
+        if cleanup is not None and not self.janitor.shared:
+            cleaned = await self.janitor.attempt(cleanup)
         dropped = await drop_namespace(self.settings, record.namespace)
-        log.info("agent %r deleted", name)
+        if cleanup is not None and self.janitor.shared:
+            cleaned = await self.janitor.attempt(cleanup)
+        log.info("agent %r deleted; sandboxes removed: %d%s", name, len(cleaned.removed),
+                 "" if cleaned.pending is None else ", the others pending")  # fmt: skip
         return {
             "name": name,
             "deleted": counts,
             "schema": dropped.schema,
             "redis_keys": dropped.redis_keys,
             "folder": None if dropped.folder is None else str(dropped.folder),
+            "sandboxes": cleaned.view(),
         }
 
     async def _callers_of(self, name: str) -> list[str]:
@@ -288,7 +307,9 @@ class Platform:
                 # it would create again the schema its deletion drops.
                 raise Conflict(f"agent {record.name!r} was deleted meanwhile — deploy again")
             peers = InCluster(self.agent, record.name, self.settings.allow_anonymous)
-            server = await open_agent_server(self.settings, record.namespace, record.name, peers)
+            server = await open_agent_server(
+                self.settings, record.namespace, record.name, peers, record.incarnation
+            )
             app = self.make_app(server)
             metrics: Metrics = app.state.metrics
             # Its tasks (runs, crons) log under its name and count in its own metrics.

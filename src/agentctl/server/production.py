@@ -65,11 +65,13 @@ async def open_agent_server(
     namespace: str | None = None,
     agent: str | None = None,
     peers: Peers | None = None,
+    incarnation: str | None = None,
 ) -> Server:
     """Open the storage of `namespace` (None: the default one), load the agent's active
     revision (if any) and return its server, ready to start. `agent` is the agent's name
-    (shown by `/info`); `peers` the platform's other agents its mcp.json may name. Raises
-    a `UserError` for settings or a stored revision this replica cannot use."""
+    (shown by `/info`); `peers` the platform's other agents its mcp.json may name;
+    `incarnation` its registration's, which names its sandboxes. Raises a `UserError` for
+    settings or a stored revision this replica cannot use."""
     origins, key = check_platform_settings(settings)
     hooks = WebhookSettings.of(
         settings.webhook_secret,
@@ -108,6 +110,7 @@ async def open_agent_server(
             on_close=[close_storage],
             sandboxes=open_sandboxes(SandboxSettings.from_env(), own_dir, key),
             peers=peers,
+            incarnation=incarnation,
         )
         box = SecretBox(settings.secrets_key or key)
         deployments = Deployments(

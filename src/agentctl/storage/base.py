@@ -463,10 +463,27 @@ class AgentRecord:
     name: str
     namespace: str | None
     created_at: datetime = field(default_factory=now)
+    # Unique to this registration of the name (a random id), None for an agent registered
+    # before agents had one: its sandboxes are named with it, so that an agent deleted and
+    # created again under the same name never gets the sandboxes of the one before.
+    incarnation: str | None = None
+
+
+@dataclass(frozen=True)
+class SandboxCleanup:
+    """The sandboxes of a deleted agent, still to remove from the sandbox service: every
+    sandbox whose name holds `owner` (`SandboxKey.owner`) — kept until they are gone."""
+
+    owner: str
+    agent: str
+    requested_at: datetime = field(default_factory=now)
+    attempts: int = 0
+    last_error: str | None = None
 
 
 class AgentRegistry(Protocol):
-    """The agents of a platform, kept in its default storage (`platform_agents`)."""
+    """The agents of a platform, kept in its default storage (`platform_agents`), and the
+    sandbox cleanups their deletions left to do (`platform_sandbox_cleanups`)."""
 
     async def add(self, agent: AgentRecord) -> bool:
         """Register `agent`; False (and nothing changed) when its name is taken."""
@@ -478,6 +495,19 @@ class AgentRegistry(Protocol):
 
     async def remove(self, name: str) -> bool:
         """Forget agent `name`; False when there was none."""
+
+    async def request_cleanup(self, cleanup: SandboxCleanup) -> None:
+        """Keep `cleanup` (committed when this returns) until `cleanup_done`; one already
+        kept for its owner stays as it is."""
+
+    async def cleanups(self) -> builtins.list[SandboxCleanup]:
+        """Every cleanup still to do, oldest first."""
+
+    async def cleanup_failed(self, owner: str, error: str) -> None:
+        """One more attempt at the cleanup of `owner` failed, with `error`."""
+
+    async def cleanup_done(self, owner: str) -> None:
+        """The sandboxes of `owner` are gone: forget its cleanup."""
 
 
 # A bus message: small JSON-able facts (ids, numbers), never secrets.

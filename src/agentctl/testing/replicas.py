@@ -55,11 +55,16 @@ class Replica:
 
 
 def start_replica(
-    env: Mapping[str, str], data_dir: Path, *, command: str = "serve", timeout: float = 90
+    env: Mapping[str, str],
+    data_dir: Path,
+    *,
+    command: str = "serve",
+    timeout: float = 90,
+    port: int = 0,
 ) -> Replica:
     """Start `agentctl serve` (or another server `command`, e.g. `sandbox-server`) with
-    `env` added to this process's environment and wait until it listens. Raises
-    RuntimeError with its log when it exits or does not come up."""
+    `env` added to this process's environment and wait until it listens (on `port`, else
+    a free one). Raises RuntimeError with its log when it exits or does not come up."""
     data_dir.mkdir(parents=True, exist_ok=True)
     full_env = {
         **os.environ,
@@ -69,7 +74,7 @@ def start_replica(
         "AGENTCTL_LOG_LEVEL": "info",  # its "listening on" line tells the URL
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "agentctl", command, "--host", "127.0.0.1", "--port", "0"],
+        [sys.executable, "-m", "agentctl", command, "--host", "127.0.0.1", "--port", str(port)],
         env=full_env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
-from agentctl.sandbox.base import SandboxKey
+from agentctl.sandbox.base import SandboxKey, sandbox_owner
 from agentctl.sandbox.service import SandboxInfo
 from agentctl.server import lookup
 from agentctl.server.access import caller_of
@@ -60,13 +60,14 @@ async def sandboxes(request: Request) -> Response:
         }
     service = server.sandboxes
     listed = [] if service is None else await service.list_sandboxes()
-    # The service may serve other deployments too: only the sandboxes of the agent served
-    # (keyed by its name).
+    # The service may serve other agents and deployments too: only the sandboxes of the
+    # agent served (keyed by its name and incarnation).
     agent = server.deployment.graph_id if server.deployment.ready else None
+    owner = None if agent is None else sandbox_owner(agent, server.incarnation)
     shown = [
         _sandbox(box, key)
         for box in listed
-        if (key := SandboxKey.of_name(box.name)) is not None and key.assistant == agent
+        if (key := SandboxKey.of_name(box.name)) is not None and key.owner == owner
     ]
     return json_response({"settings": settings, "sandboxes": shown})
 

@@ -164,6 +164,18 @@ MIGRATIONS: list[str] = [
     CREATE INDEX a2a_tasks_listed ON a2a_tasks (owner, position);
     CREATE INDEX a2a_tasks_by_context ON a2a_tasks (context_id);
     """,
+    # 6: each registration of an agent's name is an incarnation of its own (its sandboxes
+    # are named with it), and the sandbox cleanups deletions left to do.
+    """
+    ALTER TABLE platform_agents ADD COLUMN incarnation TEXT;
+    CREATE TABLE platform_sandbox_cleanups (
+        owner TEXT PRIMARY KEY,
+        agent TEXT NOT NULL,
+        requested_at TEXT NOT NULL,
+        attempts INTEGER NOT NULL,
+        last_error TEXT
+    );
+    """,
 ]
 
 
