@@ -28,21 +28,26 @@ from agentctl.server.fields import (
     NamespacePrefix,
     Offset,
     StoreFilter,
+    StoreKey,
     check_label,
     check_namespace,
+    check_store_key,
 )
 from agentctl.server.schemas import ItemOut, ItemsOut, NamespacesOut
 
 router = APIRouter(tags=["store"])
 
 
-# A time to live in minutes, as the langgraph store takes it.
-TtlMinutes = Annotated[float, Field(gt=0, le=MAX_SECONDS / 60, allow_inf_nan=False)]
+# A time to live in minutes, as the langgraph store takes it: at least a second (PostgreSQL
+# reads it as an interval, which holds no 5e-324 minutes).
+TtlMinutes = Annotated[float, Field(ge=1 / 60, le=MAX_SECONDS / 60, allow_inf_nan=False)]
+# How deep a listed namespace is cut: PostgreSQL takes it as a 32-bit integer.
+MaxDepth = Annotated[int, Field(ge=1, le=2**31 - 1)]
 
 
 class ItemPut(Body):
     namespace: Namespace
-    key: str
+    key: StoreKey
     value: dict[str, Any]
     index: Literal[False] | list[str] | None = None
     ttl: TtlMinutes | None = None
@@ -50,7 +55,7 @@ class ItemPut(Body):
 
 class ItemDelete(Body):
     namespace: Namespace
-    key: str
+    key: StoreKey
 
 
 class ItemSearch(Body):
@@ -65,7 +70,7 @@ class ItemSearch(Body):
 class NamespaceList(Body):
     prefix: NamespacePrefix | None = None
     suffix: NamespacePrefix | None = None
-    max_depth: Annotated[int, Field(ge=1)] | None = None
+    max_depth: MaxDepth | None = None
     limit: Limit = 100
     offset: Offset = 0
 
@@ -112,6 +117,10 @@ async def get_item(
 ) -> Response:
     store = server_of(request).storage.store
     labels = caller_of(request).namespace(query_namespace(namespace))
+    try:
+        check_store_key(key)
+    except ValueError as exc:
+        raise Unprocessable(f"query parameter key: {exc}") from None
     try:
         item = await store.aget(labels, key, refresh_ttl=refresh_ttl)
     except InvalidNamespaceError as exc:
