@@ -10,7 +10,6 @@ filter operators, paging and time bounds) and say so in the OpenAPI document.
 
 from __future__ import annotations
 
-import math
 import re
 import uuid
 from collections.abc import Collection, Iterable
