@@ -87,6 +87,7 @@ BAD_BODIES: list[tuple[str, str, Any, str]] = [
     # Numbers PostgreSQL gives back as integers past 64 bits (1e30: 31 digits).
     ("POST", "/threads", {"metadata": {"n": 1e30}}, "metadata.n"),
     ("POST", "/threads", {"metadata": {"n": -1e19}}, "metadata.n"),
+    ("POST", "/threads", {"metadata": {"n": 4.946528504409307e16}}, "metadata.n"),
     ("POST", "/runs/crons", {**CRON, "metadata": {"n": 1e30}}, "metadata.n"),
     ("POST", "/assistants", {"graph_id": "demo", "config": HUGE_CONFIG}, "config.configurable.n"),
     ("POST", "/runs", {"assistant_id": "demo", "config": HUGE_CONFIG}, "config.configurable.n"),
@@ -260,10 +261,12 @@ async def test_values_at_the_edges_read_back_as_sent(backend: httpx.AsyncClient)
     edges = {
         "max": 2**63 - 1,
         "min": -(2**63),
-        "big": 9.2e18,
+        "big": 9.999999999999998e15,
+        "small": -9.999999999999998e15,
         "tiny": 5e-324,
         "negative_zero": -0.0,
-        "e16": 1e16,
+        "e16": 10**16,
+        "e15": 1e15,
         "fraction": 0.1,
         "text": "é\U0001f600\u2028",
         "deep": nested(90),

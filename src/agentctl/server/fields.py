@@ -25,6 +25,7 @@ from agentctl.errors import Unprocessable
 INT64 = (-(2**63), 2**63 - 1)
 UUID_PARAMS = ("thread_id", "run_id", "cron_id")  # path parameters that are UUIDs
 MAX_DEPTH = 100
+MAX_FLOAT = 1e16  # from here on, JSON writes a float with an exponent PostgreSQL drops
 MAX_OFFSET = 10**12
 MAX_SECONDS = 10 * 365 * 24 * 3600  # ten years
 # An item's key, and its namespace joined by '.': PostgreSQL's index of the two holds at
@@ -44,8 +45,9 @@ def check_json(value: Any, path: str = "", depth: int = 0) -> Any:
     ValueError naming the offending part (`metadata.n`) otherwise.
 
     PostgreSQL's JSONB refuses NUL and lone surrogates in text, and gives a number back in
-    its decimal digits: `1e30` comes back as an integer of 31 digits, past the 64 bits the
-    server's JSON answers hold. So every number must lie within the 64-bit integers."""
+    its decimal digits: from `1e30` an integer of 31 digits (past the 64 bits answers hold),
+    from `4.946528504409307e16` the integer 49465285044093070 (another number than the
+    float). So integers must fit in 64 bits, and other numbers lie within ±1e16."""
     if depth > MAX_DEPTH:
         raise ValueError(f"{_at(path)}nested deeper than {MAX_DEPTH} levels")
     if value is None or isinstance(value, bool):
@@ -54,10 +56,11 @@ def check_json(value: Any, path: str = "", depth: int = 0) -> Any:
         if not INT64[0] <= value <= INT64[1]:
             raise ValueError(f"{_at(path)}integer {value} does not fit in 64 bits")
     elif isinstance(value, float):
-        if not INT64[0] <= value < -INT64[0]:  # NaN and infinities fail this too
+        if not -MAX_FLOAT < value < MAX_FLOAT:  # NaN and infinities fail this too
             raise ValueError(
-                f"{_at(path)}number {value!r} is out of range: numbers must lie within "
-                "±9.2e18 (64 bits) — send a larger one as a string"
+                f"{_at(path)}number {value!r} is out of range: a number that is not an "
+                "integer must lie within ±1e16 — send a larger one as an integer (of 64 "
+                "bits) or as a string"
             )
     elif isinstance(value, str):
         check_text(value, path)
