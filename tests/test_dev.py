@@ -281,6 +281,17 @@ def test_an_invalid_project_is_an_error(write_files: WriteFiles, dev_env: dict[s
     assert not (root / ".agentctl/data").exists()
 
 
+def test_a_nul_character_in_agent_toml_is_an_error(
+    write_files: WriteFiles, dev_env: dict[str, str]
+) -> None:
+    toml = '[agent]\nname = "x"\nmodel = "openai:scripted"\n[sandbox]\nimage = "a\\u0000b"\n'
+    root = write_files({"agent.toml": toml, "AGENTS.md": "Hi.\n"})
+    result = run_dev("--config", root / "agent.toml", "--port", free_port(), env=dev_env)
+    assert result.returncode == 1
+    assert "error: agent.toml: [sandbox].image: holds the NUL character" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 def test_a_missing_model_key_is_an_error(write_files: WriteFiles, dev_env: dict[str, str]) -> None:
     root = write_files({"agent.toml": '[agent]\nname = "x"\n', "AGENTS.md": "Hi.\n"})
     env = {k: v for k, v in dev_env.items() if k != "OPENAI_API_KEY"}

@@ -384,3 +384,21 @@ async def test_an_agent_uses_another_agent_through_its_mcp_json(
         assert "demo" in boss.server.deployment.runtime.tool_names
         values: Any = await boss.client.runs.wait(None, "boss", input=user(script))
     assert values["messages"][-1]["content"] == "demo answered: pong"
+
+
+async def test_arguments_no_store_holds_are_a_tool_error_naming_them(
+    http: httpx.AsyncClient,
+) -> None:
+    """NUL (PostgreSQL holds none) is refused as the API refuses it; a lone surrogate does
+    not even parse (the SDK answers -32700)."""
+    params = {"name": "demo", "arguments": {"message": "a\x00"}}
+    body = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params}
+    reply = payload(await rpc(http, body))
+    assert reply["id"] == 9, reply
+    assert reply["result"]["isError"], reply
+    text = reply["result"]["content"][0]["text"]
+    assert text.startswith("invalid arguments — arguments: message: text must not"), text
+    assert "NUL" in text
+    params["arguments"] = {"message": "\ud800"}
+    assert payload(await rpc(http, body))["error"]["code"] == -32700
+    assert (await rpc(http, {"jsonrpc": "2.0", "id": 7, "method": "ping"})).status_code == 200

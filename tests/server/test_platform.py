@@ -1,11 +1,15 @@
 """The platform of agents of `agentctl serve`, in process on SQLite: deploys create agents,
-each served at /agents/<name> apart from the others, the root's routes, deletion."""
+each served at /agents/<name> apart from the others, the root's routes, deletion; a broken
+revision is refused on SQLite and PostgreSQL alike."""
 
 from __future__ import annotations
 
+import base64
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
+import pytest
 
 from agentctl.bundle.revision import build_revision
 from agentctl.project import load_project
@@ -15,7 +19,13 @@ from agentctl.server.production import open_agent_server
 from agentctl.settings import Settings
 from agentctl.storage.base import Thread
 from agentctl.testing import ScriptedModelServer
-from tests.server.conftest import PLATFORM_KEY, PLATFORM_OPERATOR, deploy
+from tests.server.conftest import (
+    PLATFORM_KEY,
+    PLATFORM_OPERATOR,
+    agent_files,
+    deploy,
+    platform_at,
+)
 
 KEY = PLATFORM_KEY
 OPERATOR = PLATFORM_OPERATOR
@@ -145,3 +155,36 @@ async def test_an_agent_name_in_the_url_is_decoded_once(
     assert (
         await http.post("/agents/%2561lpha/threads", json={}, headers=OPERATOR)
     ).status_code == 404
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_platform_settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    """A platform's settings on SQLite, or on PostgreSQL + Redis as `agentctl serve` runs."""
+    env = {"PLATFORM_API_KEY": KEY, "AGENTCTL_DATA_DIR": str(tmp_path / "platform")}
+    if request.param == "postgres":
+        env["DATABASE_URL"] = request.getfixturevalue("database_url")
+        env["REDIS_URL"] = request.getfixturevalue("redis_server_url")
+        env["AGENTCTL_REDIS_PREFIX"] = request.getfixturevalue("redis_prefix")
+    return Settings.from_env(env)
+
+
+async def test_a_revision_with_nul_in_agent_toml_is_refused_naming_it(
+    any_platform_settings: Settings, tmp_path: Path, model_server: ScriptedModelServer
+) -> None:
+    """An archive `agentctl deploy` would not build (it validates first), sent anyway."""
+    root = agent_files(tmp_path / "nul", "nul", "You are nul.")
+    secrets = {**model_server.env, "OPENAI_API_KEY": "sk-nul"}
+    project = load_project(root, environ=secrets)
+    toml = project.contents["agent.toml"] + b'[sandbox]\nimage = "a\\u0000b"\n'
+    broken = replace(
+        project,
+        contents={**project.contents, "agent.toml": toml},
+        sandbox=replace(project.sandbox, image="a\x00b"),
+    )
+    archive = build_revision(broken).archive
+    body = {"archive": base64.b64encode(archive).decode(), "secrets": secrets}
+    async with platform_at(any_platform_settings) as (_, http):
+        answer = await http.post("/platform/revisions", json=body, headers=OPERATOR)
+        assert answer.status_code == 422, answer.text
+        assert "agent.toml: [sandbox].image: holds the NUL character" in answer.json()["detail"]
+        assert (await http.get("/platform/agents", headers=OPERATOR)).json() == []

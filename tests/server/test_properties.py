@@ -1,8 +1,9 @@
 """Property tests: every operation of `/openapi.json`, given hostile values for its body
-fields and parameters (integers past 64 bits, huge floats, NUL and odd keys, deep nesting,
-wrong types), answers a JSON `{"detail": ...}` 4xx or a success — never a 500, and always
-a status the document lists for it — on SQLite and on PostgreSQL. The budget is bounded
-(see `EXAMPLES`) so the suite stays quick."""
+fields and parameters (integers past 64 bits, huge and tiny floats, -0.0, NUL, lone
+surrogates, odd and long keys, deep nesting, wrong types), answers a JSON `{"detail": ...}`
+4xx or a success — never a 500, and always a status the document lists for it — on SQLite
+and on PostgreSQL; and a value at the backends' edges that is accepted reads back equal.
+The budget is bounded (see `EXAMPLES`) so the suite stays quick."""
 
 from __future__ import annotations
 
@@ -27,12 +28,23 @@ from tests.server.conftest import running_server
 from tests.storage.conftest import postgres_opener
 
 EXAMPLES = {"sqlite": 1500, "postgres": 600}
+READ_BACK_EXAMPLES = 150
 # Operations that wait for a run or stream without end are left out (their inputs are the
 # ones `POST /runs` takes, which is in); MCP and A2A speak JSON-RPC through their SDKs.
 SKIPPED = re.compile(r"/(wait|stream|join|events)$|^/(mcp|a2a)|/stream/|/commands$")
 
-EDGE_NUMBERS = [2**63, -(2**63) - 1, 2**64, 10**30, 1e30, 1e308, -1e308, -1, 0, 2**63 - 1]
-EDGE_TEXT = ["\x00", "a\x00b", 'a"b', "a\\b", "a'b", "$regex", "a.b", "", "é", "\n", "*"]
+# Past 64 bits, either side of it, and floats PostgreSQL gives back in other digits.
+EDGE_NUMBERS = [
+    *(2**63, -(2**63) - 1, 2**64, 10**30, 1e30, 1e308, -1e308, -1, 0, 2**63 - 1, -(2**63)),
+    *(9.2e18, 9.999999999999998e15, 1e16, 4.946528504409307e16, -0.0, 5e-324, 1e-7, 0.1),
+    2.2250738585072014e-308,
+]
+EDGE_TEXT = [
+    *("\x00", "a\x00b", 'a"b', "a\\b", "a'b", "$regex", "a.b", "", "é", "\n", "*"),
+    *("\ud800", "a\udfffb", "\U0001f600", "\u2028", "k" * 1100),
+]
+# What a URL can carry: UTF-8, so no lone surrogate.
+URL_TEXT = [text for text in EDGE_TEXT if not any(0xD800 <= ord(c) <= 0xDFFF for c in text)]
 scalars = st.one_of(
     st.none(),
     st.booleans(),
@@ -58,6 +70,8 @@ def nested(depth: int) -> Any:
 
 
 values = st.one_of(hostile, st.just(nested(300)), st.just([nested(120)]))
+
+JSON = {"Content-Type": "application/json"}
 
 # Plausible values, so that a request gets past its required fields to the code behind.
 PLAUSIBLE: dict[str, Any] = {
@@ -151,7 +165,7 @@ def path_of(op: Operation, target: Target, draw: st.DrawFn) -> str:
         plausible = target.thread_id if name.endswith("_id") else "demo"
         if name == "assistant_id":
             plausible = "demo"
-        text = draw(st.one_of(st.just(plausible), st.text(max_size=6), st.sampled_from(EDGE_TEXT)))
+        text = draw(st.one_of(st.just(plausible), st.text(max_size=6), st.sampled_from(URL_TEXT)))
         # Dots escaped too: a client drops a `.` or `..` segment, asking another path.
         return quote(text, safe="").replace(".", "%2E") or "x"
 
@@ -167,7 +181,7 @@ def requests(
     query: dict[str, str] = {}
     for name in op.query:
         if draw(st.booleans()):
-            value = draw(st.one_of(st.sampled_from(EDGE_TEXT), st.sampled_from(EDGE_NUMBERS)))
+            value = draw(st.one_of(st.sampled_from(URL_TEXT), st.sampled_from(EDGE_NUMBERS)))
             query[name] = str(value).lower() if isinstance(value, bool) else str(value)
     content = None
     if op.has_body:
@@ -211,3 +225,34 @@ def test_no_input_is_a_server_error(target: Target) -> None:
     # The plausible values get requests past validation too.
     assert sum(n for status, n in statuses.items() if status < 300) > EXAMPLES[target.backend] / 20
     assert target.http.get("/ok").status_code == 200
+
+
+def test_accepted_values_read_back_equal(target: Target) -> None:
+    """A value at the backends' edges is refused (422) or stored and given back equal: as
+    thread metadata and as a store item's value, whose key may be one of its edge texts."""
+    http = target.http
+
+    @settings(
+        max_examples=READ_BACK_EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(value=values, key=keys)
+    def check(value: Any, key: str) -> None:
+        created = http.post(
+            "/threads", content=json.dumps({"metadata": {"v": value}}), headers=JSON
+        )
+        assert created.status_code in (200, 422), created.text
+        if created.status_code == 200:
+            thread = http.get(f"/threads/{created.json()['thread_id']}")
+            assert thread.json()["metadata"] == {"v": value}
+        item = {"namespace": ["edges"], "key": key or "k", "value": {"v": value}}
+        put = http.put("/store/items", content=json.dumps(item), headers=JSON)
+        assert put.status_code in (204, 422), put.text
+        if put.status_code == 204:
+            got = http.get("/store/items", params={"namespace": "edges", "key": key or "k"})
+            assert got.status_code == 200, got.text
+            assert got.json()["value"] == {"v": value}
+
+    check()

@@ -17,7 +17,7 @@ from agentctl.errors import Problem
 from agentctl.project.envfile import is_set
 from agentctl.project.files import read_text
 from agentctl.project.model import McpServer, McpTransport
-from agentctl.project.rules import rule, valid_name, wrong_type
+from agentctl.project.rules import rule, text_problems, valid_name, wrong_type
 
 MCP_FILE = "mcp.json"
 SERVERS_KEY = "mcpServers"
@@ -63,6 +63,7 @@ def load_mcp(
     except RecursionError:
         problems.append(rule("json-syntax").problem(file, error="nested too deeply"))
         return ()
+    problems += text_problems(file, data)
     if not isinstance(data, dict) or not isinstance(data.get(SERVERS_KEY), dict):
         problems.append(rule("mcp-shape").problem(file))
         return ()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from agentctl.errors import Problem
 
@@ -71,6 +72,11 @@ _RULES = [
     Rule("section-missing", "section is missing", "add it, for example:\n{example}"),
     Rule("required", "is required", "add {example}"),
     Rule("empty", "must not be empty", "{fix}"),
+    Rule(
+        "text-invalid",
+        "holds {what}, which no database can store",
+        "remove it (write the text without it)",
+    ),
     Rule(
         "name-invalid",
         '"{value}" is not a valid name',
@@ -193,6 +199,41 @@ def kind_of(value: object) -> str:
         return "a number"
     names = {str: "a string", list: "a list", dict: "a table/object", type(None): "null"}
     return names.get(type(value), f"a {type(value).__name__}")
+
+
+def text_problems(file: str, value: Any, key: str = "", *, toml: bool = False) -> list[Problem]:
+    """A `text-invalid` problem for each text of a parsed file (keys too) holding NUL or a
+    lone surrogate (which JSON's `\\ud800` can write): PostgreSQL stores neither, so a
+    revision holding one could not be deployed. `toml`: top-level tables are `[name]`."""
+    found: list[Problem] = []
+    if isinstance(value, str):
+        what = _invalid_text(value)
+        if what:
+            found.append(RULES["text-invalid"].problem(file, key, what=what))
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            shown = repr(name) if _invalid_text(name) else name
+            if key:
+                where = f"{key}.{shown}"
+            else:
+                where = f"[{shown}]" if toml and isinstance(item, dict) else shown
+            found += text_problems(file, name, where)
+            found += text_problems(file, item, where)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += text_problems(file, item, f"{key}[{index}]")
+    return found
+
+
+def _invalid_text(text: str) -> str | None:
+    if "\x00" in text:
+        return "the NUL character (\\u0000)"
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            return "a lone surrogate (such as \\ud800)"
+    return None
 
 
 def wrong_type(file: str, key: str, expected: str, value: object, example: str) -> Problem:

@@ -9,7 +9,7 @@ from typing import Any
 from agentctl.bundle.limits import RevisionLimits
 from agentctl.errors import Problem
 from agentctl.project.files import read_text, relative
-from agentctl.project.rules import rule, wrong_type
+from agentctl.project.rules import rule, text_problems, wrong_type
 
 # section -> key -> an example value shown in errors (every value is a string)
 Schema = dict[str, dict[str, str]]
@@ -53,7 +53,7 @@ def read_toml(
     if text is None:
         return None
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         problems.append(rule("toml-syntax").problem(relative(root, path), error=str(exc)))
         return None
@@ -61,6 +61,8 @@ def read_toml(
         error = "nested too deeply"
         problems.append(rule("toml-syntax").problem(relative(root, path), error=error))
         return None
+    problems += text_problems(relative(root, path), data, toml=True)
+    return data
 
 
 def check_schema(

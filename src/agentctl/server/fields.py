@@ -1,6 +1,7 @@
 """Request field types every route shares, checked once at the request model: a value that
-SQLite or PostgreSQL cannot hold (an integer past 64 bits, a NUL character, nesting past
-`MAX_DEPTH`, an offset or delay past any clock) is a 422 naming the field, never a 500.
+SQLite or PostgreSQL cannot give back unchanged (an integer or a number past 64 bits, a NUL
+character or a lone surrogate, nesting past `MAX_DEPTH`, an offset or delay past any clock) is
+a 422 naming the field (`metadata.n`), never a 500 — on either backend alike.
 
 `Body` walks every JSON value of its declared fields (unknown fields stay ignored); the
 `Annotated` types below add what a field means (metadata keys a filter can name, store
@@ -9,7 +10,6 @@ filter operators, paging and time bounds) and say so in the OpenAPI document.
 
 from __future__ import annotations
 
-import math
 import re
 import uuid
 from collections.abc import Collection, Iterable
@@ -25,8 +25,12 @@ from agentctl.errors import Unprocessable
 INT64 = (-(2**63), 2**63 - 1)
 UUID_PARAMS = ("thread_id", "run_id", "cron_id")  # path parameters that are UUIDs
 MAX_DEPTH = 100
+MAX_FLOAT = 1e16  # from here on, JSON writes a float with an exponent PostgreSQL drops
 MAX_OFFSET = 10**12
 MAX_SECONDS = 10 * 365 * 24 * 3600  # ten years
+# An item's key, and its namespace joined by '.': PostgreSQL's index of the two holds at
+# most ~2.7 KB (a key of 8 KB was a 500).
+MAX_STORE_KEY_BYTES = 1024
 STORE_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 _FILTER_KEY = re.compile(r"^[A-Za-z0-9_.-]+$")  # what the langgraph stores can filter on
 _CONTROL = re.compile(r'["\\\x00-\x1f]')
@@ -37,8 +41,13 @@ def _at(path: str) -> str:
 
 
 def check_json(value: Any, path: str = "", depth: int = 0) -> Any:
-    """`value` when every part of it can be stored as JSON by SQLite and PostgreSQL alike;
-    a ValueError naming the offending part otherwise."""
+    """`value` when SQLite and PostgreSQL alike store it and give it back unchanged; a
+    ValueError naming the offending part (`metadata.n`) otherwise.
+
+    PostgreSQL's JSONB refuses NUL and lone surrogates in text, and gives a number back in
+    its decimal digits: from `1e30` an integer of 31 digits (past the 64 bits answers hold),
+    from `4.946528504409307e16` the integer 49465285044093070 (another number than the
+    float). So integers must fit in 64 bits, and other numbers lie within ±1e16."""
     if depth > MAX_DEPTH:
         raise ValueError(f"{_at(path)}nested deeper than {MAX_DEPTH} levels")
     if value is None or isinstance(value, bool):
@@ -47,19 +56,37 @@ def check_json(value: Any, path: str = "", depth: int = 0) -> Any:
         if not INT64[0] <= value <= INT64[1]:
             raise ValueError(f"{_at(path)}integer {value} does not fit in 64 bits")
     elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"{_at(path)}number {value} is out of range")
+        if not -MAX_FLOAT < value < MAX_FLOAT:  # NaN and infinities fail this too
+            raise ValueError(
+                f"{_at(path)}number {value!r} is out of range: a number that is not an "
+                "integer must lie within ±1e16 — send a larger one as an integer (of 64 "
+                "bits) or as a string"
+            )
     elif isinstance(value, str):
-        if "\x00" in value:
-            raise ValueError(f"{_at(path)}text must not contain the NUL character")
+        check_text(value, path)
     elif isinstance(value, dict):
         for key, item in value.items():
-            if "\x00" in key:
-                raise ValueError(f"{_at(path)}key {key!r} must not contain the NUL character")
+            check_text(key, f"{path} key {key!r}" if path else f"key {key!r}")
             check_json(item, f"{path}.{key}" if path else key, depth + 1)
     elif isinstance(value, list | tuple):
         for index, item in enumerate(value):
             check_json(item, f"{path}[{index}]", depth + 1)
+    return value
+
+
+def check_text(value: str, path: str = "") -> str:
+    """`value` when it is text both databases hold: no NUL character, no lone surrogate
+    (`"\\ud800"`, which is no character at all: UTF-8 has no bytes for it)."""
+    if "\x00" in value:
+        raise ValueError(f"{_at(path)}text must not contain the NUL character")
+    if not value.isascii():
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            raise ValueError(
+                f"{_at(path)}text must not contain a lone surrogate (such as \\ud800) — "
+                "send valid Unicode"
+            ) from None
     return value
 
 
@@ -133,12 +160,21 @@ def check_label(value: str) -> str:
         raise ValueError("namespace labels must not be empty")
     if "." in value or "\x00" in value:
         raise ValueError(f"label {value!r} must not contain '.' or the NUL character")
-    return value
+    return check_text(value)
 
 
 def check_namespace(value: list[str]) -> list[str]:
     if not value:
         raise ValueError("must have at least one label")
+    if len(".".join(value).encode()) > MAX_STORE_KEY_BYTES:
+        raise ValueError(f"its labels joined by '.' must take at most {MAX_STORE_KEY_BYTES} bytes")
+    return value
+
+
+def check_store_key(value: str) -> str:
+    """An item's key: PostgreSQL indexes it with its namespace, in at most ~2.7 KB."""
+    if len(check_text(value).encode()) > MAX_STORE_KEY_BYTES:
+        raise ValueError(f"must take at most {MAX_STORE_KEY_BYTES} bytes (UTF-8)")
     return value
 
 
@@ -176,6 +212,7 @@ Namespace = Annotated[
     list[Label], AfterValidator(check_namespace), Field(json_schema_extra={"minItems": 1})
 ]
 NamespacePrefix = list[Label]
+StoreKey = Annotated[str, AfterValidator(check_store_key), Field(max_length=MAX_STORE_KEY_BYTES)]
 Limit = Annotated[int, Field(ge=1, le=1000)]
 Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET)]
 Seconds = Annotated[float, Field(ge=0, le=MAX_SECONDS, allow_inf_nan=False)]

@@ -32,7 +32,10 @@ def problems(exc: ValidationError, root: str = "params") -> str:
         e["loc"][:-1] for e in errors if e["type"] == "literal_error" and e["loc"][-1:] == ("kind",)
     }
     chosen = [e for e in errors if not any(e["loc"][: len(o)] == o for o in other_kind)]
-    lines = [f"{_where(e['loc'], root)}: {e['msg']}" for e in (chosen or errors)[:SHOWN_PROBLEMS]]
+    lines = [
+        f"{_where(e['loc'], root)}: {e['msg'].removeprefix('Value error, ')}"
+        for e in (chosen or errors)[:SHOWN_PROBLEMS]
+    ]
     more = len(chosen or errors) - SHOWN_PROBLEMS
     return "; ".join(lines) + (f" (and {more} more)" if more > 0 else "")
 

@@ -5,6 +5,9 @@
   text; here they are -32602 (invalid params), naming the param.
 - `ListTasks`: an unknown `status` is read as no filter at all (and every task listed);
   here it is -32602, naming the states there are.
+- Any method: a value the databases cannot hold (a lone surrogate, NUL, a number past 64
+  bits: `fields.check_json`) fails deep inside with Python's words (-32603); here it is
+  -32602, naming the param.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from agentctl import serde
 from agentctl.server import jsonrpc
+from agentctl.server.fields import check_json
 
 V03_REQUESTS = cast("dict[str, type[BaseModel]]", JSONRPC03Adapter.METHOD_TO_MODEL)
 
@@ -27,15 +31,22 @@ def refusal(body: Any) -> dict[str, Any] | None:
     if not isinstance(body, dict) or not isinstance(body.get("method"), str):
         return None
     method = body["method"]
-    if method in V03_REQUESTS:
+    problem = _storable_problem(body.get("params"))
+    if problem is None and method in V03_REQUESTS:
         problem = _v03_problem(V03_REQUESTS[method], body)
-    elif method == "ListTasks":
+    elif problem is None and method == "ListTasks":
         problem = _status_problem(body.get("params"))
-    else:
-        return None
     if problem is None:
         return None
     return jsonrpc.error(body.get("id"), jsonrpc.INVALID_PARAMS, f"Invalid params: {problem}")
+
+
+def _storable_problem(params: Any) -> str | None:
+    try:
+        check_json(params, "params")
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _v03_problem(request_type: type[BaseModel], body: dict[str, Any]) -> str | None:

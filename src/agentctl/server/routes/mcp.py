@@ -38,6 +38,7 @@ from agentctl.server import jsonrpc
 from agentctl.server.access import Caller, caller_of
 from agentctl.server.content import text_of
 from agentctl.server.context import Server
+from agentctl.server.fields import Body
 from agentctl.server.run_requests import RunCreate
 from agentctl.server.run_streams import wait_for_result
 from agentctl.server.services.runs import start_run
@@ -57,7 +58,7 @@ THREAD_ID_HELP = (
 )
 
 
-class ToolInput(BaseModel):
+class ToolInput(Body):  # its values checked as the API's (`fields.check_json`)
     message: str
     thread_id: str | None = None
 

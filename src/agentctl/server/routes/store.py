@@ -21,23 +21,24 @@ from agentctl.server import views
 from agentctl.server.access import caller_of
 from agentctl.server.context import server_of
 from agentctl.server.fields import (
-    MAX_SECONDS,
     Body,
     Limit,
     Namespace,
     NamespacePrefix,
     Offset,
     StoreFilter,
+    StoreKey,
     check_label,
     check_namespace,
+    check_store_key,
 )
 from agentctl.server.schemas import ItemOut, ItemsOut, NamespacesOut
 
 router = APIRouter(tags=["store"])
 
 
-# A time to live in minutes, as the langgraph store takes it.
-TtlMinutes = Annotated[float, Field(gt=0, le=MAX_SECONDS / 60, allow_inf_nan=False)]
+# How deep a listed namespace is cut: PostgreSQL takes it as a 32-bit integer.
+MaxDepth = Annotated[int, Field(ge=1, le=2**31 - 1)]
 
 
 NO_INDEX = "the store has no embedding index to search by meaning (agentctl configures none)"
@@ -45,10 +46,10 @@ NO_INDEX = "the store has no embedding index to search by meaning (agentctl conf
 
 class ItemPut(Body):
     namespace: Namespace
-    key: str
+    key: StoreKey
     value: dict[str, Any]
     index: Literal[False] | list[str] | None = None
-    ttl: TtlMinutes | None = None
+    ttl: float | None = None
 
     @field_validator("ttl")
     @classmethod
@@ -70,7 +71,7 @@ class ItemPut(Body):
 
 class ItemDelete(Body):
     namespace: Namespace
-    key: str
+    key: StoreKey
 
 
 class ItemSearch(Body):
@@ -92,7 +93,7 @@ class ItemSearch(Body):
 class NamespaceList(Body):
     prefix: NamespacePrefix | None = None
     suffix: NamespacePrefix | None = None
-    max_depth: Annotated[int, Field(ge=1)] | None = None
+    max_depth: MaxDepth | None = None
     limit: Limit = 100
     offset: Offset = 0
 
@@ -139,6 +140,10 @@ async def get_item(
 ) -> Response:
     store = server_of(request).storage.store
     labels = caller_of(request).namespace(query_namespace(namespace))
+    try:
+        check_store_key(key)
+    except ValueError as exc:
+        raise Unprocessable(f"query parameter key: {exc}") from None
     try:
         item = await store.aget(labels, key, refresh_ttl=refresh_ttl)
     except InvalidNamespaceError as exc:

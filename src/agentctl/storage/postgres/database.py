@@ -28,13 +28,14 @@ import psycopg
 from psycopg import AsyncConnection
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow, dict_row, tuple_row
+from psycopg.types.json import set_json_loads
 from psycopg_pool import AsyncConnectionPool
 from psycopg_pool.base import AttemptWithBackoff
 
 from agentctl.errors import RuntimeFailure
 from agentctl.storage.namespace import lock_key, quoted
 from agentctl.storage.outages import POSTGRES, outages
-from agentctl.storage.sql.dialect import Query, Row
+from agentctl.storage.sql.dialect import Query, Row, json_value
 from agentctl.storage.sql.table import Table
 
 Pool = AsyncConnectionPool[AsyncConnection[DictRow]]
@@ -216,6 +217,7 @@ async def open_pool(database_url: str, *, size: int, schema: str | None = None) 
         max_size=size,
         open=False,
         kwargs=kwargs,
+        configure=_read_json,
         check=freshness.check,
         reset=freshness.returned,
         # While the database is down a request waits this long for a connection, then is
@@ -224,6 +226,13 @@ async def open_pool(database_url: str, *, size: int, schema: str | None = None) 
     )
     await pool.open(wait=True)
     return cast(Pool, pool)
+
+
+async def _read_json(conn: AsyncConnection[Any]) -> None:
+    """JSON and JSONB read as the SQLite backend reads them (`json_value`), by our tables
+    and the libraries' alike: a value an older version stored (`1e30`, which JSONB gives
+    back as an integer of 31 digits) reads as one every answer can hold."""
+    set_json_loads(json_value, conn)
 
 
 class _Freshness:

@@ -3,6 +3,9 @@ parameter is written, how JSON and timestamps travel, how JSON is filtered and t
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +24,40 @@ Row = tuple[Any, ...]
 def json_text(value: Any) -> str:
     """A stored JSON value as text: orjson, the same bytes on either database."""
     return orjson.dumps(value).decode()
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_value(data: bytes | bytearray | memoryview | str) -> Any:
+    """A stored JSON value, whatever wrote it, as values every answer can hold.
+
+    orjson reads an integer past 64 bits as a float (`1e30`, which an older version stored
+    and PostgreSQL gives back as 31 digits, is 1e30 again). What orjson refuses — a number
+    past a float's range, an escaped lone surrogate — the standard library reads instead,
+    made answerable: the number as None, the surrogate as U+FFFD."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        text = data if isinstance(data, str) else bytes(data).decode(errors="replace")
+        return _answerable(json.loads(text))
+
+
+def _answerable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {_answerable(key): _answerable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_answerable(item) for item in value]
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, int) and not -(2**63) <= value < 2**64:  # what orjson writes
+        try:
+            return float(value)
+        except OverflowError:
+            return None
+    return value
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from langgraph.store.base import GetOp, ListNamespacesOp, PutOp, SearchOp
 from langgraph.store.sqlite import SqliteStore
 
 from agentctl.storage.fence import current
+from agentctl.storage.sql.dialect import json_value
 from agentctl.storage.sqlite.database import Database, Disk, disk_error
 from agentctl.storage.sqlite.runs import check_fence
 
@@ -199,7 +200,7 @@ class LoopSqliteStore(SqliteStore):  # type: ignore[misc]
     CACHE_ITEMS = 50  # a read answering more items than this is not kept
 
     def __init__(self, conn: sqlite3.Connection, disk: Disk | None = None) -> None:
-        super().__init__(conn)
+        super().__init__(conn, deserializer=json_value)  # as our tables are read
         self.disk = disk
         self._reads: dict[str, Any] = {}
         self._writes = 0  # writes ended: a read racing one is not kept

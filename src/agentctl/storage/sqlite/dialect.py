@@ -7,10 +7,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import orjson
-
 from agentctl.storage.base import now
-from agentctl.storage.sql.dialect import Clause, Dialect, json_text
+from agentctl.storage.sql.dialect import Clause, Dialect, json_text, json_value
 
 
 def timestamp(value: datetime | None) -> str | None:
@@ -22,7 +20,7 @@ class SqliteDialect(Dialect):
         return json_text(value)
 
     def from_json(self, value: bytes | str | None) -> Any:
-        return None if value is None else orjson.loads(value)
+        return None if value is None else json_value(value)
 
     def time(self, value: datetime | None) -> str | None:
         return timestamp(value)
