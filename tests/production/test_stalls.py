@@ -216,4 +216,7 @@ async def _idle(client: Any, thread_id: str) -> bool:
 
 
 async def _started(cluster: Cluster, run_id: str) -> bool:
-    return run_status(cluster, run_id) != "pending"
+    """Whether the (stateless) run left `pending`: its record is gone once it has ended."""
+    with cluster.connect("chat") as conn:
+        row = conn.execute("SELECT status FROM runs WHERE run_id = %s", (run_id,)).fetchone()
+    return row is None or row[0] != "pending"

@@ -15,6 +15,7 @@ from langgraph_sdk.errors import (
     APIStatusError,
     NotFoundError,
     PermissionDeniedError,
+    UnprocessableEntityError,
 )
 from langgraph_sdk.schema import Checkpoint, Config, StreamPart
 
@@ -131,12 +132,18 @@ async def test_a_thread_is_its_owners_alone(two_users: TwoUsers) -> None:
         tid,
     )
 
-    # Pointing at her thread or checkpoint from his own thread reaches nothing of hers.
-    with pytest.raises(NotFoundError):
+    # Pointing at her thread or checkpoint from his own thread reaches nothing of hers: a
+    # checkpoint naming another thread than the path is refused before any lookup.
+    with pytest.raises(UnprocessableEntityError, match="is not the thread of the path"):
         await bob.threads.get_state(own["thread_id"], checkpoint=at_checkpoint)
     assert await bob.threads.get_history(own["thread_id"], before=checkpoint_id) == []
+    with pytest.raises(httpx.HTTPStatusError, match="is not the run's thread"):
+        await bob.runs.wait(
+            own["thread_id"], "demo", input=user("@say {system}"), checkpoint=at_checkpoint
+        )
     values = await bob.runs.wait(
-        own["thread_id"], "demo", input=user("@say {system}"), checkpoint=at_checkpoint,
+        own["thread_id"], "demo", input=user("@say {system}"),
+        checkpoint={"checkpoint_id": checkpoint_id},
         config=Config(configurable={"thread_id": tid}),
     )  # fmt: skip
     assert "alice's secret" not in json.dumps(values)
@@ -389,8 +396,8 @@ async def test_store_namespaces_are_per_user(two_users: TwoUsers) -> None:
         assert (await bob.store.list_namespaces(prefix=prefix))["namespaces"] == [
             [*bob_root, "notes"]
         ], prefix
-    found = (await bob.store.search_items([], query="secret", limit=100))["items"]
-    assert "alice" not in json.dumps(found)
+    found = await bob.store.search_items([], filter={"text": "alice's secret"}, limit=100)
+    assert found["items"] == []
 
     item = await alice.store.get_item(notes, "k")
     assert item["value"] == {"text": "alice's secret"}
