@@ -396,8 +396,8 @@ async def test_store_namespaces_are_per_user(two_users: TwoUsers) -> None:
         assert (await bob.store.list_namespaces(prefix=prefix))["namespaces"] == [
             [*bob_root, "notes"]
         ], prefix
-    found = await bob.store.search_items([], filter={"text": "alice's secret"}, limit=100)
-    assert found["items"] == []
+    by_value = await bob.store.search_items([], filter={"text": "alice's secret"}, limit=100)
+    assert by_value["items"] == []
 
     item = await alice.store.get_item(notes, "k")
     assert item["value"] == {"text": "alice's secret"}
