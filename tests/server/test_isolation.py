@@ -143,8 +143,7 @@ async def test_a_thread_is_its_owners_alone(two_users: TwoUsers) -> None:
         )
     values = await bob.runs.wait(
         own["thread_id"], "demo", input=user("@say {system}"),
-        checkpoint={"checkpoint_id": checkpoint_id},
-        config=Config(configurable={"thread_id": tid}),
+        checkpoint_id=checkpoint_id, config=Config(configurable={"thread_id": tid}),
     )  # fmt: skip
     assert "alice's secret" not in json.dumps(values)
 
