@@ -115,6 +115,7 @@ def verify(
         raise WebhookVerificationError(str(exc)) from None
     expected = signature(key, message_id, timestamp, body)
     # The header may list several space-separated signatures (a key being rotated).
-    if not any(hmac.compare_digest(expected, given) for given in signatures.split()):
+    given = signatures.encode("utf-8", "surrogateescape").split()
+    if not any(hmac.compare_digest(expected.encode(), one) for one in given):
         raise WebhookVerificationError("no signature matches: wrong secret, or a changed body")
     return json.loads(body)

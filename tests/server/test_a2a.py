@@ -9,6 +9,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -408,6 +409,18 @@ async def test_tasks_outlive_a_restart(tmp_path: Path) -> None:
             assert state(got) == "TASK_STATE_COMPLETED"
             assert dict(got.metadata) == dict(ended.metadata)  # {"runId": its last run's}
             assert answer(got) == answer(ended)
+        # A task stored as working by a replica that stopped before its run ended (the run
+        # went on elsewhere): its state is its run's, its artifacts those stored.
+        tasks = running.server.storage.a2a_tasks
+        stored = await tasks.get(done.id)
+        assert stored is not None
+        left = {**stored.task, "status": {**stored.task["status"], "state": "TASK_STATE_WORKING"}}
+        await tasks.put(replace(stored, state="TASK_STATE_WORKING", task=left))
+        settled = await client.get_task(GetTaskRequest(id=done.id))
+        assert state(settled) == "TASK_STATE_COMPLETED"
+        assert answer(settled) == answer(done)
+        listed = await client.list_tasks(ListTasksRequest(context_id=done.context_id))
+        assert [state(task) for task in listed.tasks] == ["TASK_STATE_COMPLETED"]
         # A task never stored (from before tasks were) is rebuilt from its run: its state.
         assert await running.server.storage.a2a_tasks.delete(done.id)
         rebuilt = await client.get_task(GetTaskRequest(id=done.id))

@@ -21,7 +21,6 @@ from mcp.types import LATEST_PROTOCOL_VERSION, CallToolResult, TextContent
 
 from agentctl import __version__
 from agentctl.auth.idp_b import IdpBAuthenticator
-from agentctl.runtime.agent import summary
 from agentctl.server.access import AccessPolicy
 from agentctl.server.routes.mcp import last_answer
 from agentctl.storage.base import OWNER, Page, ThreadFilter
@@ -98,7 +97,7 @@ async def test_initialize_list_and_call(agent: Running) -> None:
         await session.send_ping()
         [tool] = (await session.list_tools()).tools
         assert tool.name == "demo"
-        assert tool.description == "You are the demo agent."
+        assert tool.description == "The demo agent."  # never AGENTS.md
         assert tool.inputSchema["required"] == ["message"]
         assert set(tool.inputSchema["properties"]) == {"message", "thread_id"}
         result = await ask(session, "@say hello from demo")
@@ -155,7 +154,7 @@ async def test_langchain_mcp_adapters_load_and_invoke_the_tool(agent: Running) -
     )
     [tool] = await client.get_tools()
     assert tool.name == "demo"
-    assert tool.description == "You are the demo agent."
+    assert tool.description == "The demo agent."  # never AGENTS.md
     output = await tool.ainvoke({"message": "@say from langchain"})
     assert "from langchain" in str(output)
 
@@ -313,7 +312,8 @@ async def test_an_approval_gate_answers_instead_of_hanging(tmp_path: Path) -> No
     root = tmp_path / "gated"
     root.mkdir()
     (root / "agent.toml").write_text(
-        '[agent]\nname = "gated"\nmodel = "openai:scripted"\n[interrupt_on]\nwrite_file = true\n'
+        '[agent]\nname = "gated"\nmodel = "openai:scripted"\n'
+        'description = "Writes notes, after approval."\n[interrupt_on]\nwrite_file = true\n'
     )
     (root / "AGENTS.md").write_text("# Gated\n\nWrites notes,\nafter approval.\n\nMore.\n")
     script = call("write_file", file_path="/notes.md", content="hi") + "\n@say written"
@@ -331,12 +331,6 @@ async def test_an_approval_gate_answers_instead_of_hanging(tmp_path: Path) -> No
             thread_id, "gated", command={"resume": {"decisions": [{"type": "approve"}]}}
         )
         assert values["messages"][-1]["content"] == "written"
-
-
-def test_summary_is_the_first_paragraph_that_is_not_a_heading() -> None:
-    assert summary("# Title\n\n## Sub\n\nYou help.\nWith care.\n\nMore.") == "You help. With care."
-    assert summary("# Only a heading\n") == ""
-    assert len(summary("word " * 500)) == 500
 
 
 def test_an_answer_in_content_blocks_reads_as_written() -> None:

@@ -387,6 +387,15 @@ async def test_a_rebinding_page_is_refused_on_serve_with_anonymous_access(
             f"its address, set AGENTCTL_PUBLIC_URL to {page['Origin']}"
         ]
         assert await run_count(running) == 0
+        # Nor may it read: a browser marks its same-origin GETs, which carry no Origin.
+        same_origin = {"Host": page["Host"], "Sec-Fetch-Site": "same-origin"}
+        assert_refused(await http.get("/info", headers=same_origin), "host 'evil.example' is")
+        assert_refused(await http.get("/threads/x", headers=same_origin), "(DNS rebinding)")
+        port = running.url.rsplit(":", 1)[1]
+        for host in ("agents.example.com", f"127.0.0.1:{port}"):  # its own pages read
+            own = await http.get("/info", headers={"Host": host, "Sec-Fetch-Site": "same-origin"})
+            assert own.status_code == 200, own.text
+        assert (await http.get("/info", headers={"Host": page["Host"]})).status_code == 200
         # The deployment's own pages, at its public URL, under whatever Host a proxy passes.
         for host in ("agents.example.com", f"127.0.0.1:{running.url.rsplit(':', 1)[1]}"):
             own = await http.post("/runs/wait", json=RUN, headers={"Origin": PUBLIC, "Host": host})

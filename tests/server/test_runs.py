@@ -84,6 +84,20 @@ async def test_background_run_join_and_list(agent: Running) -> None:
         await agent.client.runs.get(thread_id, run["run_id"])
 
 
+async def test_join_of_a_run_whose_events_expired_answers_the_threads_values(
+    agent: Running,
+) -> None:
+    """Events expire (Redis keeps them `AGENTCTL_EVENT_TTL_SECONDS`); a run's result does not."""
+    thread_id = new_thread_id()
+    run = await agent.client.runs.create(
+        thread_id, "demo", input=user("long ago"), if_not_exists="create"
+    )
+    await agent.client.runs.join(thread_id, run["run_id"])
+    await agent.server.storage.events.delete(thread_id)
+    values = await agent.client.runs.join(thread_id, run["run_id"])
+    assert last_answer(values) == "scripted reply to: long ago"
+
+
 async def test_join_stream_replays_from_the_start_or_after_an_id(agent: Running) -> None:
     thread_id = new_thread_id()
     parts = await collect(

@@ -183,6 +183,9 @@ def test_a_forged_changed_or_replayed_webhook_is_refused() -> None:
     old = webhooks.sign(SECRET, "r1", body, timestamp=1_000_000_000)
     with pytest.raises(WebhookVerificationError, match="replay"):
         webhooks.verify(body, old, SECRET)
+    # A header no signature could be (headers arrive as latin-1) is refused, not an error.
+    with pytest.raises(WebhookVerificationError, match="no signature matches"):
+        webhooks.verify(body, {**headers, "webhook-signature": "v1,\xe9"}, SECRET)
     with pytest.raises(WebhookVerificationError, match="missing header webhook-signature"):
         webhooks.verify(body, {"webhook-id": "r1", "webhook-timestamp": "1"}, SECRET)
     # Keys derived from the deployment key are the same on every replica.
@@ -281,6 +284,8 @@ async def test_agentctl_dev_delivers_to_loopback(
         ("ftp://example.com/hook", "http:// or https://"),
         ("not a url", "http:// or https://"),
         ("http:///path-only", "names no host"),
+        ("http://a..b/hook", "not a valid host name"),
+        (f"http://{'a' * 64}.example/hook", "not a valid host name"),
     ],
 )
 async def test_a_webhook_that_is_not_an_http_url_is_refused(

@@ -97,6 +97,10 @@ def parse_target(url: str) -> Target:
         raise Refused("the URL names no host")
     if any(c.isspace() for c in url):
         raise Refused("the URL must not contain spaces")
+    try:
+        host.encode("idna")  # what resolving it takes: labels of 1 to 63 characters
+    except UnicodeError:
+        raise Refused(f"{host!r} is not a valid host name") from None
     if port is None:
         port = 443 if parts.scheme == "https" else 80
     return Target(url, parts, host, port)

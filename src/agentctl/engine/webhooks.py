@@ -204,10 +204,13 @@ class Webhooks:
     def _client_now(self) -> httpx.AsyncClient:
         if self._client is None:
             # No proxy from the environment: the address checked is the one reached.
+            # No pooled connection either: one is matched by the address alone, so another
+            # host name pinned to the same address would skip its own TLS certificate check.
             self._client = httpx.AsyncClient(
                 follow_redirects=False,
                 trust_env=False,
                 timeout=self.settings.timeout,
+                limits=httpx.Limits(max_keepalive_connections=0),
             )
         return self._client
 

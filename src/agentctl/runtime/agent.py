@@ -4,7 +4,6 @@ MCP tools and approval gates, checked when it is loaded rather than at the first
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -55,8 +54,9 @@ class AgentRuntime:
 
     @property
     def description(self) -> str:
-        """One line about the agent: the first paragraph of AGENTS.md that is not a heading."""
-        return summary(self.project.instructions) or f"The {self.project.name} agent."
+        """What the agent does, in the operator's words (`[agent].description`), else a
+        neutral line naming it: never its instructions, which callers need not see."""
+        return self.project.description or f"The {self.project.name} agent."
 
 
 async def load_agent(
@@ -173,19 +173,6 @@ def check_gated_tools(project: Project, tool_names: set[str]) -> None:
             f"{'is not a tool' if len(unknown) == 1 else 'are not tools'} of this agent — "
             f"{hints}gate one of its tools instead: {', '.join(sorted(tool_names))}"
         )
-
-
-SUMMARY_LIMIT = 500
-
-
-def summary(markdown: str) -> str:
-    """The first paragraph of `markdown` that is not a heading, on one line."""
-    for paragraph in re.split(r"\n\s*\n", markdown):
-        lines = [line.strip() for line in paragraph.splitlines()]
-        text = " ".join(line for line in lines if line and not line.startswith("#"))
-        if text:
-            return text if len(text) <= SUMMARY_LIMIT else text[: SUMMARY_LIMIT - 1] + "…"
-    return ""
 
 
 async def seed_revision(project: Project, store: Any) -> None:

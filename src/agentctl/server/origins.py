@@ -19,6 +19,9 @@ needs no preflight) and start runs. So, before anything else runs:
   answered here, on every path and before authentication (they carry no credentials);
 - `agentctl dev` also refuses a `Host` that is not one of its own names: a page on a
   foreign name that resolves to 127.0.0.1 (DNS rebinding) sends no `Origin` on a GET;
+- on `agentctl serve`, a browser's same-origin request without `Origin` (a GET, which
+  browsers mark `Sec-Fetch-Site: same-origin`) is held to the same rule, its origin being
+  the `Host` asked for: a rebinding page cannot read with GETs what it may not POST;
 - a request that passed has its body read as JSON whatever its `Content-Type` says,
   since proxies drop or change it — safe only here, after the origin check, because a
   foreign page can send `text/plain` without a preflight.
@@ -139,6 +142,14 @@ class OriginPolicy:
     def credentials(self, origin: str) -> bool:
         return origin in self.origins
 
+    def is_own_host(self, name: str) -> bool:
+        """Whether a page asking for `name` (a `Host` without its port) is the server's own:
+        its `Host` is checked (`agentctl dev`), is the public URL's, or no page elsewhere
+        can be served under it."""
+        if self.hosts is not None or _unrebindable(name):
+            return True
+        return any(_host_name(origin.partition("://")[2]) == name for origin in self.own)
+
     def is_own(self, origin: str, host: str) -> bool:
         """Whether a page of `origin` is the server's own, asking with `Host: host` (see
         the module's docstring)."""
@@ -176,6 +187,18 @@ class OriginGuard:
             if len(self._good_hosts) < MAX_GOOD_HOSTS:
                 self._good_hosts.add(raw_host)
         raw_origin = headers.get(b"origin")
+        if raw_origin is None and headers.get(b"sec-fetch-site") == b"same-origin":
+            # A browser's same-origin GET: its page is at the `Host` asked for.
+            name = _host_name(raw_host.decode("latin-1").lower())
+            if not self.policy.is_own_host(name):
+                detail = (
+                    f"host {name!r} is not this server's public URL — a page on any name "
+                    "that resolves to the server could read it (DNS rebinding): set "
+                    "AGENTCTL_PUBLIC_URL to the URL the server is reached at"
+                )
+                self._log_refusal(f"host {name}", detail)
+                await _refuse(scope, send, detail)
+                return
         if raw_origin is None:  # not a browser's cross-site request: nothing to check
             if kind == "http":
                 _read_as_json(scope, headers)

@@ -236,10 +236,13 @@ async def _result(server: Server, run: Run, *, from_events: bool) -> AsyncGenera
                 interrupts = chunk["__interrupt__"]
             else:
                 values = chunk
-    if not ended:
-        if not server.deleted.is_set():  # handed back by the server's stop: the client
-            raise CutShort  # (the SDK) reconnects to `Location`, the run's join
+    if not ended and server.deleted.is_set():
         error = deletion_error(server)
+    elif not ended and server.runs_left.is_set() and run.status not in FINAL_RUN_STATUSES:
+        # Handed back by the server's stop: the client (the SDK) reconnects to `Location`,
+        # the run's join, and waits there for its end. (A run that ended long ago, whose
+        # events have expired, answers from the thread's state.)
+        raise CutShort
     if error is not None:
         yield serde.dumps({"__error__": error})
         return

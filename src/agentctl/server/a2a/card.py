@@ -64,8 +64,7 @@ def card_version(asked: str | None) -> str:
 
 def description_of(server: Server, assistant: Assistant) -> str:
     """The card's description: the operator's words, never the agent's instructions."""
-    project = server.deployment.runtime.project
-    return assistant.description or project.description or f"The {project.name} agent."
+    return assistant.description or server.deployment.runtime.description
 
 
 def agent_card(server: Server, assistant: Assistant, base_url: str) -> AgentCard:

@@ -10,6 +10,8 @@ answers for every task — `GetTask` with its artifacts, `ListTasks` — whichev
   (ended, or waiting for input) is stored whole and leaves memory.
 - A task is its owner's (the signed-in user who sent it): another user's is "not found";
   the operator and anonymous callers, who are not scoped, see every task.
+- A task stored as submitted or working by a replica that no longer follows it (it
+  stopped or died; its run was handed on) takes its state from its run once that ended.
 - A task that was never stored (from before tasks were) is rebuilt from the run its id
   names (`"{contextId}:{run_id}"`): its state follows the run's status; its artifacts are
   not rebuilt (the conversation itself is the thread, readable through the LangGraph API).
@@ -87,7 +89,7 @@ class RunTaskStore(TaskStore):
             return _copy(task) if _sees(caller, owner) else None
         stored = await self.server.storage.a2a_tasks.get(task_id)
         if stored is not None:
-            return _task(stored) if _sees(caller, stored.owner) else None
+            return await self._settled(_task(stored)) if _sees(caller, stored.owner) else None
         return await self._from_run(task_id, caller)
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
@@ -109,7 +111,7 @@ class RunTaskStore(TaskStore):
         )
         page_size = params.page_size or DEFAULT_LIST_TASKS_PAGE_SIZE
         found, total = await self.server.storage.a2a_tasks.list(where, page_size + 1)
-        tasks = [self._freshest(record) for record in found[:page_size]]
+        tasks = [await self._freshest(record) for record in found[:page_size]]
         next_token = None
         if len(found) > page_size:
             last = found[page_size - 1]
@@ -126,27 +128,54 @@ class RunTaskStore(TaskStore):
         self._stored.pop(task_id, None)
         await self.server.storage.a2a_tasks.delete(task_id)
 
-    def _freshest(self, record: A2ATask) -> Task:
+    async def _freshest(self, record: A2ATask) -> Task:
         """The task as this replica knows it best: its latest version when followed here."""
         live = self._live.get(record.task_id)
-        return _copy(live[0]) if live is not None else _task(record)
+        return _copy(live[0]) if live is not None else await self._settled(_task(record))
+
+    async def _settled(self, task: Task) -> Task:
+        """A stored task left submitted or working by a replica that no longer follows it
+        (stopped, or died, while its run was handed on and ended elsewhere): its state is
+        its run's once that run has ended. Its artifacts are those last stored; the whole
+        conversation is the thread's."""
+        if task.status.state not in FOLLOWED:
+            return task
+        run = await self._latest_run(task.id)
+        if run is not None and run.status in FINAL_RUN_STATUSES:
+            task.status.CopyFrom(await self._status_of(run, task.id))
+        return task
 
     async def _run_of(self, task_id: str) -> Run | None:
         thread_id, _, run_id = task_id.partition(":")
         run = await self.server.storage.runs.get(run_id) if run_id else None
         return run if run is not None and run.thread_id == thread_id else None
 
-    async def _from_run(self, task_id: str, caller: Caller) -> Task | None:
-        if task_id in self._new:
-            return None
+    async def _latest_run(self, task_id: str) -> Run | None:
+        """The run a task's state is: a task resumed after an approval gate goes on in later
+        runs of its thread."""
         run = await self._run_of(task_id)
-        if run is None or not await lookup.owns_thread(self.server, run, caller):
+        if run is None:
             return None
-        # A task resumed after an approval gate goes on in later runs: its state is the last's.
         later = await self.server.storage.runs.list(
             run.thread_id, status=None, limit=LATER_RUNS, offset=0
         )
-        run = next((r for r in later if r.metadata.get(TASK_METADATA_KEY) == task_id), run)
+        return next((r for r in later if r.metadata.get(TASK_METADATA_KEY) == task_id), run)
+
+    async def _from_run(self, task_id: str, caller: Caller) -> Task | None:
+        if task_id in self._new:
+            return None
+        run = await self._latest_run(task_id)
+        if run is None or not await lookup.owns_thread(self.server, run, caller):
+            return None
+        return Task(
+            id=task_id,
+            context_id=run.thread_id,
+            status=await self._status_of(run, task_id),
+            metadata={RUN_ID_KEY: run.run_id},
+        )
+
+    async def _status_of(self, run: Run, task_id: str) -> TaskStatus:
+        """The status of the task whose state is `run`'s."""
         state = _RUN_STATES[run.status]
         if run.status == "interrupted":
             thread = await self.server.storage.threads.get(run.thread_id)
@@ -161,12 +190,7 @@ class RunTaskStore(TaskStore):
                     task_id=task_id,
                 )
             )
-        return Task(
-            id=task_id,
-            context_id=run.thread_id,
-            status=status,
-            metadata={RUN_ID_KEY: run.run_id},
-        )
+        return status
 
     async def _cancel_run(self, task_id: str) -> None:
         run = await self._run_of(task_id)
