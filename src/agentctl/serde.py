@@ -34,6 +34,20 @@ def _default(value: Any) -> Any:
     return repr(value)
 
 
+def invalid_text(text: str) -> str | None:
+    """What makes `text` one no database holds, or None: the NUL character (PostgreSQL
+    holds none) or a lone surrogate (`"\\ud800"`: no character at all, UTF-8 has no bytes
+    for it)."""
+    if "\x00" in text:
+        return "the NUL character (\\u0000)"
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            return "a lone surrogate (such as \\ud800)"
+    return None
+
+
 def dumps(value: Any) -> bytes:
     return orjson.dumps(value, default=_default, option=_OPTIONS)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentctl.errors import Problem
+from agentctl.serde import invalid_text
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 
@@ -207,12 +208,12 @@ def text_problems(file: str, value: Any, key: str = "", *, toml: bool = False) -
     revision holding one could not be deployed. `toml`: top-level tables are `[name]`."""
     found: list[Problem] = []
     if isinstance(value, str):
-        what = _invalid_text(value)
+        what = invalid_text(value)
         if what:
             found.append(RULES["text-invalid"].problem(file, key, what=what))
     elif isinstance(value, dict):
         for name, item in value.items():
-            shown = repr(name) if _invalid_text(name) else name
+            shown = repr(name) if invalid_text(name) else name
             if key:
                 where = f"{key}.{shown}"
             else:
@@ -223,17 +224,6 @@ def text_problems(file: str, value: Any, key: str = "", *, toml: bool = False) -
         for index, item in enumerate(value):
             found += text_problems(file, item, f"{key}[{index}]")
     return found
-
-
-def _invalid_text(text: str) -> str | None:
-    if "\x00" in text:
-        return "the NUL character (\\u0000)"
-    if not text.isascii():
-        try:
-            text.encode()
-        except UnicodeEncodeError:
-            return "a lone surrogate (such as \\ud800)"
-    return None
 
 
 def wrong_type(file: str, key: str, expected: str, value: object, example: str) -> Problem:

@@ -21,6 +21,7 @@ from starlette.requests import HTTPConnection
 
 from agentctl.engine.wire import STREAM_MODES
 from agentctl.errors import Unprocessable
+from agentctl.serde import invalid_text
 
 INT64 = (-(2**63), 2**63 - 1)
 UUID_PARAMS = ("thread_id", "run_id", "cron_id")  # path parameters that are UUIDs
@@ -77,16 +78,9 @@ def check_json(value: Any, path: str = "", depth: int = 0) -> Any:
 def check_text(value: str, path: str = "") -> str:
     """`value` when it is text both databases hold: no NUL character, no lone surrogate
     (`"\\ud800"`, which is no character at all: UTF-8 has no bytes for it)."""
-    if "\x00" in value:
-        raise ValueError(f"{_at(path)}text must not contain the NUL character")
-    if not value.isascii():
-        try:
-            value.encode()
-        except UnicodeEncodeError:
-            raise ValueError(
-                f"{_at(path)}text must not contain a lone surrogate (such as \\ud800) — "
-                "send valid Unicode"
-            ) from None
+    problem = invalid_text(value)
+    if problem is not None:
+        raise ValueError(f"{_at(path)}text must not contain {problem} — send valid Unicode")
     return value
 
 
