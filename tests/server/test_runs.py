@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -517,3 +518,26 @@ async def test_a_stateless_run_on_postgres_leaves_nothing_behind(
 
             await eventually(nothing_left, 10, "the stateless run's records to go")
     assert "lost the run" not in caplog.text
+
+
+async def test_a_deletion_during_a_stop_ends_the_grace_at_once(agent: Running) -> None:
+    """A replica stopping (SIGTERM) gives its runs a grace; the agent deleted meanwhile,
+    they stop at once, not when the grace ends."""
+    server = agent.server
+    thread_id = new_thread_id()
+    run = await agent.client.runs.create(
+        thread_id, "demo", input=user("@sleep 30 @say late"), if_not_exists="create"
+    )
+
+    async def status_is(expected: str) -> bool:
+        found = await server.storage.runs.get(run["run_id"])
+        assert found is not None
+        return found.status == expected
+
+    await eventually(partial(status_is, "running"), 10, "the run to start")
+    server.shutdown_grace = 60.0
+    server.begin_stopping()
+    await asyncio.sleep(0.3)
+    assert await status_is("running")  # in its grace
+    server.begin_deleting()
+    await eventually(partial(status_is, "pending"), 10, "the run to be handed back")

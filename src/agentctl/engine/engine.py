@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from agentctl import serde
+from agentctl.aio import wait_all
 from agentctl.engine import executor
 from agentctl.engine.admission import DEFAULT_MAX_LAG, Admission
 from agentctl.engine.deployment import Deployment
@@ -121,18 +122,19 @@ class RunEngine:
             asyncio.create_task(self.admission.watch(), name="agentctl-admission"),
         ]
 
-    async def stop(self, grace: float = 0.0) -> None:
+    async def stop(self, grace: float = 0.0, cut_short: asyncio.Event | None = None) -> None:
         """Stop taking runs, give those in flight `grace` seconds to finish, then stop them
         and hand them back: another replica (or the next start) resumes each from its last
         checkpoint. Runs recording how they ended are let finish. Webhook deliveries in
-        flight get what is left of `grace`."""
+        flight get what is left of `grace`. `cut_short` set ends the grace at once (the
+        agent was deleted meanwhile)."""
         began = time.monotonic()
         try:
-            await self._stop_runs(grace)
+            await self._stop_runs(grace, cut_short)
         finally:
             await self.webhooks.stop(max(0.0, grace - (time.monotonic() - began)))
 
-    async def _stop_runs(self, grace: float) -> None:
+    async def _stop_runs(self, grace: float, cut_short: asyncio.Event | None) -> None:
         for task in self._background:
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -140,7 +142,7 @@ class RunEngine:
         tasks = list(self._tasks.values())
         if tasks and grace > 0:
             log.info("waiting up to %s s for %d runs to finish", grace, len(tasks))
-            await asyncio.wait(tasks, timeout=grace)
+            await wait_all(tasks, grace, unless=cut_short)
         tasks = [task for task in tasks if not task.done()]
         for task in tasks:
             if task not in self._finishing:

@@ -91,7 +91,7 @@ class Server:
 
     async def _stop_runs(self) -> None:
         try:
-            await self.engine.stop(self.shutdown_grace)
+            await self.engine.stop(self.shutdown_grace, cut_short=self.deleted)
         finally:
             self.runs_left.set()
 
