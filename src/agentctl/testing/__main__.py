@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
-import threading
 from collections.abc import Sequence
-from types import FrameType
 
 from agentctl.testing.server import API_KEY, DEFAULT_MODEL, ScriptedModelServer
+from agentctl.testing.serving import stop_signals
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -41,13 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = stop_signals()
     try:
         print(
             f"Scripted model server listening on {server.base_url}\n"

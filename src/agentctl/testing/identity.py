@@ -28,13 +28,10 @@ import base64
 import hashlib
 import html
 import secrets
-import signal
 import sys
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import FrameType
 from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import urlencode
 
@@ -44,7 +41,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from agentctl.testing.serving import LoopbackServer
+from agentctl.testing.serving import LoopbackServer, stop_signals
 from agentctl.testing.signing import new_rsa_key, public_jwk, public_pem, sign
 
 if TYPE_CHECKING:
@@ -412,13 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"error: cannot listen on 127.0.0.1:{args.port}: {exc} — pass --port", file=sys.stderr
         )
         return 1
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    stop = stop_signals()
     try:
         users = args.users or list(DEFAULT_USERS)
         if isinstance(idp, IdpAServer):

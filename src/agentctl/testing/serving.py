@@ -7,18 +7,32 @@ stop a server.
 
 from __future__ import annotations
 
+import signal
 import socket
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Any, Self
 
 import uvicorn
 
-__all__ = ["LoopbackServer", "Startable", "serve"]
+__all__ = ["LoopbackServer", "Startable", "serve", "stop_signals"]
+
+
+def stop_signals() -> threading.Event:
+    """An event set when the process gets SIGTERM or SIGINT (Ctrl-C), from now on: a
+    command serving in background threads waits on it."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    return stop
 
 
 @contextmanager
