@@ -144,11 +144,12 @@ class OriginPolicy:
 
     def is_own_host(self, name: str) -> bool:
         """Whether a page asking for `name` (a `Host` without its port) is the server's own:
-        its `Host` is checked (`agentctl dev`), is the public URL's, or no page elsewhere
-        can be served under it."""
+        its `Host` is checked (`agentctl dev`), is the public URL's or an allowed origin's,
+        or no page elsewhere can be served under it."""
         if self.hosts is not None or _unrebindable(name):
             return True
-        return any(_host_name(origin.partition("://")[2]) == name for origin in self.own)
+        named = self.own | self.origins
+        return any(_host_name(origin.partition("://")[2]) == name for origin in named)
 
     def is_own(self, origin: str, host: str) -> bool:
         """Whether a page of `origin` is the server's own, asking with `Host: host` (see
