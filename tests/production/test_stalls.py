@@ -31,6 +31,8 @@ from tests.server.conftest import user
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow]
 
 LEASE = 1.5  # the cluster's AGENTCTL_LEASE_SECONDS
+# How soon after waking a call the frozen replica had begun before it froze reaches the model.
+IN_FLIGHT_SECONDS = 0.2
 ROUNDS = 5
 BURST = 6
 # How long after a burst of runs is submitted the replica is frozen: mid-claim, as its
@@ -194,8 +196,11 @@ def _check_one_attempt_at_a_time(
     assert 1 <= len(run_calls) <= len(attempts), (run_id, run_calls, attempts)
     for freeze in freezes:
         if run_id in freeze.held and max(attempts) > freeze.held[run_id]:
-            # Taken over: the frozen replica made no call for it once it woke.
-            late = [c for c in run_calls if c.pid == stalling.process.pid and c.at > freeze.resumed]
+            # Taken over: the frozen replica started no call for it once it woke. (A call it
+            # had checked and begun to send when it froze leaves as it wakes: no provider
+            # checks a fence. It leaves at once; any later call would be a new decision.)
+            started_late = freeze.resumed + IN_FLIGHT_SECONDS
+            late = [c for c in run_calls if c.pid == stalling.process.pid and c.at > started_late]
             assert late == [], (run_id, late)
     # Calls of one run never interleave between the replicas.
     owners = [call.pid for call in sorted(run_calls, key=lambda call: call.at)]
