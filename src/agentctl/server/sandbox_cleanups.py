@@ -13,7 +13,6 @@ sandboxes: it is a new incarnation, and its sandboxes are named with it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import time
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentctl.aio import stop_task
 from agentctl.errors import AgentctlError
 from agentctl.sandbox import Sandboxes, open_sandboxes
 from agentctl.sandbox.base import SandboxKey, sandbox_owner
@@ -104,10 +104,7 @@ class SandboxJanitor:
         self._task = asyncio.create_task(self._retry_often(), name="sandbox-cleanups")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await stop_task(self._task)
 
     async def _retry_often(self) -> None:
         while True:
