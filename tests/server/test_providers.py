@@ -218,17 +218,15 @@ async def test_approval_gate_pauses_and_resumes(provider: str, tmp_path: Path) -
         )
         assert "not now" in last_text(rejected)
         # The thread stream protocol of the newest SDKs shows the messages as content blocks.
-        async with client.threads.stream(assistant_id="gated") as stream:
-            await stream.run.start(input=user(call("ls", path="/") + "\n@say listed"))
+        # One projection per thread stream: two subscribing at once can race in the SDK (a
+        # rotation may close the stream the other still awaits, which then never opens).
+        async def projected(name: str) -> list[Any]:
+            async with client.threads.stream(assistant_id="gated") as stream:
+                await stream.run.start(input=user(call("ls", path="/") + "\n@say listed"))
+                async with asyncio.timeout(20):
+                    return [item async for item in getattr(stream, name)]
 
-            async def collect(projection: Any) -> list[Any]:
-                return [item async for item in projection]
-
-            async with asyncio.timeout(20):
-                messages, calls, _ = await asyncio.gather(
-                    collect(stream.messages), collect(stream.tool_calls), stream.output
-                )
-            texts = [await message.text for message in messages]
-            [(name, args)] = [(c.name, c.input) for c in calls]
+        texts = [await message.text for message in await projected("messages")]
+        [(name, args)] = [(c.name, c.input) for c in await projected("tool_calls")]
         assert texts == ["", "listed"]
         assert (name, args) == ("ls", {"path": "/"})
