@@ -48,6 +48,8 @@ class AgentRuntime:
     revision_id: str
     graph: Any  # langgraph CompiledStateGraph
     tool_names: frozenset[str] = field(default_factory=frozenset)
+    # Users' connections to its user-owned MCP servers (None: it has none).
+    connections: Any = None
 
     @property
     def name(self) -> str:
@@ -167,12 +169,22 @@ async def load_agent(
     if callbacks:
         graph = graph.with_config(callbacks=callbacks)
     await seed_revision(project, store)
-    return AgentRuntime(project, revision_id, graph, frozenset(tool_names))
+    return AgentRuntime(
+        project,
+        revision_id,
+        graph,
+        frozenset(tool_names),
+        connections=connections if user_tools or _subagents_user_owned(project) else None,
+    )
 
 
 def _agent_owned(servers: Sequence[McpServer]) -> list[McpServer]:
     """The servers called with the agent's own credentials (their tools listed now)."""
     return [server for server in servers if server.oauth is None]
+
+
+def _subagents_user_owned(project: Project) -> bool:
+    return any(server.oauth is not None for sub in project.subagents for server in sub.mcp_servers)
 
 
 def _user_tools(

@@ -174,15 +174,14 @@ class UserTools(AgentMiddleware):  # type: ignore[misc]
     async def call(self, server: str, tool: str, arguments: Mapping[str, Any]) -> Any:
         """Call `tool` of `server` as the run's user (see the module's docstring)."""
         user, token = await self._token_of(server)
+        url, transport = self._url(server), self._servers[server].transport
         try:
-            return await call_tool(self._url(server), self._servers[server].transport, token,
-                                   tool, arguments)  # fmt: skip
+            return await call_tool(url, transport, token, tool, arguments)
         except Unauthorized:
             await self._connections.invalidate(user, server)
         user, token = await self._token_of(server)
         try:
-            return await call_tool(self._url(server), self._servers[server].transport, token,
-                                   tool, arguments)  # fmt: skip
+            return await call_tool(url, transport, token, tool, arguments)
         except Unauthorized:
             await self._connections.invalidate(user, server)
             raise ToolException(
@@ -228,8 +227,11 @@ async def call_tool(
     url: str, transport: str, token: str, tool: str, arguments: Mapping[str, Any]
 ) -> Any:
     """Call `tool` on the MCP server at `url` with `token`, in a session of its own."""
-    result = await _session_call(url, transport, token,
-                                 lambda session: session.call_tool(tool, dict(arguments)))  # fmt: skip
+
+    async def called(session: Any) -> Any:
+        return await session.call_tool(tool, dict(arguments))
+
+    result = await _session_call(url, transport, token, called)
     text = _text_of(result.content)
     if result.isError:
         raise ToolException(text or f"{tool} failed")
