@@ -106,7 +106,7 @@ async def load_agent(
     models = await asyncio.to_thread(create_models, project.models, env)
     agents = None if peers is None else partial(peers.connection, caller=project)
     user_tools = _user_tools(project.mcp_servers, env, connections)
-    main_tools = await load_mcp_tools(_agent_owned(project.mcp_servers), env, agents)
+    main_tools = await load_mcp_tools(project.mcp_servers, env, agents)
     subagent_names = [sub.name for sub in project.subagents]
     subagents: list[dict[str, Any]] = [
         {
@@ -122,7 +122,7 @@ async def load_agent(
     ]
     tool_names = set(builtin_tools(project.sandbox)) | {tool.name for tool in main_tools}
     for sub in project.subagents:
-        own_tools = await load_mcp_tools(_agent_owned(sub.mcp_servers), env, agents)
+        own_tools = await load_mcp_tools(sub.mcp_servers, env, agents)
         own_user_tools = _user_tools([*project.mcp_servers, *sub.mcp_servers], env, connections)
         tool_names |= {tool.name for tool in own_tools}
         backend = memory.subagent_backend(project.name, sub.name)
@@ -178,20 +178,15 @@ async def load_agent(
     )
 
 
-def _agent_owned(servers: Sequence[McpServer]) -> list[McpServer]:
-    """The servers called with the agent's own credentials (their tools listed now)."""
-    return [server for server in servers if server.oauth is None]
-
-
 def _subagents_user_owned(project: Project) -> bool:
-    return any(server.oauth is not None for sub in project.subagents for server in sub.mcp_servers)
+    return any(server.user_owned for sub in project.subagents for server in sub.mcp_servers)
 
 
 def _user_tools(
     servers: Sequence[McpServer], env: Mapping[str, str], connections: UserConnections | None
 ) -> list[UserTools]:
     """The middleware offering the tools of the user-owned ones of `servers`, if any."""
-    owned = [server for server in servers if server.oauth is not None]
+    owned = [server for server in servers if server.user_owned]
     if not owned:
         return []
     if connections is None:

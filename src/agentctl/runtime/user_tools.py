@@ -312,7 +312,7 @@ def _text_of(content: Sequence[Any]) -> str:
 
 def _name(tool: Any) -> str:
     if isinstance(tool, BaseTool):
-        return tool.name
+        return str(tool.name)
     if isinstance(tool, dict):
         return str(tool.get("name") or tool.get("function", {}).get("name") or "")
     return str(getattr(tool, "name", ""))

@@ -32,7 +32,7 @@ def user_owned(server: Server) -> dict[str, McpServer]:
         return {}
     project = server.deployment.runtime.project
     servers = [*project.mcp_servers, *(s for sub in project.subagents for s in sub.mcp_servers)]
-    return {s.name: s for s in servers if s.oauth is not None}
+    return {s.name: s for s in servers if s.user_owned}
 
 
 def hub(server: Server) -> Any:
