@@ -5,7 +5,9 @@ langgraph-sdk, and a browser played by an httpx client that keeps its cookies.""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -95,7 +97,9 @@ class Notes:
         browser = browser or await self.browser()
         page = await browser.get(authorization_url)
         assert page.status_code == 200, page.text
-        assert name in page.text and "notes" in page.text and "notes-agent" in page.text
+        assert name in page.text
+        assert "notes" in page.text
+        assert "notes-agent" in page.text
         sent = await browser.post(authorization_url, headers=own_page(self.url))
         assert sent.status_code == 303, sent.text
         back = await self.provider.sign_in(browser, sent.headers["location"], name)
@@ -172,11 +176,13 @@ async def test_each_user_connects_and_sees_only_their_own(notes: Notes) -> None:
     mine = f"{call('my_notes')}\n@say {{last_tool_result}}"
     assert "oat milk" in answer(await ask(alice, notes, mine))
     bobs = answer(await ask(bob, notes, mine))
-    assert "ficus" in bobs and "oat milk" not in bobs
+    assert "ficus" in bobs
+    assert "oat milk" not in bobs
     # Listed for each: their own connection, never a token.
     listed = (await (await notes.http("alice")).get("/connections")).json()
     [entry] = listed["connections"]
-    assert entry["server"] == "notes" and entry["connected"] is True
+    assert entry["server"] == "notes"
+    assert entry["connected"] is True
     assert entry["description"] == "Your notes in Loopback Notes"
     assert set(entry) == {"server", "description", "connected", "scopes", "connected_at",
                           "expires_at"}  # fmt: skip
@@ -193,14 +199,16 @@ async def test_a_user_not_connected_gets_the_consent_request_and_the_run_goes_on
     waiting = await ask(carol, notes, WHOAMI, thread_id)
     value = interrupt_of(waiting)
     assert value["type"] == "connection_required"
-    assert value["server"] == "notes" and value["description"] == "Your notes in Loopback Notes"
+    assert value["server"] == "notes"
+    assert value["description"] == "Your notes in Loopback Notes"
     url = value["authorization_url"]
     assert url == f"{notes.url}/connections/authorize/{value['flow_id']}"
     assert url in value["message"]
     thread: Any = await carol.threads.get(thread_id)
     assert thread["status"] == "interrupted"
     done = await notes.consent(url, "carol")
-    assert done.status_code == 200 and "goes on by itself" in done.text
+    assert done.status_code == 200
+    assert "goes on by itself" in done.text
     assert await idle_answer(carol, thread_id) == "I am carol"
 
 
@@ -213,7 +221,8 @@ async def test_before_anyone_connected_the_agent_offers_connect(notes: Notes) ->
     assert await idle_answer(carol, thread_id) == "I am carol"
     state: Any = await carol.threads.get_state(thread_id)
     results = [m["content"] for m in state["values"]["messages"] if m["type"] == "tool"]
-    assert "whoami" in results[0] and "my_notes" in results[0]
+    assert "whoami" in results[0]
+    assert "my_notes" in results[0]
 
 
 async def test_a_subagent_calls_as_the_user_and_its_consent_reaches_the_thread(
@@ -260,7 +269,8 @@ async def test_without_a_signed_in_user_the_tool_says_why(
         done: Any = await client.runs.wait(thread_id, assistant, input=user(script))
         assert "__interrupt__" not in done
         said = answer(done)
-        assert "acts as the signed-in user" in said and "no signed-in user" in said
+        assert "acts as the signed-in user" in said
+        assert "no signed-in user" in said
 
 
 async def test_a_cron_runs_as_its_creator(notes: Notes) -> None:
@@ -324,17 +334,16 @@ async def test_a_revoked_connection_is_gone_and_asked_for_again(notes: Notes) ->
     value = interrupt_of(await ask(alice, notes, WHOAMI))
     assert value["type"] == "connection_required"
     missing = await http.delete("/connections/nope")
-    assert missing.status_code == 404 and "notes" in missing.json()["detail"]
+    assert missing.status_code == 404
+    assert "notes" in missing.json()["detail"]
 
 
-async def test_the_operator_sees_counts_never_tokens(tmp_path: Path, notes: Notes) -> None:
+async def test_the_operator_sees_counts_never_tokens(notes: Notes) -> None:
     await notes.connect("alice")
     await notes.connect("bob")
-    # The server's deployment key is the operator's (idp_b agents take x-api-key too).
-    key = notes.running.server.access.api_key
-    if key is None:
-        pytest.skip("this server has no deployment key")
-    async with httpx.AsyncClient(base_url=notes.url, headers={"x-api-key": key}) as operator:
+    # `agentctl dev`'s operator: the development UI, from this machine.
+    dev_ui = {"x-auth-scheme": "langsmith"}
+    async with httpx.AsyncClient(base_url=notes.url, headers=dev_ui) as operator:
         seen = (await operator.get("/connections")).json()
     assert seen == {
         "servers": [{"server": "notes", "description": "Your notes in Loopback Notes", "users": 2}]
@@ -363,11 +372,10 @@ async def test_a_flow_of_alice_cannot_be_redirected_by_bob(notes: Notes) -> None
     assert redirect_url.startswith(f"{notes.provider.issuer}/authorize?")
     assert "agentctl_connect=" in alices.headers["set-cookie"]
     cookie = alices.headers["set-cookie"].lower()
-    assert "httponly" in cookie and "samesite=lax" in cookie
+    assert "httponly" in cookie
+    assert "samesite=lax" in cookie
     assert "path=/connections/callback" in cookie
-    again = await (await notes.http("alice")).post(
-        f"/connections/flows/{flow['flow_id']}/redirect"
-    )
+    again = await (await notes.http("alice")).post(f"/connections/flows/{flow['flow_id']}/redirect")
     assert again.status_code >= 400  # once per flow
 
 
@@ -382,7 +390,8 @@ async def test_forged_replayed_and_foreign_callbacks_are_refused(notes: Notes) -
     callback = f"{notes.url}/connections/callback"
     # A forged state.
     forged = await browser.get(callback, params={"code": query["code"][0], "state": "x" * 43})
-    assert forged.status_code == 400 and "text/html" in forged.headers["content-type"]
+    assert forged.status_code == 400
+    assert "text/html" in forged.headers["content-type"]
     # Another browser (no binding cookie) with the real code and state.
     async with httpx.AsyncClient() as stranger:
         stolen = await stranger.get(back)
@@ -408,7 +417,8 @@ async def test_the_consent_form_only_from_its_own_page(notes: Notes) -> None:
         assert foreign.status_code == 403
         assert (await browser.get(url)).status_code == 200  # still usable
         unknown = await browser.get(f"{notes.url}/connections/authorize/{'z' * 43}")
-        assert unknown.status_code == 404 and "text/html" in unknown.headers["content-type"]
+        assert unknown.status_code == 404
+        assert "text/html" in unknown.headers["content-type"]
         ok = await browser.post(url, headers=own_page(notes.url))
         assert ok.status_code == 303
         # The provider URL is the provider's, from its metadata: the request names none.
@@ -422,3 +432,64 @@ async def test_connection_api_needs_a_user(notes: Notes) -> None:
     assert (await anonymous.get("/connections")).status_code == 401
     assert (await anonymous.delete("/connections/callback")).status_code == 401
     assert (await anonymous.post("/connections/notes/authorize")).status_code == 401
+
+
+# -- where tokens never are ------------------------------------------------------------------
+
+
+# Set in this test's own task: what its clients (the browser, the SDK) log is theirs, not
+# the server's, whose requests and runs are served in tasks of their own.
+THE_TEST = contextvars.ContextVar("the_test", default=False)
+
+
+class ServerRecords(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not THE_TEST.get()
+
+
+async def test_no_token_or_code_anywhere_after_a_full_flow(
+    notes: Notes, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    caplog.handler.addFilter(ServerRecords())
+    THE_TEST.set(True)
+    await notes.connect("alice")  # the catalog: whoami offered
+    carol = notes.client("carol")
+    thread_id = (await carol.threads.create())["thread_id"]
+    value = interrupt_of(await ask(carol, notes, WHOAMI, thread_id))
+    browser = await notes.browser()
+    url = value["authorization_url"]
+    await browser.get(url)
+    sent = await browser.post(url, headers=own_page(notes.url))
+    back = await notes.provider.sign_in(browser, sent.headers["location"], "carol")
+    query = parse_qs(urlsplit(back).query)
+    assert (await browser.get(back)).status_code == 200
+    assert await idle_answer(carol, thread_id) == "I am carol"
+    auth = notes.provider.auth
+    secrets = [*auth.access_tokens, *auth.refresh_tokens, query["code"][0], query["state"][0]]
+    secrets += [cookie.value for cookie in browser.cookies.jar if cookie.value]
+    assert len(secrets) >= 6
+    storage = notes.running.server.storage
+    events = await storage.events.read(thread_id, after=None)
+    history = await carol.threads.get_history(thread_id, limit=100)
+    async with httpx.AsyncClient(
+        base_url=notes.url, headers={"x-auth-scheme": "langsmith"}
+    ) as operator:
+        metrics = (await operator.get("/metrics")).text
+        listed = (await operator.get("/connections")).text
+    mine = (await (await notes.http("carol")).get("/connections")).text
+    places = {
+        "logs": caplog.text + "".join(str(r.args) for r in caplog.records),
+        "events": "".join(e.data.decode("utf-8", "replace") for e in events),
+        "checkpoints": json.dumps(history, default=str),
+        "metrics": metrics,
+        "responses": listed + mine,
+    }
+    raw = b"".join(path.read_bytes() for path in (tmp_path / "data").rglob("*") if path.is_file())
+    assert f"{notes.provider.issuer}/token" in places["logs"]  # the server's records are here
+    for secret in secrets:
+        for place, text in places.items():
+            assert secret not in text, f"a secret in the {place}"
+        assert secret.encode() not in raw, "a secret in the database files"
+    # The token is there, sealed.
+    assert await storage.connections.get("carol", "notes") is not None
