@@ -18,13 +18,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.types import interrupt
 
+from agentctl.connections.vault import ConsentRequest, consent_value
 from agentctl.project.model import McpServer, Project
 from agentctl.runtime import memory
 from agentctl.storage.base import ConnectionStore
@@ -32,21 +32,7 @@ from agentctl.storage.base import ConnectionStore
 log = logging.getLogger("agentctl.runtime")
 
 CATALOG_TTL = 60.0  # seconds a catalog read from the store is used before it is read again
-CONNECTION_REQUIRED = "connection_required"
 T = TypeVar("T")
-
-
-class ConsentRequest(Protocol):
-    """A consent flow begun: the link the user opens to connect `server`."""
-
-    @property
-    def server(self) -> str: ...
-    @property
-    def flow_id(self) -> str: ...
-    @property
-    def authorization_url(self) -> str: ...
-    @property
-    def expires_at(self) -> datetime: ...
 
 
 class UserConnections(Protocol):
@@ -215,21 +201,6 @@ class UserTools(AgentMiddleware):  # type: ignore[misc]
                 "request, sign in, then ask again"
             )
         return done
-
-
-def consent_value(request: ConsentRequest, description: str | None) -> dict[str, Any]:
-    """The value of the `connection_required` interrupt a run raises for `request`."""
-    return {
-        "type": CONNECTION_REQUIRED,
-        "server": request.server,
-        "description": description,
-        "flow_id": request.flow_id,
-        "authorization_url": request.authorization_url,
-        "expires_at": request.expires_at.isoformat(),
-        "message": (
-            f"To use {request.server}, connect your account: open {request.authorization_url}"
-        ),
-    }
 
 
 async def _checked(server: str, pending: Awaitable[T]) -> T:
