@@ -254,11 +254,6 @@ async def test_every_misdirected_step_is_refused(
         await vault.redirect(request.flow_id)
 
 
-@pytest.mark.xfail(
-    reason="the loopback provider's revocation endpoint (the mcp SDK's RevocationHandler) "
-    "wants client_secret in the form even from a client_secret_basic client",
-    strict=False,
-)
 async def test_revoking_removes_the_connection_and_the_tokens_at_the_provider(
     provider: OAuthProvider, store: ConnectionStore, browser: httpx.AsyncClient
 ) -> None:
