@@ -329,6 +329,10 @@ async def test_rotated_keys_open_old_tokens_and_seal_them_again(
     stored = await store.get("alice", "notes")
     assert stored is not None
     assert tokens_of(stored.sealed, "new-key")["access_token"] == token  # sealed again
+    await rotated.redirect((await rotated.begin("carol", "notes")).flow_id)
+    registered = await store.get_client("notes", provider.issuer)
+    assert registered is not None
+    assert tokens_of(registered, "new-key")["client_id"]  # the registration too
 
     # The old key removed before a connection was sealed again: not connected, said once.
     await connect(old, provider, browser, "bob")
