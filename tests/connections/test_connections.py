@@ -234,6 +234,18 @@ async def test_every_misdirected_step_is_refused(
     with pytest.raises(ConsentRefused, match="already used"):
         await vault.complete(state, code, binding)
 
+    # Two callbacks at once with one state: one connects, the other is refused.
+    request = await vault.begin("alice", "notes")
+    url, binding = await vault.redirect(request.flow_id)
+    state, code = await signed_in(provider, browser, url, "alice")
+    results = await asyncio.gather(
+        *(vault.complete(state, code, binding) for _ in range(2)), return_exceptions=True
+    )
+    assert sorted(type(result).__name__ for result in results) == [
+        "CompletedFlow",
+        "ConsentRefused",
+    ]
+
     # Expired flows: neither redirected nor completed.
     past = datetime.now(UTC) - timedelta(seconds=1)
     request = await vault.begin("alice", "notes")

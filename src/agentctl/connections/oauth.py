@@ -405,6 +405,11 @@ async def _token_request(
                 "something that is not an OAuth token response"
             ) from None
     error, description = _oauth_error(response)
+    for secret in (data.get(k) for k in ("code", "code_verifier", "refresh_token")):
+        if secret:  # an authorization server echoing what it refused shows it nowhere
+            error, description = error.replace(secret, "***"), description.replace(secret, "***")
+    if client.client_secret:
+        description = description.replace(client.client_secret, "***")
     if error == "invalid_grant" and data["grant_type"] == "refresh_token":
         raise InvalidGrant(description)
     raise ConnectionFailed(
