@@ -17,7 +17,8 @@ request) from failures of the running system::
     │   └── RequestError          a request the server refuses (MCP and A2A relay these)
     │       ├── BadRequest        status 400: a request the server cannot read
     │       │   ├── FilterError   a thread-stream subscription to fix
-    │       │   └── CommandError  a protocol command refused, with its protocol error code
+    │       │   ├── CommandError  a protocol command refused, with its protocol error code
+    │       │   └── ConsentRefused  a connection's authorization callback or link refused
     │       ├── Forbidden         status 403: the caller may not do this
     │       ├── NotFound          status 404: no such resource (for this caller)
     │       │   └── SandboxNotFound
@@ -40,6 +41,7 @@ request) from failures of the running system::
         ├── SandboxFull           status 507: no disk space left for a write
         ├── DiskUnavailable       status 503: the embedded database's disk is full (or failing)
         ├── SecretsUnreadable     stored secrets do not open with this server's key
+        ├── ConnectionFailed      status 502: an MCP server or its authorization server failed
         ├── CgroupError           cgroups cannot be used here
         └── ModelProviderError    status 502: a call to the agent's model provider failed
 
@@ -215,6 +217,13 @@ class CommandError(BadRequest):
         self.message = message
 
 
+class ConsentRefused(BadRequest):
+    """A step of connecting a user's account to an MCP server refused: a forged, replayed or
+    expired `state`, a link already used, a browser that did not start the flow (its binding
+    cookie missing or wrong), or the provider's own refusal (`error=` on the callback). The
+    message says which, and that the user starts the connection again."""
+
+
 class Forbidden(RequestError):
     """The caller is known but may not do this: another user's store namespace, or an
     operator's action without the deployment key."""
@@ -354,6 +363,14 @@ class DiskUnavailable(RuntimeFailure):
 
 class SecretsUnreadable(RuntimeFailure):
     """Stored secrets cannot be decrypted with this server's key."""
+
+
+class ConnectionFailed(RuntimeFailure):
+    """A user-owned MCP server, or its OAuth authorization server, failed a step of a
+    connection: discovery, client registration, the code exchange, a refresh, or listing
+    tools. The message names the server, the URL and the step, never a token or secret."""
+
+    status = 502
 
 
 class CgroupError(RuntimeFailure):

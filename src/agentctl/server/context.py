@@ -59,6 +59,10 @@ class Server:
     # registered before incarnations): its sandboxes are named with it, so that an agent
     # deleted and created again under the same name never gets the old one's sandboxes.
     incarnation: str | None = None
+    # The agent's base URL as browsers reach it (`agentctl dev`: its address; `serve`:
+    # AGENTCTL_PUBLIC_URL's, with /agents/<name> on a platform); None when unknown. Users'
+    # connections send the provider's sign-in back under it (`/connections/callback`).
+    public_base: str | None = None
     # Called once the server stopped (e.g. to close what the storage was built on).
     on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     scheduler: CronScheduler = field(init=False)

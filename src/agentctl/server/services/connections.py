@@ -1,0 +1,196 @@
+"""Users' connections to the agent's user-owned MCP servers, as the HTTP routes and other
+front doors use them: listing and revoking them, starting a consent flow, sending the
+browser to the provider, and the provider's callback — which stores the token, lists the
+server's tools into the catalog and resumes the run that waited for it, as its user.
+
+The OAuth work itself (discovery, PKCE, the token exchange, refresh, sealing) is
+`agentctl.connections`; every state lives in the agent's storage, so a flow begun on one
+replica ends on any other."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from agentctl.errors import NotFound, Unprocessable
+from agentctl.project.model import McpServer
+from agentctl.server.access import Caller
+from agentctl.server.context import Server
+from agentctl.server.run_requests import CommandBody, RunCreate
+from agentctl.server.services.runs import start_run
+from agentctl.storage.base import ConsentFlow
+
+log = logging.getLogger("agentctl.server")
+
+
+def user_owned(server: Server) -> dict[str, McpServer]:
+    """The user-owned MCP servers of the revision served (the agent's and its subagents'),
+    by name; none before a revision is active."""
+    if not server.deployment.ready:
+        return {}
+    project = server.deployment.runtime.project
+    servers = [*project.mcp_servers, *(s for sub in project.subagents for s in sub.mcp_servers)]
+    return {s.name: s for s in servers if s.user_owned}
+
+
+def hub(server: Server) -> Any:
+    """The connections of the revision served (`agentctl.connections.Connections`)."""
+    runtime = server.deployment.runtime if server.deployment.ready else None
+    connections = None if runtime is None else runtime.connections
+    if connections is None:
+        raise NotFound("this agent has no user-owned MCP servers")
+    return connections
+
+
+def known(server: Server, name: str) -> McpServer:
+    """The user-owned server `name`, else 404 naming the ones there are."""
+    servers = user_owned(server)
+    if name not in servers:
+        listed = ", ".join(sorted(servers)) or "none"
+        raise NotFound(
+            f"{name!r} is not a user-owned MCP server of this agent (they are: {listed})"
+        )
+    return servers[name]
+
+
+async def user_view(server: Server, user: str) -> list[dict[str, Any]]:
+    """Every user-owned server, and whether `user` connected it (never a token)."""
+    stored = {c.server: c for c in await server.storage.connections.list(user)}
+    views = []
+    for name, config in sorted(user_owned(server).items()):
+        connection = stored.get(name)
+        views.append(
+            {
+                "server": name,
+                "description": config.description,
+                "connected": connection is not None,
+                "scopes": list(connection.scopes) if connection else [],
+                "connected_at": connection.connected_at if connection else None,
+                "expires_at": connection.expires_at if connection else None,
+            }
+        )
+    return views
+
+
+async def operator_view(server: Server) -> list[dict[str, Any]]:
+    """Every user-owned server and how many users connected it."""
+    counts = await server.storage.connections.counts()
+    return [
+        {"server": name, "description": config.description, "users": counts.get(name, 0)}
+        for name, config in sorted(user_owned(server).items())
+    ]
+
+
+async def disconnect(server: Server, user: str, name: str) -> None:
+    """Remove `user`'s connection to `name` everywhere (revoked at the provider, best effort)."""
+    known(server, name)
+    await hub(server).revoke(user, name)
+
+
+async def begin(
+    server: Server,
+    user: str,
+    name: str,
+    *,
+    thread_id: str | None = None,
+    assistant_id: str | None = None,
+) -> dict[str, Any]:
+    """A new consent flow of `user` for `name`: its id, authorization URL and expiry."""
+    known(server, name)
+    connections = hub(server)
+    flow = await connections.begin(user, name, thread_id=thread_id, assistant_id=assistant_id)
+    value = connections.consent_value(flow)
+    return {k: value[k] for k in ("flow_id", "authorization_url", "expires_at")}
+
+
+async def flow_of(server: Server, flow_id: str, user: str | None = None) -> ConsentFlow:
+    """The pending flow `flow_id` (of `user`, when given); else 404."""
+    flow = await server.storage.connections.get_flow(flow_id) if _plausible(flow_id) else None
+    if flow is None or (user is not None and flow.user_id != user):
+        raise NotFound(f"connection request {flow_id!r} not found")
+    return flow
+
+
+@dataclass(frozen=True)
+class Redirect:
+    url: str  # the provider's authorization URL (from its metadata, never from a request)
+    binding: str  # the browser-binding cookie's value
+    max_age: int  # seconds the cookie is good for
+
+
+async def redirect(server: Server, flow: ConsentFlow) -> Redirect:
+    """Send the browser of `flow` to the provider: its authorization URL and the binding the
+    callback will check. Refused (409) once the flow went there or ended."""
+    if flow.status != "pending":
+        raise Unprocessable(
+            "this connection request was used already — ask the agent again for a new one"
+        )
+    known(server, flow.server)
+    url, binding = await hub(server).redirect(flow)
+    remaining = int((flow.expires_at - now()).total_seconds())
+    return Redirect(url, binding, max(remaining, 1))
+
+
+@dataclass(frozen=True)
+class Completed:
+    flow: ConsentFlow
+    resumed: bool
+
+
+async def complete(server: Server, code: str, state: str, binding: str | None) -> Completed:
+    """The provider's callback: the token exchanged and stored, the server's tools listed
+    into its catalog, and the run waiting for the flow resumed as its user."""
+    connections = hub(server)
+    flow: ConsentFlow = await connections.complete(code=code, state=state, binding=binding)
+    try:
+        await connections.list_tools(flow.user_id, flow.server)
+    except Exception as exc:  # the connection stands; the catalog is listed at the next call
+        log.warning("listing the tools of %s after a connection failed: %s", flow.server, exc)
+    return Completed(flow, await resume(server, flow))
+
+
+async def resume(server: Server, flow: ConsentFlow) -> bool:
+    """Resume the thread of `flow` as its user, if it still waits on that flow's interrupt:
+    a new run answering that interrupt (the tool call is then made again, as the user)."""
+    if flow.thread_id is None or flow.assistant_id is None:
+        return False
+    thread = await server.storage.threads.get(flow.thread_id)
+    if thread is None or thread.status != "interrupted":
+        return False
+    waiting = [
+        interrupt["id"]
+        for pending in thread.interrupts.values()
+        for interrupt in pending
+        if isinstance(interrupt, dict)
+        and isinstance(interrupt.get("value"), dict)
+        and interrupt["value"].get("flow_id") == flow.flow_id
+        and interrupt.get("id")
+    ]
+    if not waiting:
+        return False
+    body = RunCreate(
+        assistant_id=flow.assistant_id,
+        command=CommandBody(resume={waiting[0]: {"connected": True}}),
+        multitask_strategy="enqueue",
+    )
+    try:
+        await start_run(server, Caller(user=flow.user_id), body, flow.thread_id)
+    except Exception as exc:  # the user can still answer the interrupt themselves
+        log.warning("resuming thread %s after a connection failed: %s", flow.thread_id, exc)
+        return False
+    return True
+
+
+def _plausible(flow_id: str) -> bool:
+    return 16 <= len(flow_id) <= 128 and all(c.isalnum() or c in "-_" for c in flow_id)
+
+
+def public_base(server: Server) -> str | None:
+    """The agent's base URL as browsers and providers reach it (its callback is under it)."""
+    return server.public_base
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
