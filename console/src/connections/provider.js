@@ -9,9 +9,9 @@ export function authorize(credentials, server) {
   return request(credentials, `/connections/${encodeURIComponent(server)}/authorize`, { method: "POST" });
 }
 
-/** True when the server refused a flow because it expired (or was used up). */
+/** True when the server refused a flow because it expired or was used already. */
 export function isExpired(error) {
-  return error?.status === 410 || /expired/i.test(error?.message ?? "");
+  return error?.status === 410 || /expired|used already/i.test(error?.message ?? "");
 }
 
 /** Open the provider's sign-in page in a new tab, for the flow `flowId` — or, given `server`,

@@ -158,7 +158,7 @@ function Conversation({ id, join, onNewRun }) {
             key={interrupt.id ?? interrupt.value.flow_id ?? index}
             interrupt={interrupt}
             busy={stream.isLoading}
-            onAskAgain={(request) => resume(request, { connected: false })}
+            onConnected={(request) => resume(request, { connected: true })}
           />
         ))}
         {stream.error ? (
