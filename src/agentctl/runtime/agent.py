@@ -105,7 +105,7 @@ async def load_agent(
     # seconds on a busy machine: off the event loop, which keeps serving runs and heartbeats.
     models = await asyncio.to_thread(create_models, project.models, env)
     agents = None if peers is None else partial(peers.connection, caller=project)
-    user_tools = _user_tools(project.mcp_servers, env, connections)
+    user_tools = _user_tools(project.mcp_servers, connections)
     main_tools = await load_mcp_tools(project.mcp_servers, env, agents)
     subagent_names = [sub.name for sub in project.subagents]
     subagents: list[dict[str, Any]] = [
@@ -123,7 +123,7 @@ async def load_agent(
     tool_names = set(builtin_tools(project.sandbox)) | {tool.name for tool in main_tools}
     for sub in project.subagents:
         own_tools = await load_mcp_tools(sub.mcp_servers, env, agents)
-        own_user_tools = _user_tools([*project.mcp_servers, *sub.mcp_servers], env, connections)
+        own_user_tools = _user_tools([*project.mcp_servers, *sub.mcp_servers], connections)
         tool_names |= {tool.name for tool in own_tools}
         backend = memory.subagent_backend(project.name, sub.name)
         spec: dict[str, Any] = {
@@ -183,7 +183,7 @@ def _subagents_user_owned(project: Project) -> bool:
 
 
 def _user_tools(
-    servers: Sequence[McpServer], env: Mapping[str, str], connections: UserConnections | None
+    servers: Sequence[McpServer], connections: UserConnections | None
 ) -> list[UserTools]:
     """The middleware offering the tools of the user-owned ones of `servers`, if any."""
     owned = [server for server in servers if server.user_owned]
@@ -195,7 +195,7 @@ def _user_tools(
             '("oauth") need the agent server\'s user connections, which this way of loading '
             "the agent does not have — serve it with agentctl dev or agentctl serve"
         )
-    return [UserTools(owned, env, connections)]
+    return [UserTools(owned, connections)]
 
 
 def check_gated_tools(project: Project, tool_names: set[str]) -> None:

@@ -44,7 +44,7 @@ def text(value: object) -> str:
 
 
 def refused(status: int, reason: str) -> HTMLResponse:
-    """A refusal: what is wrong and what to do, never more."""
+    """A refusal (or a failure): what is wrong and what to do, never more."""
     return page("Could not connect", [text(reason)], status)
 
 

@@ -58,8 +58,7 @@ async def redirect_url(request: Request, flow_id: str) -> Response:
     binds the flow to this browser."""
     user = _user(caller_of(request), "connect a server")
     server = server_of(request)
-    flow = await service.flow_of(server, flow_id, user)
-    sent = await service.redirect(server, flow)
+    sent = await service.redirect(server, flow_id, user)
     response = json_response({"redirect_url": sent.url})
     _bind(response, server, request, sent)
     return response
@@ -70,16 +69,13 @@ async def redirect_url(request: Request, flow_id: str) -> Response:
 
 @router.get("/authorize/{flow_id}", include_in_schema=False)
 async def consent_page(request: Request, flow_id: str) -> Response:
+    """ "Connect <server> for <user> on <agent>?" with a Continue button."""
     server = server_of(request)
     try:
-        flow = await service.flow_of(server, flow_id)
+        flow = await service.pending_flow(server, flow_id)
         config = service.known(server, flow.server)
     except AgentctlError as exc:
-        return _refused(exc, "this connection request")
-    if flow.status != "pending" or flow.expires_at <= service.now():
-        return connect_pages.refused(
-            410, "This connection request was used already or expired — ask the agent again."
-        )
+        return _refused(exc)
     return connect_pages.consent(flow.server, config.description, flow.user_id, server.agent_name)
 
 
@@ -93,12 +89,9 @@ async def consent_given(request: Request, flow_id: str) -> Response:
         )
     server = server_of(request)
     try:
-        flow = await service.flow_of(server, flow_id)
-        if flow.expires_at <= service.now():
-            return connect_pages.refused(410, "This connection request expired — ask again.")
-        sent = await service.redirect(server, flow)
+        sent = await service.redirect(server, flow_id)
     except AgentctlError as exc:
-        return _refused(exc, "this connection request")
+        return _refused(exc)
     response = RedirectResponse(sent.url, status_code=303, headers=connect_pages.HEADERS)
     _bind(response, server, request, sent)
     return response
@@ -108,20 +101,12 @@ async def consent_given(request: Request, flow_id: str) -> Response:
 async def callback(request: Request) -> Response:
     """Where the provider sends the browser back: the connection is made and the run that
     waited for it goes on."""
-    query = request.query_params
-    error = query.get("error")
-    if error:
-        reason = "you declined" if error == "access_denied" else f"the provider said {error}"
-        return connect_pages.refused(400, f"Not connected: {reason}. Ask the agent again.")
-    code, state = query.get("code"), query.get("state")
-    if not code or not state:
-        return connect_pages.refused(400, "The provider's answer lacks its code or state.")
     server = server_of(request)
     try:
-        done = await service.complete(server, code, state, request.cookies.get(COOKIE))
+        done = await service.complete(server, request.query_params, request.cookies.get(COOKIE))
     except AgentctlError as exc:
-        return _refused(exc, "this sign-in")
-    response = connect_pages.connected(done.flow.server, done.resumed)
+        return _refused(exc)
+    response = connect_pages.connected(done.server, done.resumed)
     response.delete_cookie(COOKIE, path=_cookie_path(server, request))
     return response
 
@@ -135,9 +120,9 @@ def _user(caller: Caller, what: str) -> str:
     return caller.user
 
 
-def _refused(exc: AgentctlError, what: str) -> Response:
-    status = exc.status if 400 <= exc.status < 500 else 400
-    return connect_pages.refused(status, f"Could not use {what}: {exc}")
+def _refused(exc: AgentctlError) -> Response:
+    """The page of a refusal (a failure of the provider too: a 502 naming it)."""
+    return connect_pages.refused(exc.status if exc.status >= 400 else 400, str(exc))
 
 
 def _from_own_page(request: Request) -> bool:

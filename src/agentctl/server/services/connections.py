@@ -10,11 +10,12 @@ replica ends on any other."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-from agentctl.errors import NotFound, Unprocessable
+from agentctl.connections.vault import FLOW_TTL, CompletedFlow
+from agentctl.errors import NotFound
 from agentctl.project.model import McpServer
 from agentctl.server.access import Caller
 from agentctl.server.context import Server
@@ -57,29 +58,18 @@ def known(server: Server, name: str) -> McpServer:
 
 async def user_view(server: Server, user: str) -> list[dict[str, Any]]:
     """Every user-owned server, and whether `user` connected it (never a token)."""
-    stored = {c.server: c for c in await server.storage.connections.list(user)}
-    views = []
-    for name, config in sorted(user_owned(server).items()):
-        connection = stored.get(name)
-        views.append(
-            {
-                "server": name,
-                "description": config.description,
-                "connected": connection is not None,
-                "scopes": list(connection.scopes) if connection else [],
-                "connected_at": connection.connected_at if connection else None,
-                "expires_at": connection.expires_at if connection else None,
-            }
-        )
-    return views
+    if not user_owned(server):
+        return []
+    return [status.as_json() for status in await hub(server).list(user)]
 
 
 async def operator_view(server: Server) -> list[dict[str, Any]]:
     """Every user-owned server and how many users connected it."""
+    servers = user_owned(server)
     counts = await server.storage.connections.counts()
     return [
         {"server": name, "description": config.description, "users": counts.get(name, 0)}
-        for name, config in sorted(user_owned(server).items())
+        for name, config in sorted(servers.items())
     ]
 
 
@@ -99,17 +89,19 @@ async def begin(
 ) -> dict[str, Any]:
     """A new consent flow of `user` for `name`: its id, authorization URL and expiry."""
     known(server, name)
-    connections = hub(server)
-    flow = await connections.begin(user, name, thread_id=thread_id, assistant_id=assistant_id)
-    value = connections.consent_value(flow)
-    return {k: value[k] for k in ("flow_id", "authorization_url", "expires_at")}
+    request = await hub(server).begin(user, name, thread_id=thread_id, assistant_id=assistant_id)
+    return {
+        "flow_id": request.flow_id,
+        "authorization_url": request.authorization_url,
+        "expires_at": request.expires_at,
+    }
 
 
-async def flow_of(server: Server, flow_id: str, user: str | None = None) -> ConsentFlow:
-    """The pending flow `flow_id` (of `user`, when given); else 404."""
-    flow = await server.storage.connections.get_flow(flow_id) if _plausible(flow_id) else None
-    if flow is None or (user is not None and flow.user_id != user):
-        raise NotFound(f"connection request {flow_id!r} not found")
+async def pending_flow(server: Server, flow_id: str) -> ConsentFlow:
+    """The flow `flow_id` while it may still be used (else a 4xx saying why)."""
+    if not _plausible(flow_id):
+        raise NotFound("no such connection request — start connecting again")
+    flow: ConsentFlow = await hub(server).flow(flow_id)
     return flow
 
 
@@ -120,38 +112,40 @@ class Redirect:
     max_age: int  # seconds the cookie is good for
 
 
-async def redirect(server: Server, flow: ConsentFlow) -> Redirect:
-    """Send the browser of `flow` to the provider: its authorization URL and the binding the
-    callback will check. Refused (409) once the flow went there or ended."""
-    if flow.status != "pending":
-        raise Unprocessable(
-            "this connection request was used already — ask the agent again for a new one"
-        )
-    known(server, flow.server)
-    url, binding = await hub(server).redirect(flow)
-    remaining = int((flow.expires_at - now()).total_seconds())
-    return Redirect(url, binding, max(remaining, 1))
+async def redirect(server: Server, flow_id: str, user: str | None = None) -> Redirect:
+    """Send the browser of flow `flow_id` (of `user`, when given: else 404) to the provider:
+    its authorization URL and the binding the callback will check. Once per flow."""
+    if not _plausible(flow_id):
+        raise NotFound("no such connection request — start connecting again")
+    url, binding = await hub(server).redirect(flow_id, user_id=user)
+    return Redirect(url, binding, int(FLOW_TTL.total_seconds()))
 
 
 @dataclass(frozen=True)
 class Completed:
-    flow: ConsentFlow
+    server: str
     resumed: bool
 
 
-async def complete(server: Server, code: str, state: str, binding: str | None) -> Completed:
+async def complete(server: Server, query: Mapping[str, str], binding: str | None) -> Completed:
     """The provider's callback: the token exchanged and stored, the server's tools listed
     into its catalog, and the run waiting for the flow resumed as its user."""
     connections = hub(server)
-    flow: ConsentFlow = await connections.complete(code=code, state=state, binding=binding)
+    flow = await connections.complete(
+        query.get("state"),
+        query.get("code"),
+        binding,
+        error=query.get("error"),
+        error_description=query.get("error_description"),
+    )
     try:
         await connections.list_tools(flow.user_id, flow.server)
     except Exception as exc:  # the connection stands; the catalog is listed at the next call
         log.warning("listing the tools of %s after a connection failed: %s", flow.server, exc)
-    return Completed(flow, await resume(server, flow))
+    return Completed(flow.server, await resume(server, flow))
 
 
-async def resume(server: Server, flow: ConsentFlow) -> bool:
+async def resume(server: Server, flow: CompletedFlow) -> bool:
     """Resume the thread of `flow` as its user, if it still waits on that flow's interrupt:
     a new run answering that interrupt (the tool call is then made again, as the user)."""
     if flow.thread_id is None or flow.assistant_id is None:
@@ -183,14 +177,10 @@ async def resume(server: Server, flow: ConsentFlow) -> bool:
     return True
 
 
-def _plausible(flow_id: str) -> bool:
-    return 16 <= len(flow_id) <= 128 and all(c.isalnum() or c in "-_" for c in flow_id)
-
-
 def public_base(server: Server) -> str | None:
     """The agent's base URL as browsers and providers reach it (its callback is under it)."""
     return server.public_base
 
 
-def now() -> datetime:
-    return datetime.now(UTC)
+def _plausible(flow_id: str) -> bool:
+    return 16 <= len(flow_id) <= 128 and all(c.isalnum() or c in "-_" for c in flow_id)
