@@ -132,6 +132,7 @@ async def authorize(
     *,
     resource: str | None = None,
     redirect_uri: str = CALLBACK,
+    scope: str = "notes.read",
 ) -> tuple[str, str]:
     """Sign `user` in for `client_id`; the code and PKCE verifier."""
     verifier = secrets.token_urlsafe(48)
@@ -143,7 +144,7 @@ async def authorize(
         "code_challenge": challenge.decode().rstrip("="),
         "code_challenge_method": "S256",
         "state": "state-1",
-        "scope": "notes.read",
+        "scope": scope,
         "resource": resource or provider.mcp_url,
     }
     landed = await provider.sign_in(http, f"{provider.issuer}/authorize?{urlencode(query)}", user)
@@ -207,7 +208,7 @@ async def test_the_sdk_client_connects_through_the_sign_in_page(provider: OAuthP
 
 
 async def test_each_user_sees_only_their_own_notes(provider: OAuthProvider) -> None:
-    (added, bobs), (alices,) = await asyncio.gather(
+    (added, bobs), (carols,) = await asyncio.gather(
         call_tools(
             provider,
             sdk_auth(provider, "bob", MemoryStorage()),
@@ -218,7 +219,7 @@ async def test_each_user_sees_only_their_own_notes(provider: OAuthProvider) -> N
     )
     assert texts(added) == ["added note 2"]
     assert texts(bobs) == ["Water the ficus", "Bob's secret"]
-    assert texts(alices) == []  # carol has none
+    assert texts(carols) == []  # carol has none
     assert "Bob's secret" not in provider.notes["alice"]
 
 
@@ -369,3 +370,92 @@ def test_the_command_refuses_malformed_users(capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit):
         main(["--users", "alice"])
     assert "write NAME:PASSWORD" in capsys.readouterr().err
+
+
+async def test_a_token_request_for_another_resource_is_refused(
+    provider: OAuthProvider, http: httpx.AsyncClient
+) -> None:
+    client = await register(http, provider)
+    code, verifier = await authorize(http, provider, client["client_id"], "alice")
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": CALLBACK,
+        "client_id": client["client_id"],
+        "client_secret": client["client_secret"],
+        "code_verifier": verifier,
+        "resource": "https://other.example/mcp",
+    }
+    refused = await http.post(f"{provider.issuer}/token", data=form)
+    assert refused.status_code == 400
+    assert refused.json()["error"] == "invalid_target"
+    form["resource"] = provider.mcp_url
+    answered = await http.post(f"{provider.issuer}/token", data=form)
+    assert answered.status_code == 200, answered.text
+    renewal = {
+        "grant_type": "refresh_token",
+        "refresh_token": answered.json()["refresh_token"],
+        "client_id": client["client_id"],
+        "client_secret": client["client_secret"],
+        "resource": "https://other.example/mcp",
+    }
+    assert (await http.post(f"{provider.issuer}/token", data=renewal)).status_code == 400
+
+
+async def test_scopes_are_enforced(provider: OAuthProvider, http: httpx.AsyncClient) -> None:
+    client = await register(http, provider)
+    code, verifier = await authorize(
+        http, provider, client["client_id"], "alice", scope="notes.write"
+    )
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": CALLBACK,
+        "client_id": client["client_id"],
+        "client_secret": client["client_secret"],
+        "code_verifier": verifier,
+    }
+    write_only = (await http.post(f"{provider.issuer}/token", data=form)).json()["access_token"]
+    response_status = await mcp_status(http, provider, write_only)
+    assert response_status == 403  # the server requires notes.read
+    _, read_only = await tokens_of(http, provider, "alice")
+    (added,) = await call_tools(
+        provider, Bearer(read_only["access_token"]), ("add_note", {"text": "x"})
+    )
+    assert added.isError
+    assert "needs the notes.write scope" in str(added.content)
+
+
+async def test_cancel_sends_the_browser_back_denied(
+    provider: OAuthProvider, http: httpx.AsyncClient
+) -> None:
+    client = await register(http, provider)
+    query = {
+        "response_type": "code",
+        "client_id": client["client_id"],
+        "redirect_uri": CALLBACK,
+        "code_challenge": "x" * 43,
+        "state": "s",
+    }
+    page = await http.get(f"{provider.issuer}/authorize?{urlencode(query)}", follow_redirects=True)
+    request_id = parse_qs(urlsplit(str(page.url)).query)["request"][0]
+    cancelled = await http.post(
+        f"{provider.issuer}/sign-in", data={"request": request_id, "action": "cancel"}
+    )
+    assert cancelled.status_code == 303
+    assert parse_qs(urlsplit(cancelled.headers["location"]).query) == {
+        "error": ["access_denied"],
+        "state": ["s"],
+    }
+
+
+async def test_outage_and_no_registration(provider: OAuthProvider, http: httpx.AsyncClient) -> None:
+    provider.outage = True
+    try:
+        assert (await http.get(provider.metadata_url)).status_code == 503
+    finally:
+        provider.outage = False
+    async with running_oauth_provider(dynamic_registration=False, clients={"c": "s"}) as fixed:
+        metadata = (await http.get(fixed.metadata_url)).json()
+        assert "registration_endpoint" not in metadata
+        assert (await http.post(f"{fixed.issuer}/register", json={})).status_code == 404

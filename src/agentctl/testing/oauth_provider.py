@@ -76,18 +76,21 @@ class OAuthProvider(Startable):
         required_scopes: Sequence[str] = ("notes.read",),
         access_token_seconds: float = 3600,
         refresh_token_seconds: float | None = None,
+        dynamic_registration: bool = True,
     ) -> None:
         """`users`: name -> password (default alice, bob and carol, password
         ``<name>-password``); `notes`: each user's notes at the start (default: two of
         alice's, one of bob's); `clients`: pre-registered confidential clients, id -> secret;
         `scopes`: those offered; `required_scopes`: those the MCP server requires of a token;
-        `refresh_token_seconds`: None for refresh tokens that never expire."""
+        `refresh_token_seconds`: None for refresh tokens that never expire;
+        `dynamic_registration`: False for a provider that knows only the `clients`."""
         self.auth = AuthorizationServer(
             users=DEFAULT_USERS if users is None else users,
             scopes=scopes,
             clients=clients,
             access_token_seconds=access_token_seconds,
             refresh_token_seconds=refresh_token_seconds,
+            dynamic_registration=dynamic_registration,
         )
         self.notes: dict[str, list[str]] = {
             user: list(items) for user, items in (DEFAULT_NOTES if notes is None else notes).items()
@@ -154,6 +157,15 @@ class OAuthProvider(Startable):
         """Token requests with ``grant_type=refresh_token`` (answered or refused)."""
         return self.auth.refresh_requests
 
+    @property
+    def outage(self) -> bool:
+        """While True, the authorization server answers every request with 503."""
+        return self.auth.outage
+
+    @outage.setter
+    def outage(self, down: bool) -> None:
+        self.auth.outage = down
+
     def revoke_refresh_tokens(self, user: str) -> int:
         """The provider ends `user`'s grants: their refresh tokens are refused from now on."""
         return self.auth.revoke_refresh_tokens(user)
@@ -184,6 +196,7 @@ async def running_oauth_provider(
     required_scopes: Sequence[str] = ("notes.read",),
     access_token_seconds: float = 3600,
     refresh_token_seconds: float | None = None,
+    dynamic_registration: bool = True,
 ) -> AsyncIterator[OAuthProvider]:
     """An `OAuthProvider` (same arguments) serving on free ports for the block."""
     provider = OAuthProvider(
@@ -194,6 +207,7 @@ async def running_oauth_provider(
         required_scopes=required_scopes,
         access_token_seconds=access_token_seconds,
         refresh_token_seconds=refresh_token_seconds,
+        dynamic_registration=dynamic_registration,
     )
     with provider:
         yield provider

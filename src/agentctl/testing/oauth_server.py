@@ -10,13 +10,16 @@ official `mcp` SDK's handlers plus a sign-in page and an introspection endpoint:
   ``POST`` redirects to the client's `redirect_uri` with `code` and `state` (a wrong password
   shows the form again with an error; "Cancel" answers ``error=access_denied``);
 - ``POST /token`` (authorization_code, refresh_token with rotation; client secret by
-  ``client_secret_basic`` or ``client_secret_post``, whichever the client registered);
-- ``POST /register`` (dynamic client registration, RFC 7591), ``POST /revoke`` (RFC 7009);
+  ``client_secret_basic`` or ``client_secret_post``, whichever the client registered; a
+  `resource` other than the grant's is refused with ``invalid_target``);
+- ``POST /register`` (dynamic client registration, RFC 7591, unless turned off),
+  ``POST /revoke`` (RFC 7009);
 - ``POST /introspect`` (RFC 7662) for the resource server, with HTTP Basic credentials
   `introspection_client`.
 
 Confidential clients can also be pre-registered (`clients`: id -> secret); they may redirect to
-any loopback ``http`` URL (an agent's callback on a free port).
+any loopback ``http`` URL (an agent's callback on a free port). `outage = True` makes every
+endpoint answer 503 until set back.
 """
 
 from __future__ import annotations
@@ -53,9 +56,12 @@ from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOption
 from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull, OAuthToken
 from pydantic import AnyHttpUrl, AnyUrl
 from starlette.applications import Starlette
+from starlette.datastructures import FormData
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = ["AuthorizationServer", "PreregisteredClient"]
 
@@ -106,17 +112,21 @@ class AuthorizationServer(OAuthAuthorizationServerProvider[AuthorizationCode, _R
         access_token_seconds: float = 3600,
         refresh_token_seconds: float | None = None,
         default_resource: str | None = None,
+        dynamic_registration: bool = True,
         name: str = "Loopback OAuth provider",
     ) -> None:
         """`users`: user name -> password; `scopes`: those clients may ask for; `clients`:
         pre-registered confidential clients, id -> secret; `default_resource`: the resource a
-        token is bound to when the client names none."""
+        token is bound to when the client names none; `dynamic_registration`: False for a
+        provider without ``/register`` (only pre-registered clients)."""
         self.users = dict(users)
         self.scopes = list(scopes)
         self.access_token_seconds = access_token_seconds
         self.refresh_token_seconds = refresh_token_seconds
         self.default_resource = default_resource
+        self.dynamic_registration = dynamic_registration
         self.name = name
+        self.outage = False  # while True, every endpoint answers 503
         self.introspection_client = ("resource-server", secrets.token_urlsafe(24))
         self.clients: dict[str, OAuthClientInformationFull] = {
             client_id: PreregisteredClient(
@@ -298,7 +308,7 @@ class AuthorizationServer(OAuthAuthorizationServerProvider[AuthorizationCode, _R
         document = build_metadata(
             AnyHttpUrl(self.issuer),
             None,
-            ClientRegistrationOptions(enabled=True),
+            ClientRegistrationOptions(enabled=self.dynamic_registration),
             RevocationOptions(enabled=True),
         ).model_dump(mode="json", exclude_none=True)
         document.update(
@@ -325,12 +335,15 @@ class AuthorizationServer(OAuthAuthorizationServerProvider[AuthorizationCode, _R
 
         async def token_endpoint(request: Request) -> Response:
             request = await _with_client_id(request)
-            grant_type = (await request.form()).get("grant_type")
+            form = await request.form()
             with self._lock:
-                if grant_type == "refresh_token":
+                if form.get("grant_type") == "refresh_token":
                     self.refresh_requests += 1
                 else:
                     self.token_requests += 1
+            if (problem := self._other_resource(form)) is not None:
+                body = {"error": "invalid_target", "error_description": problem}
+                return _cors(JSONResponse(body, 400, headers={"Cache-Control": "no-store"}))
             return _cors(await token(request))
 
         async def revoke_endpoint(request: Request) -> Response:
@@ -345,11 +358,28 @@ class AuthorizationServer(OAuthAuthorizationServerProvider[AuthorizationCode, _R
             Route("/authorize", AuthorizationHandler(self).handle, methods=["GET", "POST"]),
             Route("/sign-in", self._sign_in, methods=["GET", "POST"]),
             Route("/token", token_endpoint, methods=["POST"]),
-            Route("/register", register_endpoint, methods=["POST"]),
             Route("/revoke", revoke_endpoint, methods=["POST"]),
             Route("/introspect", self._introspect, methods=["POST"]),
         ]
-        return Starlette(routes=routes)
+        if self.dynamic_registration:
+            routes.append(Route("/register", register_endpoint, methods=["POST"]))
+        return Starlette(routes=routes, middleware=[Middleware(_OutageMiddleware, server=self)])
+
+    def _other_resource(self, form: FormData) -> str | None:
+        """Why a token request's `resource` (RFC 8707) is not the one its grant is bound to."""
+        resource = form.get("resource")
+        if not isinstance(resource, str) or not resource:
+            return None
+        grant: AuthorizationCode | _Refresh | None
+        if form.get("grant_type") == "refresh_token":
+            grant = self.refresh_tokens.get(str(form.get("refresh_token", "")))
+        else:
+            grant = self.codes.get(str(form.get("code", "")))
+        if grant is None or grant.resource is None:
+            return None  # the SDK's handler refuses an unknown grant
+        if resource.rstrip("/") != grant.resource.rstrip("/"):
+            return f"the grant is for {grant.resource}, not {resource}"
+        return None
 
     async def _introspect(self, request: Request) -> JSONResponse:
         client_id, secret = _basic_credentials(request) or ("", "")
@@ -432,6 +462,21 @@ class AuthorizationServer(OAuthAuthorizationServerProvider[AuthorizationCode, _R
             "</form>"
         )
         return _page(f"Sign in to {self.name}", body, 200)
+
+
+class _OutageMiddleware:
+    """While `server.outage` is on, every request gets 503."""
+
+    def __init__(self, app: ASGIApp, server: AuthorizationServer) -> None:
+        self.app = app
+        self.server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.server.outage:
+            body = {"error": "temporarily_unavailable", "error_description": "provider outage"}
+            await JSONResponse(body, 503)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 class _ClientAuthenticator(ClientAuthenticator):
