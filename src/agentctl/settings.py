@@ -60,7 +60,9 @@ SETTINGS: tuple[Setting, ...] = (
             "`/info`, named by the A2A agent card and printed by `agentctl deploy`. Its pages "
             "(`/docs`, the console) opened there may call the API from a browser. Unset: the "
             "URL the request came to, never cached, and pages only at an IP address or "
-            "localhost (see docs/server.md, Browsers and CORS)."),
+            "localhost (see docs/server.md, Browsers and CORS). Required for agents with "
+            "user-owned MCP servers: OAuth providers send users back to "
+            "`<it>/agents/<name>/connections/callback` (docs/connections.md)."),
     Setting("AGENTCTL_CORS_ORIGINS", str, None,
             "Comma-separated origins (`https://chat.example.com`) whose web pages may call "
             "the API from a browser; `*` for any (then without credentials). Requests from "

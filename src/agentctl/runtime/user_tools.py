@@ -37,10 +37,16 @@ T = TypeVar("T")
 
 
 class ConsentRequest(Protocol):
-    server: str
-    flow_id: str
-    authorization_url: str
-    expires_at: datetime
+    """A consent flow begun: the link the user opens to connect `server`."""
+
+    @property
+    def server(self) -> str: ...
+    @property
+    def flow_id(self) -> str: ...
+    @property
+    def authorization_url(self) -> str: ...
+    @property
+    def expires_at(self) -> datetime: ...
 
 
 class UserConnections(Protocol):
@@ -89,12 +95,12 @@ class UserTools(AgentMiddleware):  # type: ignore[misc]
 
     async def awrap_model_call(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
         taken = {_name(tool) for tool in request.tools}
-        added = [tool for tool in await self.tools() if tool.name not in taken]
+        added = [tool for tool in await self.offered() if tool.name not in taken]
         if not added:
             return await handler(request)
         return await handler(request.override(tools=[*request.tools, *added]))
 
-    async def tools(self) -> list[BaseTool]:
+    async def offered(self) -> list[BaseTool]:
         """Every tool offered now: each server's catalog, or its `connect_<server>`."""
         offered: list[BaseTool] = []
         for name in self._servers:
@@ -157,7 +163,7 @@ class UserTools(AgentMiddleware):  # type: ignore[misc]
             return await handler(request)
         offered = self._offered.get(request.tool_call["name"])
         if offered is None:  # offered by another runtime of this revision: list them here
-            await self.tools()
+            await self.offered()
             offered = self._offered.get(request.tool_call["name"])
         if offered is None:
             return await handler(request)  # the tool node answers an unknown tool
