@@ -95,6 +95,22 @@ OUTSIDE_THE_TREE = {
         "an `egress.Refused` for a host name that resolves to nothing yet: accepted at "
         "submit time, retried by deliveries"
     ),
+    "agentctl.connections.mcp_client.Unauthorized": (
+        "not an error the user sees: a user-owned MCP server answered 401 to a user's token; "
+        "the connection refreshes the token and tries once more, else asks for consent"
+    ),
+    "agentctl.connections.oauth.InvalidGrant": (
+        "not an error the user sees: the authorization server refused a refresh token; the "
+        "connection is removed and the user is asked to consent again"
+    ),
+    "agentctl.connections.sealing.Unreadable": (
+        "not an error the user sees: a sealed token no configured key opens (the key "
+        "changed); the connection counts as absent and the user is asked to consent again"
+    ),
+    "agentctl.testing.oauth_provider.SignInError": (
+        "the loopback OAuth provider test kit: its sign-in page did not send the browser "
+        "back, raised to the test driving it, never by agentctl's server or CLI"
+    ),
     "agentctl.server.connections.CutShort": (
         "not an error: a response body raises it to close its connection before the body is "
         "whole (a `wait` of a run the server's stop handed back), so that the client "
@@ -111,6 +127,11 @@ OUTSIDE_THE_TREE = {
     "agentctl.testing.services.ServiceUnavailable": (
         "the test and benchmark kit: no PostgreSQL or Redis to test against, and no "
         "packages to start a throwaway one"
+    ),
+    "agentctl.testing.oauth_provider.SignInError": (
+        "the OAuth provider test kit: its sign-in page did not send the browser back (a wrong "
+        "password, an unknown request), raised to the test driving the page, never by "
+        "agentctl's server or CLI"
     ),
 }
 
