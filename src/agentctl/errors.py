@@ -107,10 +107,6 @@ OUTSIDE_THE_TREE = {
         "not an error the user sees: a sealed token no configured key opens (the key "
         "changed); the connection counts as absent and the user is asked to consent again"
     ),
-    "agentctl.testing.oauth_provider.SignInError": (
-        "the loopback OAuth provider test kit: its sign-in page did not send the browser "
-        "back, raised to the test driving it, never by agentctl's server or CLI"
-    ),
     "agentctl.server.connections.CutShort": (
         "not an error: a response body raises it to close its connection before the body is "
         "whole (a `wait` of a run the server's stop handed back), so that the client "
@@ -127,11 +123,6 @@ OUTSIDE_THE_TREE = {
     "agentctl.testing.services.ServiceUnavailable": (
         "the test and benchmark kit: no PostgreSQL or Redis to test against, and no "
         "packages to start a throwaway one"
-    ),
-    "agentctl.testing.oauth_provider.SignInError": (
-        "the OAuth provider test kit: its sign-in page did not send the browser back (a wrong "
-        "password, an unknown request), raised to the test driving the page, never by "
-        "agentctl's server or CLI"
     ),
 }
 

@@ -135,9 +135,13 @@ SETTINGS: tuple[Setting, ...] = (
             "closed, and a warning is logged (at most every 10 s). The server raises its limit "
             "of open files (`ulimit -n`) to fit, as far as the hard limit allows."),
     Setting("AGENTCTL_SECRETS_KEY", str, None,
-            "The key encrypting deployed secrets at rest (any string; a long random one). "
-            "Unset: derived from `PLATFORM_API_KEY` — then changing that key makes stored "
-            "secrets unreadable until the project is deployed again.", secret=True),
+            "The key sealing deployed secrets and users' connection tokens at rest (any "
+            "string without commas; a long random one). Several keys separated by commas "
+            "rotate it: the first seals, every one opens (docs/connections.md, Key "
+            "rotation). Unset: `PLATFORM_API_KEY` — then changing that key makes stored "
+            "secrets unreadable until the project is deployed again, and users connect "
+            "again; `agentctl dev` generates one into its data dir (`secrets.key`).",
+            secret=True),
     Setting("AGENTCTL_WEBHOOK_SECRET", str, None,
             "The secret signing every webhook (docs/server.md, Webhooks): `whsec_` then the "
             "base64 of at least 16 random bytes, as Standard Webhooks libraries take it. Unset: "

@@ -23,6 +23,7 @@ from agentctl.project.model import McpOAuth, McpServer
 from agentctl.storage.base import ConnectionStore
 from agentctl.storage.sqlite import SqliteStorage
 from agentctl.testing.oauth_provider import OAuthProvider
+from tests.storage.conftest import postgres_opener
 
 CALLBACK = "http://127.0.0.1:9/connections/callback"  # never opened: sign_in stops at it
 BASE = "http://127.0.0.1:9"
@@ -343,3 +344,30 @@ async def test_rotated_keys_open_old_tokens_and_seal_them_again(
     assert [s.connected for s in await new_only.list("bob")] == [False]
     assert caplog.text.count("cannot be opened with the configured keys") == 1
     assert await new_only.access_token("alice", "notes") == token
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+async def test_replicas_on_postgresql_refresh_a_connection_once(
+    brief: OAuthProvider,
+    browser: httpx.AsyncClient,
+    database_url: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    async with postgres_opener(request) as open_replica:
+        stores = [(await open_replica(database_url)).connections for _ in range(2)]
+        replicas = [connections(store, brief) for store in stores]
+        await connect(replicas[0], brief, browser, "bob")  # begun and ended on replica 1...
+        request_ = await replicas[0].begin("bob", "notes")
+        url, binding = await replicas[0].redirect(request_.flow_id)
+        state, code = await signed_in(brief, browser, url, "bob")
+        await replicas[1].complete(state, code, binding)  # ...or begun on 1, ended on 2
+        first = await replicas[1].access_token("bob", "notes")
+        await asyncio.sleep(3)
+        refreshes = brief.refresh_requests
+        tokens = await asyncio.gather(
+            *(replica.access_token("bob", "notes") for replica in replicas for _ in range(3))
+        )
+        assert brief.refresh_requests == refreshes + 1
+        assert len(set(tokens)) == 1
+        assert tokens[0] != first

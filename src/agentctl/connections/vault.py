@@ -15,6 +15,7 @@ import hmac
 import logging
 import secrets
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -136,7 +137,10 @@ class Connections:
         self.client_name = client_name
         self._http = http
         self._own_http: httpx.AsyncClient | None = None
-        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        # One refresh at a time per connection in this process (gone when none waits).
+        self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
         self._discovered: dict[str, tuple[float, oauth.AuthServer]] = {}
         self._unreadable: set[tuple[str, str]] = set()  # already logged
 
@@ -606,6 +610,11 @@ class Connections:
         """Users connected, per user-owned server (never a token)."""
         held = await self.store.counts()
         return {name: held.get(name, 0) for name in sorted(self.servers)}
+
+    async def catalog(self, server: str) -> builtins.list[dict[str, Any]] | None:
+        """The tools `server` last listed to a user (None: nobody connected yet)."""
+        self.server(server)
+        return await self.store.get_catalog(server)
 
     async def list_tools(self, user_id: str, server: str) -> builtins.list[dict[str, Any]] | None:
         """The tools `server` lists to `user_id` (None: not connected), kept as the

@@ -2,9 +2,9 @@
 user, with that user's own token.
 
 Such tools cannot be listed when a revision loads (listing needs a user's token), so a
-middleware offers them at each model call (`awrap_model_call`): the tools the server listed
-for the first user who connected (its catalog, kept by the server and cached here for at
-most `CATALOG_TTL` seconds), or, before anyone connected, one tool `connect_<server>`. It
+middleware offers them at each model call (`awrap_model_call`): the tools the server last
+listed to a user (its catalog, kept in the agent's storage and cached here for at most
+`CATALOG_TTL` seconds), or, before anyone connected, one tool `connect_<server>`. It
 also runs them (`awrap_tool_call`): a call of user U is made by the agent's connections
 (`agentctl.connections`) with a fresh access token of U in the headers of an MCP session of
 its own — the token never enters the graph's state, a message, an event or a log. When U
@@ -15,38 +15,21 @@ call is made again, as U. A run with no signed-in user gets a tool error saying 
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.types import interrupt
 
+from agentctl.connections.vault import ConsentRequest, consent_value
 from agentctl.project.model import McpServer, Project
 from agentctl.runtime import memory
 from agentctl.storage.base import ConnectionStore
 
-log = logging.getLogger("agentctl.runtime")
-
 CATALOG_TTL = 60.0  # seconds a catalog read from the store is used before it is read again
-CONNECTION_REQUIRED = "connection_required"
 T = TypeVar("T")
-
-
-class ConsentRequest(Protocol):
-    """A consent flow begun: the link the user opens to connect `server`."""
-
-    @property
-    def server(self) -> str: ...
-    @property
-    def flow_id(self) -> str: ...
-    @property
-    def authorization_url(self) -> str: ...
-    @property
-    def expires_at(self) -> datetime: ...
 
 
 class UserConnections(Protocol):
@@ -162,7 +145,7 @@ class UserTools(AgentMiddleware):  # type: ignore[misc]
         if request.tool is not None:
             return await handler(request)
         offered = self._offered.get(request.tool_call["name"])
-        if offered is None:  # offered by another runtime of this revision: list them here
+        if offered is None:  # offered before this middleware listed it (e.g. on a retry)
             await self.offered()
             offered = self._offered.get(request.tool_call["name"])
         if offered is None:
@@ -215,21 +198,6 @@ class UserTools(AgentMiddleware):  # type: ignore[misc]
                 "request, sign in, then ask again"
             )
         return done
-
-
-def consent_value(request: ConsentRequest, description: str | None) -> dict[str, Any]:
-    """The value of the `connection_required` interrupt a run raises for `request`."""
-    return {
-        "type": CONNECTION_REQUIRED,
-        "server": request.server,
-        "description": description,
-        "flow_id": request.flow_id,
-        "authorization_url": request.authorization_url,
-        "expires_at": request.expires_at.isoformat(),
-        "message": (
-            f"To use {request.server}, connect your account: open {request.authorization_url}"
-        ),
-    }
 
 
 async def _checked(server: str, pending: Awaitable[T]) -> T:

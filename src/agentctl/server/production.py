@@ -19,6 +19,7 @@ from agentctl.platform.secrets import SecretBox
 from agentctl.project.model import Project
 from agentctl.runtime.peers import Peers
 from agentctl.sandbox import open_sandboxes
+from agentctl.sealing import key_material
 from agentctl.server.access import AccessPolicy
 from agentctl.server.context import Server
 from agentctl.server.limits import MIB, Limits
@@ -115,11 +116,11 @@ async def open_agent_server(
             incarnation=incarnation,
             connections=ConnectionsFactory(
                 storage,
-                settings.secrets_key or key,
+                key_material(settings.secrets_key, api_key=key),
                 _public_base(settings.public_url, agent),
             ),
         )
-        box = SecretBox(settings.secrets_key or key)
+        box = SecretBox(key_material(settings.secrets_key, api_key=key))
         deployments = Deployments(
             server,
             box,
