@@ -165,6 +165,16 @@ async def test_a_tab_closed_before_signing_in_is_asked_again(
         await tab.wait_for_url(f"{provider.issuer}/**")
         await tab.close()  # the user changed their mind, then comes back
         await expect(card.get_by_test_id("connect-waiting")).to_contain_text("Waiting for you")
+        await expect(card.get_by_role("button", name="Ask again")).to_be_visible()
+
+        # After a reload the card is there still; its request went to the provider once
+        # already, so the server refuses it again, and the card says so.
+        await page.reload()
+        await card.get_by_role("button", name="Connect notes").click()
+        await expect(card.get_by_test_id("connect-expired")).to_contain_text(
+            "can no longer be used (it was used already, or expired)"
+        )
+        await console.screenshot("connect-again")
 
         # Asking again opens a new request; once connected, the console resumes the run.
         tab = await sign_in_at_the_provider(

@@ -112,14 +112,14 @@ export function Connect({ interrupt, busy, onConnected }) {
       {expired ? (
         <>
           <p data-testid="connect-expired">
-            This request to connect {server} expired or was used already
-            {asked.expires_at ? (
+            {passed ? (
               <>
-                {" "}
-                (it was good until <Time value={asked.expires_at} />)
+                This request to connect {server} expired at <Time value={asked.expires_at} />
               </>
-            ) : null}
-            : ask again to connect with a new one.
+            ) : (
+              <>This request to connect {server} can no longer be used (it was used already, or expired)</>
+            )}
+            : ask again for a new one.
           </p>
           <div className="gate-buttons">{askAgain}</div>
         </>

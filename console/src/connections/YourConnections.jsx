@@ -10,7 +10,7 @@ import { Table } from "../operator/Table.jsx";
 import { Time } from "../time.jsx";
 import { openSignIn } from "./provider.js";
 
-const COLUMNS = ["Server", "What it is for", "State", "Scopes", "Connected at", "Expires at", ""];
+const COLUMNS = ["Server", "What it is for", "State", "Scopes", "Connected at", "Access token expires", ""];
 
 function ConnectButton({ server, onOpened }) {
   const { credentials } = useConsole();

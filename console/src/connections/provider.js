@@ -11,7 +11,7 @@ export function authorize(credentials, server) {
 
 /** True when the server refused a flow because it expired or was used already. */
 export function isExpired(error) {
-  return error?.status === 410 || /expired|used already/i.test(error?.message ?? "");
+  return error?.status === 410 || /expired|already used|used already/i.test(error?.message ?? "");
 }
 
 /** Open the provider's sign-in page in a new tab, for the flow `flowId` — or, given `server`,
