@@ -87,17 +87,30 @@ async def test_a_flow_begun_on_one_replica_ends_on_the_other(
 
         thread = await eventually(idle, 30, "the resumed run")
         assert thread["values"]["messages"][-1]["content"] == "I am carol"
+        auth = provider.auth
+        tokens = [*auth.access_tokens, *auth.refresh_tokens]
+        with cluster.connect() as conn:  # kept sealed: never in plaintext
+            rows = "".join(str(row) for row in conn.execute("SELECT * FROM user_connections"))
+        assert "carol" in rows
+        assert not any(secret in rows for secret in tokens)
+        # Revoked through one replica: gone on the other too, whose next call asks again.
+        async with httpx.AsyncClient(
+            base_url=f"{first.url}/agents/demo", headers=bearer(idp_b.mint("carol"))
+        ) as http:
+            assert (await http.delete("/connections/notes")).status_code == 204
+        elsewhere = cluster.client(second, api_key=None, headers=bearer(idp_b.mint("carol")))
+        asked: Any = await elsewhere.runs.wait(None, "demo", input=user(WHOAMI))
+        assert asked["__interrupt__"][0]["value"]["type"] == "connection_required"
+        await elsewhere.aclose()
         await carol.aclose()
         async with httpx.AsyncClient(base_url=first.url, headers=OPERATOR) as operator:
             counts = (await operator.get("/connections")).json()
-        assert counts == {"servers": [{"server": "notes", "description": "Your notes", "users": 1}]}
-        # The tokens are in the database sealed, never in plaintext, nor in a replica's log.
+        assert counts == {"servers": [{"server": "notes", "description": "Your notes", "users": 0}]}
+        # No token was ever in a replica's log (nor is any in the database: it is gone).
         with cluster.connect() as conn:
             rows = "".join(str(row) for row in conn.execute("SELECT * FROM user_connections"))
-        assert rows
-        auth = provider.auth
-        for secret in [*auth.access_tokens, *auth.refresh_tokens]:
-            assert secret not in rows
+        assert not rows
+        for secret in tokens:
             for replica in cluster.replicas:
                 assert secret not in replica.output()
 
