@@ -89,6 +89,13 @@ async def test_a_flow_begun_on_one_replica_ends_on_the_other(
         assert thread["values"]["messages"][-1]["content"] == "I am carol"
         auth = provider.auth
         tokens = [*auth.access_tokens, *auth.refresh_tokens]
+        # The operator's run (the deployment key) has no user: a tool error says so.
+        operator_client = cluster.client(second)
+        script = f"{call('whoami')}\n@say {{last_tool_result}}"
+        said: Any = await operator_client.runs.wait(None, "demo", input=user(script))
+        assert "__interrupt__" not in said
+        assert "started with the deployment key" in said["messages"][-1]["content"]
+        await operator_client.aclose()
         with cluster.connect() as conn:  # kept sealed: never in plaintext
             rows = "".join(str(row) for row in conn.execute("SELECT * FROM user_connections"))
         assert "carol" in rows
