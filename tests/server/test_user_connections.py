@@ -10,7 +10,8 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -514,3 +515,32 @@ async def test_a_callback_of_another_agent_is_refused(
         assert await other.server.storage.connections.get("alice", "notes") is None
         # Still good where it belongs.
         assert (await browser.get(back)).status_code == 200
+
+
+async def test_expired_requests_are_refused_with_a_page(notes: Notes) -> None:
+    store = notes.running.server.storage.connections
+    past = datetime.now(UTC) - timedelta(minutes=1)
+    # A link opened too late.
+    flow = await start_flow(notes, "alice")
+    stored = await store.get_flow(flow["flow_id"])
+    assert stored is not None
+    assert await store.advance_flow(replace(stored, expires_at=past), from_status="pending")
+    async with httpx.AsyncClient() as browser:
+        page = await browser.get(flow["authorization_url"])
+        assert page.status_code == 400
+        assert "expired" in page.text
+        assert "text/html" in page.headers["content-type"]
+        sent = await browser.post(flow["authorization_url"], headers=own_page(notes.url))
+        assert sent.status_code == 400
+    # A sign-in that came back too late.
+    flow = await start_flow(notes, "alice")
+    browser = await notes.browser()
+    sent = await browser.post(flow["authorization_url"], headers=own_page(notes.url))
+    back = await notes.provider.sign_in(browser, sent.headers["location"], "alice")
+    stored = await store.get_flow(flow["flow_id"])
+    assert stored is not None
+    assert await store.advance_flow(replace(stored, expires_at=past), from_status="redirected")
+    late = await browser.get(back)
+    assert late.status_code == 400
+    assert "expired" in late.text
+    assert await store.get("alice", "notes") is None
