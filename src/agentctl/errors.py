@@ -124,6 +124,11 @@ OUTSIDE_THE_TREE = {
         "the test and benchmark kit: no PostgreSQL or Redis to test against, and no "
         "packages to start a throwaway one"
     ),
+    "agentctl.testing.oauth_provider.SignInError": (
+        "the OAuth provider test kit: its sign-in page did not send the browser back (a wrong "
+        "password, an unknown request), raised to the test driving the page, never by "
+        "agentctl's server or CLI"
+    ),
 }
 
 # Exit codes of the CLI for what is not an AgentctlError (which exits with its `exit_code`).
