@@ -7,7 +7,9 @@ by two agents served as `agentctl dev` serves them:
   connection, checks its expiry and sends that user's token.
 
 Each run is one model step calling the tool and one answering (the scripted model), through
-the official SDK; the difference of the medians is what the connection adds.
+the official SDK; then the tool call alone, in the server's process. The agents take turns,
+so that whatever else the machine does weighs on both alike; the difference of the medians
+is what the connection adds (opening the user's sealed token set, checking its expiry).
 
     .venv/bin/python bench/connections.py [--runs 40]
 """
@@ -35,7 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import QUIET_ENV, p95, user_input
 
 from agentctl.project import load_project
+from agentctl.runtime.mcp_tools import load_mcp_tools
 from agentctl.server.app import create_app
+from agentctl.server.context import Server
 from agentctl.server.embedded import open_embedded_server
 from agentctl.server.http import uvicorn_config
 from agentctl.testing import ScriptedModelServer
@@ -57,8 +61,8 @@ def project(root: Path, name: str, server: dict[str, Any], env: dict[str, str]) 
 
 
 @asynccontextmanager
-async def serving(root: Path, data: Path) -> AsyncIterator[tuple[str, str]]:
-    """The agent at `root` on a free port: its URL and assistant id."""
+async def serving(root: Path, data: Path) -> AsyncIterator[tuple[str, str, Server]]:
+    """The agent at `root` on a free port: its URL, assistant id and server."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
@@ -68,7 +72,7 @@ async def serving(root: Path, data: Path) -> AsyncIterator[tuple[str, str]]:
     while not uv.started:
         await asyncio.sleep(0.01)
     try:
-        yield url, server.deployment.assistant_id
+        yield url, server.deployment.assistant_id, server
     finally:
         uv.should_exit = True
         await task
@@ -97,25 +101,47 @@ async def one_run(client: Any, assistant: str) -> float:
 
 
 async def timed_runs(
-    agents: dict[str, tuple[str, str]], token: str, runs: int
+    agents: dict[str, tuple[str, str, Server]], token: str, runs: int
 ) -> dict[str, list[float]]:
-    """`runs` runs on each agent (name -> url, assistant), taking turns so that whatever
+    """`runs` runs on each agent (name -> url, assistant, server), taking turns so that whatever
     else the machine does weighs on both alike; three first runs each warm up."""
     headers = {"Authorization": f"Bearer {token}"}
     clients = {
         name: get_client(url=url, api_key=None, headers=headers)
-        for name, (url, _) in agents.items()
+        for name, (url, _, _) in agents.items()
     }
     times: dict[str, list[float]] = {name: [] for name in agents}
     try:
         for index in range(runs + 3):
-            for name, (_, assistant) in agents.items():
+            for name, (_, assistant, _) in agents.items():
                 elapsed = await one_run(clients[name], assistant)
                 if index >= 3:
                     times[name].append(elapsed)
     finally:
         for client in clients.values():
             await client.aclose()
+    return times
+
+
+async def timed_calls(owned: Server, connected: Server, calls: int) -> dict[str, list[float]]:
+    """The tool call each agent makes, taking turns: the agent-owned tool as the revision
+    loaded it (langchain-mcp-adapters, a session per call), and the user's call as the
+    middleware makes it (the connection opened, then a session per call)."""
+    project = owned.deployment.runtime.project
+    listed = await load_mcp_tools(project.mcp_servers, project.env)
+    [tool] = [t for t in listed if t.name == "whoami"]
+    connections = connected.deployment.runtime.connections
+    times: dict[str, list[float]] = {"agent-owned headers": [], "user-owned (connected)": []}
+    for index in range(calls + 3):
+        started = time.perf_counter()
+        await tool.ainvoke({})
+        middle = time.perf_counter()
+        result = await connections.call_tool("alice", "notes", "whoami", {})
+        ended = time.perf_counter()
+        assert result is not None
+        if index >= 3:
+            times["agent-owned headers"].append(middle - started)
+            times["user-owned (connected)"].append(ended - middle)
     return times
 
 
@@ -142,14 +168,19 @@ async def main(runs: int) -> None:
                 await connect(second[0], token, provider, "alice")
                 agents = {"agent-owned headers": first, "user-owned (connected)": second}
                 results = await timed_runs(agents, token, runs)
-    print(f"a run calling notes.whoami once, {runs} runs each (ms)")
-    print(f"{'':26} {'median':>8} {'p95':>8}")
+                calls = await timed_calls(first[2], second[2], runs * 3)
+    report(f"a run calling notes.whoami once, through the SDK: {runs} runs each", results)
+    report(f"the tool call alone, in the server's process: {runs * 3} calls each", calls)
+
+
+def report(title: str, results: dict[str, list[float]]) -> None:
+    print(f"{title} (ms)")
+    print(f"  {'':26} {'median':>8} {'p95':>8}")
     for name, times in results.items():
-        print(f"{name:26} {statistics.median(times) * 1000:8.1f} {p95(times) * 1000:8.1f}")
-    added = statistics.median(results["user-owned (connected)"]) - statistics.median(
-        results["agent-owned headers"]
-    )
-    print(f"added by the user's connection (median): {added * 1000:+.1f} ms per tool call")
+        print(f"  {name:26} {statistics.median(times) * 1000:8.2f} {p95(times) * 1000:8.2f}")
+    owned, connected = results.values()
+    added = statistics.median(connected) - statistics.median(owned)
+    print(f"  added by the user's connection (median): {added * 1000:+.2f} ms per tool call")
 
 
 if __name__ == "__main__":

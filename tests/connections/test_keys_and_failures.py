@@ -149,13 +149,19 @@ async def test_a_missing_variable_of_a_configured_client_is_named(
         await vault.redirect(request.flow_id)
 
 
-async def test_an_unreachable_server_is_named(
+async def test_an_unreachable_server_is_named_without_its_secrets(
     store: ConnectionStore, vaults: list[Connections]
 ) -> None:
     server = McpServer(
-        name="gone", transport="http", url="http://127.0.0.1:9/mcp", oauth=McpOAuth()
+        name="gone",
+        transport="http",
+        url="http://127.0.0.1:9/mcp?key=${GONE_KEY}",
+        env_names=("GONE_KEY",),
+        oauth=McpOAuth(),
     )
-    vault = vault_for(store, {"gone": server}, vaults)
+    vault = vault_for(store, {"gone": server}, vaults, env={"GONE_KEY": "s3cret/value"})
     request = await vault.begin("alice", "gone")
-    with pytest.raises(ConnectionFailed, match=r'MCP server "gone": http://127.0.0.1:9/mcp'):
+    with pytest.raises(ConnectionFailed, match=r'MCP server "gone": http://127.0.0.1:9/mcp') as e:
         await vault.redirect(request.flow_id)
+    assert "s3cret" not in str(e.value)
+    assert "key=***" in str(e.value)

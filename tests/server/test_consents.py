@@ -58,7 +58,7 @@ def test_the_status_message_names_the_server_and_the_link() -> None:
         "To use notes (Your notes in Example Notes), the user must connect their own notes "
         f"account: open {URL} (the link works until 2026-11-27T13:00:00+00:00).",
         "Once connected, the task goes on by itself (get the task to follow it); a reply to "
-        "the task retries at once.",
+        "the task goes on at once instead, without notes if still not connected.",
     ]
     assert get_data_parts(parts) == [{"interrupts": pending}]
     # An approval gate is described as before.

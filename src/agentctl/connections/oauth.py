@@ -363,19 +363,24 @@ async def revoke(
     methods: list[str] | None = None,
 ) -> bool:
     """Revoke `token` (RFC 7009); whether the authorization server said yes. `methods`: the
-    client authentication methods its revocation endpoint takes (its metadata's)."""
-    method = client.token_endpoint_auth_method
-    if methods and method not in methods and client.client_secret:
-        for other in ("client_secret_basic", "client_secret_post"):
-            if other in methods:
-                client = client.model_copy(update={"token_endpoint_auth_method": other})
-                break
-    data, headers = _client_auth(client, {"token": token, "token_type_hint": hint})
-    try:
-        response = await http.post(endpoint, data=data, headers=headers, timeout=TIMEOUT)
-    except httpx.HTTPError:
-        return False
-    return response.status_code == 200
+    client authentication methods its revocation endpoint takes (its metadata's), tried in
+    the order basic, post (some servers, the `mcp` SDK's among them, read the form only)."""
+    own = client.token_endpoint_auth_method
+    tried = [own] if not methods or own in methods else []
+    if client.client_secret:
+        tried += [m for m in ("client_secret_basic", "client_secret_post") if m in (methods or [])]
+    for method in dict.fromkeys(tried) or [own]:
+        as_method = client.model_copy(update={"token_endpoint_auth_method": method})
+        data, headers = _client_auth(as_method, {"token": token, "token_type_hint": hint})
+        try:
+            response = await http.post(endpoint, data=data, headers=headers, timeout=TIMEOUT)
+        except httpx.HTTPError:
+            return False
+        if response.status_code == 200:
+            return True
+        if response.status_code not in (400, 401):
+            return False
+    return False
 
 
 async def _token_request(
@@ -400,6 +405,11 @@ async def _token_request(
                 "something that is not an OAuth token response"
             ) from None
     error, description = _oauth_error(response)
+    for secret in (data.get(k) for k in ("code", "code_verifier", "refresh_token")):
+        if secret:  # an authorization server echoing what it refused shows it nowhere
+            error, description = error.replace(secret, "***"), description.replace(secret, "***")
+    if client.client_secret:
+        description = description.replace(client.client_secret, "***")
     if error == "invalid_grant" and data["grant_type"] == "refresh_token":
         raise InvalidGrant(description)
     raise ConnectionFailed(

@@ -16,10 +16,12 @@ import logging
 import secrets
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
+from urllib.parse import quote, quote_plus
 
 import httpx
 from mcp.shared.auth import OAuthClientInformationFull
@@ -201,7 +203,8 @@ class Connections:
                 )
                 if not await self.store.put(claimed, expected_version=connection.version):
                     continue  # changed meanwhile: read it again
-                refreshed = await self._refresh(user_id, server, tokens, connection.version + 1)
+                with self._redacting(server):
+                    refreshed = await self._refresh(user_id, server, tokens, connection.version + 1)
                 if refreshed is None or isinstance(refreshed, str):
                     return refreshed
 
@@ -336,8 +339,9 @@ class Connections:
         caller): it must be the flow's user."""
         flow = await self.flow(flow_id, user_id=user_id)
         name = flow.server
-        auth_server = await self._discover(name)
-        client, sealed_client = await self._registered(name, auth_server)
+        with self._redacting(name):
+            auth_server = await self._discover(name)
+            client, sealed_client = await self._registered(name, auth_server)
         pkce = oauth.PKCEParameters.generate()
         state, binding = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         secret = {
@@ -402,7 +406,8 @@ class Connections:
             await self.store.advance_flow(failed, from_status="done")
             raise ConsentRefused(f"{refusal} — start connecting again")
         try:
-            await self._connect(flow, str(code))
+            with self._redacting(flow.server):
+                await self._connect(flow, str(code))
         except (ConnectionFailed, Unreadable, UserError) as exc:
             await self.store.advance_flow(failed, from_status="done")
             if isinstance(exc, Unreadable):
@@ -517,11 +522,13 @@ class Connections:
         sealed = await self.store.get_client(name, auth_server.issuer)
         if sealed is not None:
             try:
-                value, _ = self.box.open(sealed)
+                value, current = self.box.open(sealed)
             except Unreadable:
-                value = {}
+                value, current = {}, True
             known = OAuthClientInformationFull.model_validate(value) if value else None
             if known is not None and _usable(known, self.callback_url):
+                if not current:  # sealed with an older key: seal it with the first
+                    await self.store.put_client(name, auth_server.issuer, self.box.seal(value))
                 return known, {"registered": value}
         client = await oauth.register(
             self.http, name, auth_server, self.callback_url, self.client_name
@@ -552,6 +559,22 @@ class Connections:
                 f'MCP server "{server.name}" needs the environment variable {exc.args[0]}, '
                 "which is not set — add it to .env"
             ) from None
+
+    @contextmanager
+    def _redacting(self, name: str) -> Iterator[None]:
+        """A `ConnectionFailed` of server `name` without the values of its `${VAR}`s (a
+        URL may carry one)."""
+        try:
+            yield
+        except ConnectionFailed as exc:
+            server = self.servers.get(name)
+            names = server.env_names if server is not None else ()
+            message = str(exc)
+            for value in (self.env[n] for n in names if n in self.env):
+                for form in {value, quote(value), quote(value, safe=""), quote_plus(value)}:
+                    if len(form) >= 3:
+                        message = message.replace(form, "***")
+            raise ConnectionFailed(message) from None
 
     def _headers(self, server: McpServer) -> dict[str, str]:
         return {name: self._expand(server, value) for name, value in server.headers.items()}
@@ -651,7 +674,8 @@ class Connections:
                 return None
             headers = {**self._headers(config), "Authorization": f"Bearer {token}"}
             try:
-                return await action(url, config.transport, headers)
+                with self._redacting(server):
+                    return await action(url, config.transport, headers)
             except Unauthorized:
                 await self.invalidate(user_id, server, token)
                 if attempt:

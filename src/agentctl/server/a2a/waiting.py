@@ -16,7 +16,7 @@ from agentctl.storage.base import Thread
 
 AFTER_CONNECTING = (
     "Once connected, the task goes on by itself (get the task to follow it); a reply to "
-    "the task retries at once."
+    "the task goes on at once instead, without {servers} if still not connected."
 )
 HOW_TO_APPROVE = (
     'Reply "approve", or "reject: <reason>", or send a data part {"decisions": '
@@ -66,7 +66,8 @@ def describe(interrupts: list[dict[str, Any]]) -> str:
             value = interrupt.get("value")
             lines.append(value if isinstance(value, str) else json.dumps(value))
     if all(is_connection(i) for i in interrupts):
-        lines.append(AFTER_CONNECTING)
+        servers = dict.fromkeys(str(i["value"].get("server")) for i in interrupts)
+        lines.append(AFTER_CONNECTING.format(servers=" or ".join(servers)))
     elif all(is_approval(i) for i in interrupts):
         lines.append(HOW_TO_APPROVE)
     return "\n".join(lines)
