@@ -59,6 +59,8 @@ async def sign_in_at_the_provider(
         await click.click()
     tab = await opened.value
     await tab.wait_for_url(f"{provider.issuer}/**")
+    # The provider's page gets no handle on the console.
+    assert await tab.evaluate("window.opener === null")
     await tab.get_by_label("User name").fill("alice")
     await tab.get_by_label("Password").fill("alice-password")
     await tab.get_by_role("button", name="Sign in").click()
