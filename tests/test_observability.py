@@ -153,6 +153,7 @@ def test_secrets_are_redacted(log_to: Any) -> None:
     except ValueError:
         log.exception("failed")
     log.info("a field", extra={"detail": f"Bearer {SECRET}"})
+    log.info("GET /connections/callback?code=%s&state=%s", SECRET, SECRET)
 
     text = buffer.getvalue()
     assert SECRET not in text
@@ -163,6 +164,7 @@ def test_secrets_are_redacted(log_to: Any) -> None:
     assert "Bearer ***" in found[3]["message"]
     assert "x-api-key=***" in found[4]["exc_info"]
     assert found[5]["detail"] == "Bearer ***"
+    assert found[6]["message"] == "GET /connections/callback?code=***&state=***"
 
 
 def test_text_lines_are_readable(log_to: Any) -> None:

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from agentctl.bundle.requirements import requirements_of
+from agentctl.bundle.revision import build_revision
 from agentctl.errors import ConfigError
 from agentctl.project import load_project
-from agentctl.project.model import AuthConfig, SandboxConfig
+from agentctl.project.model import AuthConfig, McpOAuth, McpServer, SandboxConfig
+from agentctl.runtime.mcp_tools import load_mcp_tools
 from tests.conftest import WriteFiles
 
 SKILL = "---\nname: {name}\ndescription: {description}\n---\n# {name}\n"
@@ -232,6 +234,64 @@ def test_a_server_may_name_an_agent_of_the_platform(write_files: WriteFiles) -> 
     assert [(m.name, m.agent, m.url) for m in project.mcp_servers] == [
         ("peer", "researcher", ""), ("calc", "calc", "http://h/mcp")]  # fmt: skip
     assert project.called_agents == {"researcher", "calc"}
+
+
+def test_a_server_with_oauth_is_user_owned(write_files: WriteFiles) -> None:
+    servers = {
+        "notes": {
+            "url": "https://notes.example.com/mcp",
+            "description": "Your notes in Example Notes",
+            "oauth": {
+                "scopes": ["notes.read", "notes.write"],
+                "client_id": "${NOTES_CLIENT_ID}",
+                "client_secret": "${NOTES_CLIENT_SECRET}",
+            },
+        },
+        "wiki": {"url": "https://wiki.example.com/mcp", "oauth": {}, "headers": {"X-Team": "a"}},
+        "docs": {"url": "https://docs.example.com/mcp", "description": "The team's docs"},
+    }
+    root = write_files(
+        {
+            "agent.toml": '[agent]\nname = "a"\n',
+            "AGENTS.md": "H",
+            "mcp.json": json.dumps({"mcpServers": servers}),
+            ".env": "NOTES_CLIENT_ID=notes-client\nNOTES_CLIENT_SECRET=notes-secret-value\n",
+        }
+    )
+    project = load_project(root, environ={})
+    notes, wiki, docs = project.mcp_servers
+    assert notes.oauth == McpOAuth(
+        scopes=("notes.read", "notes.write"),
+        client_id="${NOTES_CLIENT_ID}",
+        client_secret="${NOTES_CLIENT_SECRET}",
+    )
+    assert (notes.description, notes.user_owned) == ("Your notes in Example Notes", True)
+    assert notes.env_names == ("NOTES_CLIENT_ID", "NOTES_CLIENT_SECRET")
+    assert (wiki.oauth, wiki.user_owned, wiki.description) == (McpOAuth(), True, None)
+    assert (docs.oauth, docs.user_owned, docs.description) == (None, False, "The team's docs")
+    needs = requirements_of(project)
+    assert {"NOTES_CLIENT_ID", "NOTES_CLIENT_SECRET"} <= set(needs.env_names)
+    manifest = build_revision(project).manifest
+    assert manifest["mcp_servers"][0] == {
+        "name": "notes",
+        "transport": "http",
+        "url": "https://notes.example.com/mcp",
+        "headers": [],
+        "description": "Your notes in Example Notes",
+        "oauth": {"scopes": ["notes.read", "notes.write"], "client_id": "${NOTES_CLIENT_ID}"},
+    }
+    assert "notes-secret-value" not in json.dumps(manifest)
+    assert {"NOTES_CLIENT_ID", "NOTES_CLIENT_SECRET"} <= set(manifest["env"])
+
+
+async def test_user_owned_servers_are_not_listed_at_load(calc_port: int) -> None:
+    """Listing them needs a user's token: the load lists the agent's own servers only (the
+    user-owned one's address answers nothing, so listing it would fail the load)."""
+    own = McpServer("calc", "http", f"http://127.0.0.1:{calc_port}/mcp")
+    user_owned = McpServer("notes", "http", "http://127.0.0.1:9/mcp", oauth=McpOAuth())
+    assert await load_mcp_tools([user_owned], {}) == []
+    tools = await load_mcp_tools([user_owned, own], {})
+    assert [tool.name for tool in tools] == ["add"]
 
 
 def test_a_linked_skill_folder_inside_the_project_is_followed_once(

@@ -17,7 +17,8 @@ request) from failures of the running system::
     │   └── RequestError          a request the server refuses (MCP and A2A relay these)
     │       ├── BadRequest        status 400: a request the server cannot read
     │       │   ├── FilterError   a thread-stream subscription to fix
-    │       │   └── CommandError  a protocol command refused, with its protocol error code
+    │       │   ├── CommandError  a protocol command refused, with its protocol error code
+    │       │   └── ConsentRefused  a connection's authorization callback or link refused
     │       ├── Forbidden         status 403: the caller may not do this
     │       ├── NotFound          status 404: no such resource (for this caller)
     │       │   └── SandboxNotFound
@@ -40,6 +41,7 @@ request) from failures of the running system::
         ├── SandboxFull           status 507: no disk space left for a write
         ├── DiskUnavailable       status 503: the embedded database's disk is full (or failing)
         ├── SecretsUnreadable     stored secrets do not open with this server's key
+        ├── ConnectionFailed      status 502: an MCP server or its authorization server failed
         ├── CgroupError           cgroups cannot be used here
         └── ModelProviderError    status 502: a call to the agent's model provider failed
 
@@ -93,6 +95,18 @@ OUTSIDE_THE_TREE = {
         "an `egress.Refused` for a host name that resolves to nothing yet: accepted at "
         "submit time, retried by deliveries"
     ),
+    "agentctl.connections.mcp_client.Unauthorized": (
+        "not an error the user sees: a user-owned MCP server answered 401 to a user's token; "
+        "the connection refreshes the token and tries once more, else asks for consent"
+    ),
+    "agentctl.connections.oauth.InvalidGrant": (
+        "not an error the user sees: the authorization server refused a refresh token; the "
+        "connection is removed and the user is asked to consent again"
+    ),
+    "agentctl.connections.sealing.Unreadable": (
+        "not an error the user sees: a sealed token no configured key opens (the key "
+        "changed); the connection counts as absent and the user is asked to consent again"
+    ),
     "agentctl.server.connections.CutShort": (
         "not an error: a response body raises it to close its connection before the body is "
         "whole (a `wait` of a run the server's stop handed back), so that the client "
@@ -109,6 +123,11 @@ OUTSIDE_THE_TREE = {
     "agentctl.testing.services.ServiceUnavailable": (
         "the test and benchmark kit: no PostgreSQL or Redis to test against, and no "
         "packages to start a throwaway one"
+    ),
+    "agentctl.testing.oauth_provider.SignInError": (
+        "the OAuth provider test kit: its sign-in page did not send the browser back (a wrong "
+        "password, an unknown request), raised to the test driving the page, never by "
+        "agentctl's server or CLI"
     ),
 }
 
@@ -213,6 +232,13 @@ class CommandError(BadRequest):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+class ConsentRefused(BadRequest):
+    """A step of connecting a user's account to an MCP server refused: a forged, replayed or
+    expired `state`, a link already used, a browser that did not start the flow (its binding
+    cookie missing or wrong), or the provider's own refusal (`error=` on the callback). The
+    message says which, and that the user starts the connection again."""
 
 
 class Forbidden(RequestError):
@@ -354,6 +380,14 @@ class DiskUnavailable(RuntimeFailure):
 
 class SecretsUnreadable(RuntimeFailure):
     """Stored secrets cannot be decrypted with this server's key."""
+
+
+class ConnectionFailed(RuntimeFailure):
+    """A user-owned MCP server, or its OAuth authorization server, failed a step of a
+    connection: discovery, client registration, the code exchange, a refresh, or listing
+    tools. The message names the server, the URL and the step, never a token or secret."""
+
+    status = 502
 
 
 class CgroupError(RuntimeFailure):

@@ -60,7 +60,9 @@ SETTINGS: tuple[Setting, ...] = (
             "`/info`, named by the A2A agent card and printed by `agentctl deploy`. Its pages "
             "(`/docs`, the console) opened there may call the API from a browser. Unset: the "
             "URL the request came to, never cached, and pages only at an IP address or "
-            "localhost (see docs/server.md, Browsers and CORS)."),
+            "localhost (see docs/server.md, Browsers and CORS). Required for agents with "
+            "user-owned MCP servers: OAuth providers send users back to "
+            "`<it>/agents/<name>/connections/callback` (docs/connections.md)."),
     Setting("AGENTCTL_CORS_ORIGINS", str, None,
             "Comma-separated origins (`https://chat.example.com`) whose web pages may call "
             "the API from a browser; `*` for any (then without credentials). Requests from "
@@ -133,9 +135,13 @@ SETTINGS: tuple[Setting, ...] = (
             "closed, and a warning is logged (at most every 10 s). The server raises its limit "
             "of open files (`ulimit -n`) to fit, as far as the hard limit allows."),
     Setting("AGENTCTL_SECRETS_KEY", str, None,
-            "The key encrypting deployed secrets at rest (any string; a long random one). "
-            "Unset: derived from `PLATFORM_API_KEY` — then changing that key makes stored "
-            "secrets unreadable until the project is deployed again.", secret=True),
+            "The key sealing deployed secrets and users' connection tokens at rest (any "
+            "string without commas; a long random one). Several keys separated by commas "
+            "rotate it: the first seals, every one opens (docs/connections.md, Key "
+            "rotation). Unset: `PLATFORM_API_KEY` — then changing that key makes stored "
+            "secrets unreadable until the project is deployed again, and users connect "
+            "again; `agentctl dev` generates one into its data dir (`secrets.key`).",
+            secret=True),
     Setting("AGENTCTL_WEBHOOK_SECRET", str, None,
             "The secret signing every webhook (docs/server.md, Webhooks): `whsec_` then the "
             "base64 of at least 16 random bytes, as Standard Webhooks libraries take it. Unset: "

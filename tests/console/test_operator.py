@@ -129,6 +129,8 @@ async def test_a_user_or_a_visitor_without_credentials_sees_no_operator_view(
     assert cluster.deploy(revision(tmp_path / "chat", idp_b, 1), replica).exit_code == 0
     token = idp_b.mint(ALICE)
     nav_links = ["Chat", "Threads", "Memory"]
+    # A signed-in user has their own connections too.
+    user_links = [*nav_links, "Connections"]
 
     async with open_console(replica.url) as console:
         page = console.page
@@ -139,7 +141,7 @@ async def test_a_user_or_a_visitor_without_credentials_sees_no_operator_view(
         await expect(page.get_by_role("heading", name="Operator")).to_have_count(0)
 
         await console.sign_in(token, kind="User token")
-        await expect(nav.get_by_role("link")).to_have_text(nav_links)
+        await expect(nav.get_by_role("link")).to_have_text(user_links)
         await page.goto(f"{replica.url}/ui/#/operator")
         await expect(page.get_by_label("Message")).to_be_visible()  # the chat instead
         await expect(page.get_by_role("heading", name="Operator")).to_have_count(0)

@@ -120,7 +120,9 @@ async def test_delete_asks_for_the_name_then_says_what_went(
     assert wrong.exit_code == 1
     warning = f"Deleting agent beta ({replica.url}/agents/beta) deletes its revisions, secrets"
     assert warning in wrong.err
-    assert "threads, runs, crons, store items and memory, and sandboxes" in wrong.err
+    assert "crons, store items and memory, users' connections to MCP servers, and sandboxes" in (
+        wrong.err
+    )
     assert "Type the agent's name to delete it" in wrong.err
     assert "error: 'alpha' is not 'beta': nothing deleted" in wrong.err
     assert agent_info(replica, "beta").status_code == 200
@@ -136,7 +138,7 @@ async def test_delete_asks_for_the_name_then_says_what_went(
     deleted = cluster.deploy(elsewhere, replica, "delete", "beta", input="beta\n")
     assert deleted.exit_code == 0, deleted.err
     assert deleted.out.startswith("Deleted agent beta\n")
-    for counted in ("threads", "runs", "assistants", "crons"):
+    for counted in ("threads", "runs", "assistants", "crons", "connections"):
         assert re.search(rf"^  {counted} +\d+$", deleted.out, re.M), deleted.out
     assert agent_info(replica, "beta").status_code == 404
     names = [

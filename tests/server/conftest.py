@@ -68,10 +68,17 @@ async def running_server(
     project_root: Path, data_dir: Path, **options: Any
 ) -> AsyncIterator[Running]:
     """Serve the project on 127.0.0.1 and a free port, in this event loop."""
-    server = await open_embedded_server(load_project(project_root), "rev-1", data_dir, **options)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
+    options.setdefault("public_url", f"http://127.0.0.1:{port}")
+    try:
+        server = await open_embedded_server(
+            load_project(project_root), "rev-1", data_dir, **options
+        )
+    except BaseException:
+        sock.close()
+        raise
     app = create_app(server)
     uv = uvicorn.Server(uvicorn_config(app, server.limits, log_level="warning", loop="asyncio"))
     task = asyncio.create_task(uv.serve(sockets=[sock]))

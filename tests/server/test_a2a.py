@@ -384,6 +384,29 @@ async def test_streamed_approval_gate(gated: Running) -> None:
     assert not any(e.HasField("task") for e in resumed)  # the same task goes on
 
 
+async def test_a_waiting_task_follows_the_run_that_resumed_it_elsewhere(gated: Running) -> None:
+    """A run no A2A message started resumes the task's run (as the server does once the user
+    connected the account a task waits for): the task follows it to its end, and a message
+    to the task then is refused, the task being completed."""
+    async with a2a_client(gated, "gated") as client:
+        paused = await send(client, message(WRITE))
+        assert state(paused) == "TASK_STATE_INPUT_REQUIRED"
+        thread_id = paused.context_id
+        approve = {"decisions": [{"type": "approve"}]}
+        await gated.client.runs.wait(thread_id, "gated", command={"resume": approve})
+        got = await client.get_task(GetTaskRequest(id=paused.id))
+        assert state(got) == "TASK_STATE_COMPLETED"
+        assert got.metadata["runId"] != paused.metadata["runId"]  # the resuming run
+        listed = await client.list_tasks(ListTasksRequest(context_id=thread_id))
+        assert [state(task) for task in listed.tasks] == ["TASK_STATE_COMPLETED"]
+        # Another run on the thread (not a resume) is not the task's.
+        again = await send(client, message(WRITE, context_id=thread_id))
+        await gated.client.runs.wait(thread_id, "gated", input={"messages": []})
+        assert state(await client.get_task(GetTaskRequest(id=again.id))) == (
+            "TASK_STATE_INPUT_REQUIRED"
+        )
+
+
 @pytest.mark.slow
 async def test_tasks_outlive_a_restart(tmp_path: Path) -> None:
     """Tasks are stored: a restarted server still knows them, with their artifacts, and a

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -17,7 +18,7 @@ from agentctl.server.dispatch import open_platform
 from agentctl.server.platform_host import Platform
 from agentctl.server.production import open_agent_server
 from agentctl.settings import Settings
-from agentctl.storage.base import Thread
+from agentctl.storage.base import Thread, UserConnection
 from agentctl.testing import ScriptedModelServer
 from tests.server.conftest import (
     PLATFORM_KEY,
@@ -97,9 +98,13 @@ async def test_agents_are_served_apart_at_their_own_urls(
     assert hosting.agents["alpha"].server.deployment.number == 1
     assert hosting.agents["beta"].server.deployment.number == 1
 
+    at = datetime.now(UTC)
+    connection = UserConnection("ann", "notes", b"sealed", ("notes.read",), None, at, at)
+    await hosting.agents["beta"].server.storage.connections.put(connection, expected_version=None)
     deleted = await http.delete("/platform/agents/beta", headers=OPERATOR)
     assert deleted.status_code == 200, deleted.text
     assert deleted.json()["deleted"]["assistants"] == 1
+    assert deleted.json()["deleted"]["connections"] == 1
     assert not Path(deleted.json()["folder"]).exists()
     assert (await http.get("/agents/beta/info")).status_code == 404
     assert (await http.delete("/platform/agents/beta", headers=OPERATOR)).status_code == 404

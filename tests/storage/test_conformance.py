@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, TypedDict, cast
 
+import psycopg
 import pytest
 from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
@@ -28,6 +29,7 @@ from agentctl.storage.base import (
     AgentRecord,
     Assistant,
     AssistantFilter,
+    ConsentFlow,
     Cron,
     CronFilter,
     EventLog,
@@ -39,6 +41,7 @@ from agentctl.storage.base import (
     Thread,
     ThreadFilter,
     ThreadUpdate,
+    UserConnection,
     new_id,
     now,
 )
@@ -47,6 +50,7 @@ from agentctl.storage.postgres import PostgresStorage
 from agentctl.storage.postgres import database as postgres_database
 from agentctl.storage.sqlite import SqliteStorage
 from agentctl.storage.sqlite import database as sqlite_database
+from tests.conftest import eventually
 
 from .conftest import OpenPostgres, postgres_opener
 
@@ -855,3 +859,254 @@ async def test_an_agent_incarnation_and_its_sandbox_cleanups(storage: Storage) -
     assert (other.owner, other.attempts, other.last_error) == ("helper", 0, None)
     await storage.agents.cleanup_done("coder~~9f3c")
     assert [c.owner for c in await storage.agents.cleanups()] == ["helper"]
+
+
+# -- users' connections to MCP servers ---------------------------------------------------
+
+# Every byte value, a NUL first: sealed values come back byte for byte.
+SEALED = b"\x00" + bytes(range(256)) + b"\xff\x00"
+
+
+def a_connection(user: str, server: str, sealed: bytes = SEALED, **fields: Any) -> UserConnection:
+    at = now()
+    return UserConnection(user, server, sealed, ("read", "wrïte"), at + LATER, at, at, **fields)
+
+
+def a_flow(user: str = "ann", server: str = "notes", **fields: Any) -> ConsentFlow:
+    made = ConsentFlow(new_id(), user, server, new_id(), "agent", "pending", now(), now() + LATER)
+    return replace(made, **fields)
+
+
+def redirected(flow: ConsentFlow) -> ConsentFlow:
+    state = new_id().replace("-", "")
+    return replace(
+        flow, status="redirected", state_hash=state, binding_hash="b" * 64, sealed=SEALED
+    )
+
+
+async def test_user_connections(storage: Storage) -> None:
+    """Stored as given (sealed bytes exact, scopes in order, times in UTC), replaced with
+    the version counted, swapped only from the version expected, listed, counted, deleted
+    one or all of a user's."""
+    connections = storage.connections
+    assert await connections.get("ann", "notes") is None
+    first = a_connection("ann", "notes", version=7)  # a new row starts at 1 whatever it says
+    assert await connections.put(first, expected_version=None)
+    stored = await connections.get("ann", "notes")
+    assert stored == replace(first, version=1)
+    assert stored is not None
+    assert type(stored.sealed) is bytes
+    assert stored.scopes == ("read", "wrïte")
+    assert is_utc(stored.expires_at)
+    assert is_utc(stored.connected_at)
+
+    refreshed = replace(first, sealed=b"refreshed", expires_at=None, updated_at=now())
+    assert await connections.put(refreshed, expected_version=None)  # replaces: version 2
+    assert await connections.get("ann", "notes") == replace(refreshed, version=2)
+    assert not await connections.put(replace(first, sealed=b"stale"), expected_version=1)
+    assert await connections.put(replace(first, sealed=b"swapped"), expected_version=2)
+    swapped = await connections.get("ann", "notes")
+    assert swapped is not None
+    assert (swapped.sealed, swapped.version) == (b"swapped", 3)
+    # Nothing to swap: nothing is inserted.
+    assert not await connections.put(a_connection("ann", "mail"), expected_version=1)
+    assert await connections.get("ann", "mail") is None
+
+    for user, server in [("ann", "mail"), ("ann", "calendar"), ("bob", "notes")]:
+        assert await connections.put(a_connection(user, server), expected_version=None)
+    assert [c.server for c in await connections.list("ann")] == ["calendar", "mail", "notes"]
+    assert await connections.list("nobody") == []
+    assert await connections.counts() == {"notes": 2, "mail": 1, "calendar": 1}
+
+    assert await connections.delete("ann", "mail") == 1
+    assert await connections.delete("ann", "mail") == 0
+    assert await connections.delete("ann") == 2
+    assert await connections.delete("ann") == 0
+    assert await connections.counts() == {"notes": 1}
+    assert await connections.get("bob", "notes") is not None
+
+
+async def test_a_connection_swap_races(storage: Storage) -> None:
+    """Two writers replacing a token from the same version at once: one wins, and the
+    stored token is the winner's."""
+    connections = storage.connections
+    for round_ in range(10):
+        user = f"user{round_}"
+        assert await connections.put(a_connection(user, "notes"), expected_version=None)
+        one, two = a_connection(user, "notes", b"one"), a_connection(user, "notes", b"two")
+        won = await asyncio.gather(
+            connections.put(one, expected_version=1), connections.put(two, expected_version=1)
+        )
+        assert sorted(won) == [False, True]
+        stored = await connections.get(user, "notes")
+        assert stored is not None
+        assert (stored.sealed, stored.version) == (b"one" if won[0] else b"two", 2)
+
+
+async def test_consent_flows(storage: Storage) -> None:
+    """Stored as given, found by the hash of their state once redirected, each step taken
+    once, purged once expired."""
+    connections = storage.connections
+    flow = a_flow(thread_id=None, assistant_id=None)
+    await connections.add_flow(flow)
+    assert await connections.get_flow(flow.flow_id) == flow
+    assert await connections.get_flow("nope") is None
+
+    sent = redirected(flow)
+    assert sent.state_hash is not None
+    assert await connections.flow_by_state(sent.state_hash) is None
+    assert await connections.advance_flow(sent, from_status="pending")
+    assert not await connections.advance_flow(sent, from_status="pending")  # once
+    found = await connections.flow_by_state(sent.state_hash)
+    assert found == sent
+    assert found is not None
+    assert type(found.sealed) is bytes
+    assert is_utc(found.expires_at)
+    assert await connections.flow_by_state("0" * 64) is None
+
+    done = replace(sent, status="done")
+    assert await connections.advance_flow(done, from_status="redirected")
+    assert not await connections.advance_flow(done, from_status="redirected")
+    assert await connections.get_flow(flow.flow_id) == done
+    assert not await connections.advance_flow(a_flow(), from_status="pending")  # never added
+
+    expired = [a_flow(expires_at=now() - timedelta(minutes=m)) for m in (1, 2)]
+    for old in expired:
+        await connections.add_flow(old)
+    assert await connections.purge_flows(now() - timedelta(seconds=30)) == 2
+    assert await connections.purge_flows(now()) == 0
+    assert [await connections.get_flow(old.flow_id) for old in expired] == [None, None]
+    assert await connections.get_flow(flow.flow_id) == done
+
+
+async def test_a_consent_flow_is_used_once_under_races(storage: Storage) -> None:
+    """Two callbacks completing one flow at once: exactly one advances it."""
+    connections = storage.connections
+    for _ in range(10):
+        flow = redirected(a_flow())
+        await connections.add_flow(flow)
+        won = await asyncio.gather(
+            connections.advance_flow(replace(flow, status="done"), from_status="redirected"),
+            connections.advance_flow(replace(flow, status="failed"), from_status="redirected"),
+        )
+        assert sorted(won) == [False, True]
+        stored = await connections.get_flow(flow.flow_id)
+        assert stored is not None
+        assert stored.status == ("done" if won[0] else "failed")
+
+
+async def test_replicas_racing_on_one_connection_and_one_flow(
+    database_url: str, open_postgres: OpenPostgres
+) -> None:
+    """Two replicas each swap the same token from one version and complete the same flow
+    while the rows are held (every statement waits on them); once released, each waiting
+    statement checks the row again: one swap and one completion land."""
+    one, two = await asyncio.gather(open_postgres(database_url), open_postgres(database_url))
+    assert await one.connections.put(a_connection("ann", "notes"), expected_version=None)
+    flow = redirected(a_flow())
+    await one.connections.add_flow(flow)
+    async with (
+        await psycopg.AsyncConnection.connect(database_url) as holder,
+        await psycopg.AsyncConnection.connect(database_url, autocommit=True) as watcher,
+    ):
+
+        async def waiting() -> bool:
+            cursor = await watcher.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database()"
+            )
+            row = await cursor.fetchone()
+            return row is not None and row[0] == 4
+
+        async with holder.transaction():
+            await holder.execute("SELECT 1 FROM user_connections FOR UPDATE")
+            await holder.execute("SELECT 1 FROM consent_flows FOR UPDATE")
+            racing = asyncio.gather(
+                one.connections.put(a_connection("ann", "notes", b"1"), expected_version=1),
+                two.connections.put(a_connection("ann", "notes", b"2"), expected_version=1),
+                one.connections.advance_flow(
+                    replace(flow, status="done"), from_status="redirected"
+                ),
+                two.connections.advance_flow(
+                    replace(flow, status="failed"), from_status="redirected"
+                ),
+            )
+            await eventually(waiting, what="the four statements waiting on the rows")
+        swapped_one, swapped_two, done, failed = await racing
+    assert sorted([swapped_one, swapped_two]) == [False, True]
+    assert sorted([done, failed]) == [False, True]
+    stored = await two.connections.get("ann", "notes")
+    assert stored is not None
+    assert (stored.sealed, stored.version) == (b"1" if swapped_one else b"2", 2)
+    stored_flow = await two.connections.get_flow(flow.flow_id)
+    assert stored_flow is not None
+    assert stored_flow.status == ("done" if done else "failed")
+
+
+async def test_oauth_clients_and_tool_catalogs(storage: Storage) -> None:
+    """A client registration per server and issuer (sealed bytes exact), replaced when
+    registered again; a catalog per server, its tools as listed (order and keys' order)."""
+    connections = storage.connections
+    assert await connections.get_client("notes", "https://auth.example.com") is None
+    await connections.put_client("notes", "https://auth.example.com", SEALED)
+    await connections.put_client("notes", "https://other.example.com", b"other")
+    found = await connections.get_client("notes", "https://auth.example.com")
+    assert (found, type(found)) == (SEALED, bytes)
+    await connections.put_client("notes", "https://auth.example.com", b"again")
+    assert await connections.get_client("notes", "https://auth.example.com") == b"again"
+    assert await connections.get_client("notes", "https://other.example.com") == b"other"
+    assert await connections.get_client("mail", "https://auth.example.com") is None
+
+    assert await connections.get_catalog("notes") is None
+    schema = {"type": "object", "properties": {"zeta": {"type": "string"}, "a": {}}}
+    tools = [
+        {"name": "search", "description": "Search notes ✓", "inputSchema": schema},
+        {"name": "add", "inputSchema": {"type": "object"}, "annotations": {"title": "Add"}},
+    ]
+    await connections.put_catalog("notes", tools)
+    listed = await connections.get_catalog("notes")
+    assert listed == tools
+    assert listed is not None
+    assert list(listed[0]["inputSchema"]["properties"]) == ["zeta", "a"]
+    assert list(listed[1]) == ["name", "inputSchema", "annotations"]
+    await connections.put_catalog("notes", tools[1:])
+    assert await connections.get_catalog("notes") == tools[1:]
+    await connections.put_catalog("mail", [])
+    assert await connections.get_catalog("mail") == []
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+async def test_a_database_of_before_gets_the_connection_tables(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database at the schema version before connections is migrated when opened: its
+    data stays, the new tables are there."""
+    module = {"sqlite": sqlite_database, "postgres": postgres_database}[kind]
+    monkeypatch.setattr(module, "MIGRATIONS", module.MIGRATIONS[:-1])
+    task = A2ATask("t1", new_id(), "ann", "TASK_STATE_COMPLETED", 1, {"id": "t1"})
+    async with contextlib.AsyncExitStack() as stack:
+        if kind == "sqlite":
+            older = SqliteStorage(tmp_path / "agentctl.db", tmp_path / "store.db")
+            await older.a2a_tasks.put(task)
+            await older.close()
+            monkeypatch.undo()
+            storage: Storage = SqliteStorage(tmp_path / "agentctl.db", tmp_path / "store.db")
+            stack.push_async_callback(storage.close)
+        else:
+            url = request.getfixturevalue("database_url")
+            open_postgres = await stack.enter_async_context(postgres_opener(request))
+            older_pg = await open_postgres(url)
+            await older_pg.a2a_tasks.put(task)
+            with pytest.raises(Exception, match="user_connections"):
+                await older_pg.connections.get("ann", "notes")
+            monkeypatch.undo()
+            storage = await open_postgres(url)
+        assert await storage.a2a_tasks.get("t1") == task
+        assert await storage.connections.put(a_connection("ann", "notes"), expected_version=None)
+        assert await storage.connections.counts() == {"notes": 1}
+        flow = a_flow()
+        await storage.connections.add_flow(flow)
+        assert await storage.connections.get_flow(flow.flow_id) == flow
+        await storage.connections.put_client("notes", "issuer", b"client")
+        await storage.connections.put_catalog("notes", [{"name": "search"}])
+        assert await storage.connections.get_catalog("notes") == [{"name": "search"}]

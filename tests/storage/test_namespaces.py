@@ -30,7 +30,15 @@ from agentctl.storage.namespace import Namespace
 from agentctl.storage.open import Close, Dropped, drop_namespace, open_storage
 from agentctl.storage.postgres.database import drop_schema
 
-from .test_conformance import a_cron, add_run, add_thread, claim_id, config, counter_graph
+from .test_conformance import (
+    a_connection,
+    a_cron,
+    add_run,
+    add_thread,
+    claim_id,
+    config,
+    counter_graph,
+)
 
 HOSTILE = "\"'; DROP SCHEMA public CASCADE; -- ✓ ünïcødé " + "x" * 200
 MEMORY = ("memories", "ann", "files")
@@ -84,6 +92,7 @@ async def write_everything(storage: Storage) -> dict[str, str]:
     await storage.store.aput(MEMORY, "note", {"text": "likes tea"})
     await counter_graph(storage.checkpointer).ainvoke({"log": ["a"]}, config(thread.thread_id))
     event = await storage.events.append(thread.thread_id, run.run_id, "values", b"{}")
+    await storage.connections.put(a_connection("ann", "notes"), expected_version=None)
     return {
         "assistant": assistant,
         "thread": thread.thread_id,
@@ -109,6 +118,7 @@ async def sees(storage: Storage, written: dict[str, str]) -> dict[str, Any]:
         "store": len(await storage.store.asearch(("memories",))),
         "checkpoints": bool([c async for c in storage.checkpointer.alist(config(thread))]),
         "events": [event.id for event in await storage.events.read(thread, after=None)],
+        "connections": sum((await storage.connections.counts()).values()),
     }
 
 
@@ -125,6 +135,7 @@ NOTHING = {
     "store": 0,
     "checkpoints": False,
     "events": [],
+    "connections": 0,
 }
 
 

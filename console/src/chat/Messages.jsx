@@ -26,8 +26,8 @@ function ToolCalls({ stream, subagents, message, waiting }) {
   );
 }
 
-/** `waiting`: the run waits at an approval gate. */
-export function Messages({ stream, waiting = false }) {
+/** `waiting`: what the run waits for ("approval", "a connection"), or null. */
+export function Messages({ stream, waiting = null }) {
   // Read on every render, before any run: the hook streams the modes its getters were read
   // for, and subagents need `updates` from the first run on.
   const subagents = stream.subagents;

@@ -4,7 +4,6 @@ import { pretty, textOf } from "./text.js";
 
 const STATES = {
   pending: "running",
-  waiting: "waiting for approval",
   completed: "done",
   error: "failed",
 };
@@ -19,10 +18,12 @@ export function ToolResult({ result }) {
   );
 }
 
-/** `waiting`: the run waits at an approval gate, so a call without result waits on it. */
-export function ToolCall({ toolCall, waiting = false }) {
+/** `waiting`: what the run waits for ("approval" at a gate, "a connection"…), so a call
+ * without result waits on it; null when the run waits for nothing. */
+export function ToolCall({ toolCall, waiting = null }) {
   const { call, result } = toolCall;
   const state = waiting && toolCall.state === "pending" ? "waiting" : toolCall.state;
+  const label = state === "waiting" ? `waiting for ${waiting}` : (STATES[state] ?? state);
   return (
     <Disclosure
       className="tool-call"
@@ -30,7 +31,7 @@ export function ToolCall({ toolCall, waiting = false }) {
       label={
         <>
           <span className="tool-kind">Tool</span> <code>{call.name}</code>{" "}
-          <span className={`tool-state ${state}`}>{STATES[state] ?? state}</span>
+          <span className={`tool-state ${state}`}>{label}</span>
         </>
       }
     >

@@ -1,27 +1,31 @@
 // Chat with the agent on the official `useStream` hook: tokens as they stream, tool calls and
-// subagent delegations (expandable), the files the agent wrote, errors, and approval gates.
-// The thread is kept in the address (#/chat/<thread id>) so a reload comes back to it.
+// subagent delegations (expandable), the files the agent wrote, errors, approval gates and
+// requests to connect an account. The thread is kept in the address (#/chat/<thread id>) so
+// a reload comes back to it.
 import { useStream } from "@langchain/langgraph-sdk/react";
-import { useEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useRef, useState } from "react";
 import { Alert } from "../Alert.jsx";
 import { describeError } from "../api.js";
+import { Connect, isConnectionRequest } from "../chat/Connect.jsx";
 import { Files } from "../chat/Files.jsx";
 import { Gate, isApprovalRequest } from "../chat/Gate.jsx";
 import { Messages } from "../chat/Messages.jsx";
 import { textOf } from "../chat/text.js";
+import { useNewRun } from "../chat/useNewRun.js";
 import { useConsole } from "../context.js";
 import { navigate } from "../route.js";
 
 /** Submit options of every run: subagents stream their own messages too. */
 const RUN = { streamSubgraphs: true };
 
-/** The resume value answering `interrupt` with `decisions`: the decisions alone when it is
- * the only interrupt waiting, else keyed by its id. */
-function resumeValue(interrupts, interrupt, decisions) {
-  return interrupts.length > 1 && interrupt.id
-    ? { [interrupt.id]: { decisions } }
-    : { decisions };
+/** The resume value answering `interrupt` with `answer`: the answer alone when it is the
+ * only interrupt waiting, else keyed by its id. */
+function resumeValue(interrupts, interrupt, answer) {
+  return interrupts.length > 1 && interrupt.id ? { [interrupt.id]: answer } : answer;
 }
+
+/** A run in these states can still be joined to stream what it sends. */
+const UNFINISHED = new Set(["pending", "running"]);
 
 function Composer({ stream }) {
   const [draft, setDraft] = useState("");
@@ -67,7 +71,8 @@ function failureOf(error, runError) {
   return "The last run failed";
 }
 
-/** The status line (announced): the agent works, waits for a decision, or has answered. */
+/** The status line (announced): the agent works, waits (`waiting` says for what), or has
+ * answered. */
 function useStatus(stream, waiting) {
   const [answered, setAnswered] = useState(false); // a run of this page has ended
   const wasLoading = useRef(false);
@@ -76,7 +81,7 @@ function useStatus(stream, waiting) {
     wasLoading.current = stream.isLoading;
   }, [stream.isLoading]);
   if (stream.isLoading) return "The agent is working…";
-  if (waiting) return "Waiting for your decision.";
+  if (waiting) return waiting;
   const last = answered ? stream.messages.findLast((message) => message.type === "ai" && textOf(message)) : null;
   if (!last) return "";
   return (
@@ -86,7 +91,19 @@ function useStatus(stream, waiting) {
   );
 }
 
-export function Chat({ id }) {
+/** What the run waits for, as the status line says it: `[label for tool calls, status]`. */
+function waitingFor(gates, connections) {
+  if (gates.length) return ["approval", "Waiting for your decision."];
+  if (connections.length) {
+    const servers = connections.map((interrupt) => interrupt.value.server).join(", ");
+    return ["a connection", `Waiting for you to connect ${servers}.`];
+  }
+  return [null, ""];
+}
+
+/** One mount of the thread's stream. `join`: a run started elsewhere to stream once the
+ * thread is loaded; `onNewRun(run)`: such a run appeared while a connection was pending. */
+function Conversation({ id, join, onNewRun }) {
   const { info, client } = useConsole();
   const runError = useRef(null);
   const stream = useStream({
@@ -100,26 +117,48 @@ export function Chat({ id }) {
       runError.current = error;
     },
   });
-  const gates = stream.isLoading ? [] : stream.interrupts.filter(isApprovalRequest);
-  const status = useStatus(stream, gates.length > 0);
-  const resume = (interrupt, decisions) =>
+  const interrupts = stream.isLoading ? [] : stream.interrupts;
+  const gates = interrupts.filter(isApprovalRequest);
+  const connections = interrupts.filter(isConnectionRequest);
+  const [toolsWait, waiting] = waitingFor(gates, connections);
+  const status = useStatus(stream, waiting);
+  const resume = (interrupt, answer) =>
     stream.submit(null, {
       ...RUN,
-      command: { resume: resumeValue(stream.interrupts, interrupt, decisions) },
+      command: { resume: resumeValue(stream.interrupts, interrupt, answer) },
     });
+
+  // The provider's callback resumes the run in a new one: follow it here.
+  useNewRun(client, id, connections.length > 0, onNewRun);
+  const joined = useRef(false);
+  useEffect(() => {
+    if (!join || join.thread_id !== id || joined.current) return;
+    if (stream.isThreadLoading || stream.isLoading) return;
+    joined.current = true;
+    if (UNFINISHED.has(join.status)) stream.joinStream(join.run_id);
+  }, [join, id, stream.isThreadLoading, stream.isLoading]);
+
   return (
     <div className="chat-layout">
       <section className="chat" aria-labelledby="chat-title">
         <h1 id="chat-title" className="visually-hidden" tabIndex={-1}>
           Chat
         </h1>
-        <Messages stream={stream} waiting={gates.length > 0} />
+        <Messages stream={stream} waiting={toolsWait} />
         {gates.map((interrupt, index) => (
           <Gate
             key={interrupt.id ?? index}
             interrupt={interrupt}
             busy={stream.isLoading}
-            onResume={resume}
+            onResume={(gate, decisions) => resume(gate, { decisions })}
+          />
+        ))}
+        {connections.map((interrupt, index) => (
+          <Connect
+            key={interrupt.id ?? interrupt.value.flow_id ?? index}
+            interrupt={interrupt}
+            busy={stream.isLoading}
+            onConnected={(request) => resume(request, { connected: true })}
           />
         ))}
         {stream.error ? (
@@ -135,4 +174,12 @@ export function Chat({ id }) {
       <Files files={stream.values?.files} />
     </div>
   );
+}
+
+export function Chat({ id }) {
+  // A run started elsewhere (the callback of a connection) mounts the stream anew: it reads
+  // the thread's state from the server, then streams that run.
+  const [followed, setFollowed] = useState({ mount: 0, run: null });
+  const follow = useCallback((run) => setFollowed(({ mount }) => ({ mount: mount + 1, run })), []);
+  return <Conversation key={followed.mount} id={id} join={followed.run} onNewRun={follow} />;
 }

@@ -1,6 +1,7 @@
 // The console's views, in navigation order: `shown(context)` says whether the visitor's
 // navigation lists one (the API still decides what each may see).
 import { Chat } from "./Chat.jsx";
+import { Connections } from "./Connections.jsx";
 import { Memory } from "./Memory.jsx";
 import { Operator } from "./Operator.jsx";
 import { Threads } from "./Threads.jsx";
@@ -11,6 +12,13 @@ export const VIEWS = [
   { id: "chat", title: "Chat", shown: always, Component: Chat },
   { id: "threads", title: "Threads", shown: always, Component: Threads },
   { id: "memory", title: "Memory", shown: always, Component: Memory },
+  // A user's own connections, or the operator's counts: anonymous visitors have neither.
+  {
+    id: "connections",
+    title: "Connections",
+    shown: ({ caller, info }) => caller !== "anonymous" || Boolean(info.credentials?.anonymous),
+    Component: Connections,
+  },
   {
     id: "operator",
     title: "Operator",

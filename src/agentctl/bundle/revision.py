@@ -201,8 +201,9 @@ def _manifest(project: Project, contents: dict[str, bytes]) -> dict[str, Any]:
 
 
 def _server(server: McpServer) -> dict[str, Any]:
-    """An MCP server as the manifest shows it: `${VAR}` templates, header names only."""
-    shown = {
+    """An MCP server as the manifest shows it: `${VAR}` templates, header names only; for a
+    user-owned server its scopes and client id (never its secret)."""
+    shown: dict[str, Any] = {
         "name": server.name,
         "transport": server.transport,
         "url": server.url,
@@ -210,6 +211,10 @@ def _server(server: McpServer) -> dict[str, Any]:
     }
     if server.agent is not None:
         shown["agent"] = server.agent
+    if server.description is not None:
+        shown["description"] = server.description
+    if server.oauth is not None:
+        shown["oauth"] = {"scopes": list(server.oauth.scopes), "client_id": server.oauth.client_id}
     return shown
 
 

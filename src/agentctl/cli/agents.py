@@ -15,7 +15,7 @@ from agentctl.errors import UserError
 # What goes with an agent when it is deleted, as `delete` says before asking.
 DELETED_WITH_IT = (
     "its revisions, secrets, assistants, threads, runs, crons, store items and memory, "
-    "and sandboxes"
+    "users' connections to MCP servers, and sandboxes"
 )
 
 

@@ -220,9 +220,10 @@ def summarize(revision: Revision, folder: Path, secrets: str) -> None:
             click.echo(f"  {'':<{width}}  {more}")
 
 
-def _servers(servers: list[dict[str, str]]) -> str:
+def _servers(servers: list[dict[str, Any]]) -> str:
     return ", ".join(
-        f"{s['name']} ({'agent ' + s['agent'] if 'agent' in s else s['transport']})"
+        f"{s['name']} ({'agent ' + s['agent'] if 'agent' in s else s['transport']}"
+        f"{', user-owned' if 'oauth' in s else ''})"
         for s in servers
     )
 

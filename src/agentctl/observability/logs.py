@@ -6,7 +6,8 @@ and any context fields); `text` writes readable lines. Fields bound with `bind_r
 
 Never log secrets: handlers must not log request headers, tokens or `.env` values.
 `RedactSecrets` is only a safety net: it masks the values of `Authorization`, `x-api-key`
-and similar keys, and `Bearer <token>`, in every message and traceback.
+and similar keys, `Bearer <token>`, and the `code` and `state` of an OAuth callback URL, in
+every message and traceback.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ _UVICORN = ("uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")
 _SECRET_KEY = re.compile(
     r"""(?ix)
     ( (?:proxy-)?authorization | x-api-key | api[-_]?key | (?:access|refresh|id)[-_]token
-      | client[-_]secret | password | (?<=[?&])(?:key|token|sig|signature) )
+      | client[-_]secret | password | (?<=[?&])(?:key|token|sig|signature|code|state) )
     ( ["']? \s* [:=] \s* (?:b?["'])?   # `key: v`, `key=v`, `"key": "v"`
     | ["'] \s* , \s* b? ["'] )       # `(b'key', b'v')`: a header tuple
     (?: (?:bearer|basic) \s+ )? [^\s"'&,;})\]]+

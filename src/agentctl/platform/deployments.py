@@ -38,6 +38,7 @@ from agentctl.project.model import Project
 from agentctl.runtime import load_agent
 from agentctl.runtime.agent import AgentRuntime
 from agentctl.runtime.peers import Peers
+from agentctl.runtime.user_tools import ConnectionsSource
 from agentctl.sandbox import Sandboxes
 from agentctl.storage.base import Message, NewRevision, RevisionRecord, Storage
 
@@ -56,6 +57,10 @@ class AgentHost(Protocol[AccessIn]):
     peers: Peers | None
     # The agent's incarnation on the platform, which names its sandboxes.
     incarnation: str | None
+
+    @property
+    def connections(self) -> ConnectionsSource | None:
+        """Its revisions' users' connections to user-owned MCP servers."""
 
     async def switch(
         self, runtime: AgentRuntime, access: AccessIn, number: int | None = None
@@ -210,6 +215,7 @@ class Deployments(Generic[Access]):
         return load_project(folder, environ=secrets, limits=self.limits)
 
     async def _runtime(self, project: Project, revision_id: str) -> AgentRuntime:
+        connections = self.server.connections
         return await load_agent(
             project,
             revision_id,
@@ -219,6 +225,7 @@ class Deployments(Generic[Access]):
             sandboxes=self.server.sandboxes,
             peers=self.server.peers,
             incarnation=self.server.incarnation,
+            connections=None if connections is None else connections.of(project),
         )
 
     def _unpack(self, revision_id: str, archive: bytes) -> Path:

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from agentctl.project.loader import load_project
-from agentctl.project.model import AuthConfig, McpServer, Project, SandboxConfig, Skill, Subagent
+from agentctl.project.model import (
+    AuthConfig,
+    McpOAuth,
+    McpServer,
+    Project,
+    SandboxConfig,
+    Skill,
+    Subagent,
+)
 
 __all__ = [
     "AuthConfig",
+    "McpOAuth",
     "McpServer",
     "Project",
     "SandboxConfig",

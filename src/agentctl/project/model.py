@@ -55,10 +55,22 @@ class ApprovalGate:
 
 
 @dataclass(frozen=True)
+class McpOAuth:
+    """`oauth` of a user-owned MCP server: each user connects their own account. Without
+    `client_id`, the client registers itself (RFC 7591). `client_id` and `client_secret`
+    keep their `${VAR}` references (`client_secret` is always one)."""
+
+    scopes: tuple[str, ...] = ()
+    client_id: str | None = None
+    client_secret: str | None = None
+
+
+@dataclass(frozen=True)
 class McpServer:
     """One remote MCP server. `url` and `headers` keep their `${VAR}` references. `agent`:
     the agent of the same platform it is, called in-process there; `url` ("" when not
-    given) reaches it elsewhere."""
+    given) reaches it elsewhere. `oauth`: set for a user-owned server (called with the
+    token of the run's user), None for an agent-owned one (called with `headers`)."""
 
     name: str
     transport: McpTransport
@@ -66,6 +78,12 @@ class McpServer:
     headers: dict[str, str] = field(default_factory=dict)
     env_names: tuple[str, ...] = ()
     agent: str | None = None
+    description: str | None = None
+    oauth: McpOAuth | None = None
+
+    @property
+    def user_owned(self) -> bool:
+        return self.oauth is not None
 
 
 @dataclass(frozen=True)

@@ -154,6 +154,37 @@ _RULES = [
         'write it as "${{NAME}}" (e.g. "Bearer ${{NAME}}") and set NAME in .env',
     ),
     Rule(
+        "mcp-oauth-agent",
+        '"oauth" cannot go with "agent": an agent of the platform is called as the run\'s '
+        "user already",
+        'remove "oauth", or remove "agent" to call the server at its "url" with each user\'s '
+        "own account",
+    ),
+    Rule(
+        "mcp-oauth-header",
+        'conflicts with "oauth": each user\'s own token is sent as the Authorization header',
+        'remove the header (the server is user-owned), or remove "oauth" (every user then '
+        "shares the header's credential)",
+    ),
+    Rule(
+        "mcp-oauth-client",
+        'is set without "client_id"',
+        'add "client_id" (the client this secret belongs to), or remove "client_secret" to '
+        "let the agent register its own client with the server",
+    ),
+    Rule(
+        "mcp-oauth-secret",
+        "is not a ${{VAR}} reference: a secret written in mcp.json would be bundled into the "
+        "revision",
+        'write it as "${{NAME}}" and set NAME in .env',
+    ),
+    Rule(
+        "mcp-oauth-scopes",
+        "{why}",
+        'list the scopes the server asks for, one word each: "scopes": ["notes.read", '
+        '"notes.write"]',
+    ),
+    Rule(
         "secret-in-file",
         "contains the value of {name} from .env{how}",
         "remove it from the file (and rotate the key if the file was shared); the agent "

@@ -4,7 +4,7 @@ MCP tools and approval gates, checked when it is loaded rather than at the first
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -13,7 +13,7 @@ from deepagents import FilesystemMiddleware, create_deep_agent
 from deepagents.middleware.subagents import GENERAL_PURPOSE_SUBAGENT
 
 from agentctl.errors import UserError
-from agentctl.project.model import Project, Skill
+from agentctl.project.model import McpServer, Project, Skill
 from agentctl.project.tools import builtin_tools, unknown_tool_hint
 from agentctl.runtime import memory
 from agentctl.runtime.fencing import HoldsRun
@@ -23,6 +23,7 @@ from agentctl.runtime.namespaces import shared_namespace, subagent_seeds_namespa
 from agentctl.runtime.peers import Peers
 from agentctl.runtime.subagent_memory import is_seed
 from agentctl.runtime.tracing import tracer_callbacks
+from agentctl.runtime.user_tools import UserConnections, UserTools
 
 if TYPE_CHECKING:
     from agentctl.sandbox import Sandboxes
@@ -47,6 +48,8 @@ class AgentRuntime:
     revision_id: str
     graph: Any  # langgraph CompiledStateGraph
     tool_names: frozenset[str] = field(default_factory=frozenset)
+    # Users' connections to its user-owned MCP servers (None: it has none).
+    connections: Any = None
 
     @property
     def name(self) -> str:
@@ -69,6 +72,7 @@ async def load_agent(
     sandboxes: Sandboxes | None = None,
     peers: Peers | None = None,
     incarnation: str | None = None,
+    connections: UserConnections | None = None,
 ) -> AgentRuntime:
     """Build the agent of `project` and seed its shared memory into `store`.
 
@@ -80,6 +84,9 @@ async def load_agent(
     `sandboxes` is the platform sandbox service, for `[sandbox] provider = "platform_sandbox"`.
     `peers`: the other agents of the platform, which mcp.json may name (`runtime/peers.py`).
     `incarnation`: the agent's on the platform, which names its sandboxes (`SandboxKey`).
+    `connections`: users' connections to the user-owned MCP servers (`"oauth"` in mcp.json),
+    whose tools are called as the run's user (`runtime/user_tools.py`); needed when the
+    project has such servers.
 
     Raises a `UserError` naming what to install, set or fix when the model, an MCP server,
     the sandbox or an approval gate cannot work.
@@ -98,6 +105,7 @@ async def load_agent(
     # seconds on a busy machine: off the event loop, which keeps serving runs and heartbeats.
     models = await asyncio.to_thread(create_models, project.models, env)
     agents = None if peers is None else partial(peers.connection, caller=project)
+    user_tools = _user_tools(project.mcp_servers, connections)
     main_tools = await load_mcp_tools(project.mcp_servers, env, agents)
     subagent_names = [sub.name for sub in project.subagents]
     subagents: list[dict[str, Any]] = [
@@ -108,12 +116,14 @@ async def load_agent(
             "middleware": [
                 HoldsRun(),
                 FilesystemMiddleware(backend=memory.subagent_backend(project.name, None)),
+                *user_tools,
             ],
         }
     ]
     tool_names = set(builtin_tools(project.sandbox)) | {tool.name for tool in main_tools}
     for sub in project.subagents:
         own_tools = await load_mcp_tools(sub.mcp_servers, env, agents)
+        own_user_tools = _user_tools([*project.mcp_servers, *sub.mcp_servers], connections)
         tool_names |= {tool.name for tool in own_tools}
         backend = memory.subagent_backend(project.name, sub.name)
         spec: dict[str, Any] = {
@@ -123,14 +133,14 @@ async def load_agent(
             "model": models[sub.model or project.model],
             "tools": [*main_tools, *own_tools],
             "permissions": memory.subagent_permissions(sub.name),
-            "middleware": [HoldsRun(), FilesystemMiddleware(backend=backend)],
+            "middleware": [HoldsRun(), FilesystemMiddleware(backend=backend), *own_user_tools],
         }
         if sub.skills:
             spec["skills"] = [f"{memory.MEMORIES}/subagents/{sub.name}/skills/"]
         subagents.append(spec)
     check_gated_tools(project, tool_names)
     user_memory = project.user_template is not None
-    middleware: list[Any] = [HoldsRun()]
+    middleware: list[Any] = [HoldsRun(), *user_tools]
     if user_memory:
         middleware.append(memory.SeedUserMemory(project.name, project.user_template or ""))
     graph = await asyncio.to_thread(
@@ -159,7 +169,33 @@ async def load_agent(
     if callbacks:
         graph = graph.with_config(callbacks=callbacks)
     await seed_revision(project, store)
-    return AgentRuntime(project, revision_id, graph, frozenset(tool_names))
+    return AgentRuntime(
+        project,
+        revision_id,
+        graph,
+        frozenset(tool_names),
+        connections=connections if user_tools or _subagents_user_owned(project) else None,
+    )
+
+
+def _subagents_user_owned(project: Project) -> bool:
+    return any(server.user_owned for sub in project.subagents for server in sub.mcp_servers)
+
+
+def _user_tools(
+    servers: Sequence[McpServer], connections: UserConnections | None
+) -> list[UserTools]:
+    """The middleware offering the tools of the user-owned ones of `servers`, if any."""
+    owned = [server for server in servers if server.user_owned]
+    if not owned:
+        return []
+    if connections is None:
+        raise UserError(
+            f"mcp.json: {', '.join(server.name for server in owned)}: user-owned servers "
+            '("oauth") need the agent server\'s user connections, which this way of loading '
+            "the agent does not have — serve it with agentctl dev or agentctl serve"
+        )
+    return [UserTools(owned, connections)]
 
 
 def check_gated_tools(project: Project, tool_names: set[str]) -> None:

@@ -1,4 +1,7 @@
-"""Tools of remote MCP servers, loaded once per revision; an unreachable server is an error."""
+"""Tools of remote MCP servers, loaded once per revision; an unreachable server is an error.
+
+User-owned servers (`oauth` in mcp.json) are not listed here: that needs a user's token, so
+their tools are offered per run, for the run's user."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ async def load_mcp_tools(
     `agents`: connects to the platform's other agents, which a server naming an agent is
     called through (in-process); without it (`agentctl dev`), such a server is reached at
     its `url`."""
+    servers = [server for server in servers if not server.user_owned]
     if not servers:
         return []
     from langchain_mcp_adapters.client import MultiServerMCPClient

@@ -62,13 +62,13 @@ T = TypeVar("T")
 
 def current_user_id() -> str | None:
     """The authenticated user of the running graph, or None."""
-    user = _configurable().get(USER_ID_KEY)
+    user = configurable().get(USER_ID_KEY)
     return user if isinstance(user, str) and user else None
 
 
 def current_is_operator() -> bool:
     """Whether the running graph was started by the operator (the deployment key)."""
-    return _configurable().get(OPERATOR_KEY) is True
+    return configurable().get(OPERATOR_KEY) is True
 
 
 def in_run() -> bool:
@@ -76,7 +76,8 @@ def in_run() -> bool:
     return _running_config() is not None
 
 
-def _configurable() -> dict[str, Any]:
+def configurable() -> dict[str, Any]:
+    """The running graph's `configurable` (empty outside a run)."""
     configurable = (_running_config() or {}).get("configurable")
     return configurable if isinstance(configurable, dict) else {}
 

@@ -47,14 +47,24 @@ PUBLIC_PATHS = frozenset(
 CONSOLE_PREFIX = "/ui"
 DOCS_PREFIX = "/docs"
 PAGE_PREFIXES = (CONSOLE_PREFIX, DOCS_PREFIX)
+# The pages of a user connecting an MCP server (`routes/connections.py`), opened in a
+# browser from a link (the consent page) or the provider's redirect (the callback): they
+# prove who they are for with the flow they name, not with credentials.
+CONNECT_CALLBACK = "/connections/callback"
+CONNECT_PAGES = "/connections/authorize"
 
 
-def is_public(path: str) -> bool:
-    """Whether `path` is served to anyone, without credentials: the public paths, and the
-    pages' files (`/ui`, `/ui/`, `/ui/<file>`, `/docs`, `/docs/<file>`, no deeper path)."""
+def is_public(path: str, method: str = "GET") -> bool:
+    """Whether `path` is served to anyone, without credentials: the public paths, the
+    pages' files (`/ui`, `/ui/`, `/ui/<file>`, `/docs`, `/docs/<file>`, no deeper path),
+    and the connection pages (GET of the callback, GET and POST of a consent page)."""
     if path in PUBLIC_PATHS or path in PAGE_PREFIXES:
         return True
     folder, _, name = path.rpartition("/")
+    if folder == CONNECT_PAGES:
+        return method in ("GET", "HEAD", "POST") and name not in ("", ".", "..")
+    if path == CONNECT_CALLBACK:
+        return method in ("GET", "HEAD")
     return folder in PAGE_PREFIXES and name not in (".", "..")
 
 
@@ -165,10 +175,13 @@ class Authentication:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # On a platform, the path under the agent's root (`server/dispatch.py`).
-        if scope["type"] not in ("http", "websocket") or is_public(get_route_path(scope)):
+        kind = scope["type"]
+        if kind not in ("http", "websocket") or is_public(
+            get_route_path(scope), scope.get("method", "GET")
+        ):
             await self.app(scope, receive, send)
             return
-        refuse = _refuse if scope["type"] == "http" else _refuse_socket(receive)
+        refuse = _refuse if kind == "http" else _refuse_socket(receive)
         try:
             caller = await self._resolve(scope)
         except (AuthError, AuthUnavailable) as exc:

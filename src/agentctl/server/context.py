@@ -21,6 +21,7 @@ from agentctl.server.access import AccessPolicy
 from agentctl.server.heap import resettle_heap
 from agentctl.server.limits import Limits
 from agentctl.server.origins import OriginPolicy
+from agentctl.server.user_connections import ConnectionsFactory
 from agentctl.storage.base import Assistant, Storage
 
 if TYPE_CHECKING:
@@ -59,6 +60,9 @@ class Server:
     # registered before incarnations): its sandboxes are named with it, so that an agent
     # deleted and created again under the same name never gets the old one's sandboxes.
     incarnation: str | None = None
+    # Builds each revision's users' connections to its user-owned MCP servers (closed with
+    # the server); None: no revision of this server may have such servers.
+    connections: ConnectionsFactory | None = None
     # Called once the server stopped (e.g. to close what the storage was built on).
     on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     scheduler: CronScheduler = field(init=False)
@@ -103,6 +107,12 @@ class Server:
         self.begin_stopping()
 
     @property
+    def public_base(self) -> str | None:
+        """The agent's base URL as browsers reach it (`agentctl dev`: its address; `serve`:
+        AGENTCTL_PUBLIC_URL's, with /agents/<name> on a platform); None when unknown."""
+        return None if self.connections is None else self.connections.public_base
+
+    @property
     def agent_name(self) -> str:
         """The agent's name as the platform knows it (else its graph's, or "the agent")."""
         name = self.info.get("agent")
@@ -135,6 +145,8 @@ class Server:
         ]
         if self.sandboxes is not None:
             steps.append(("the sandboxes", self.sandboxes.aclose))
+        if self.connections is not None:
+            steps.append(("the users' connections", self.connections.aclose))
         steps.extend(("the storage's connections", close) for close in self.on_close)
         if self.access.authenticator is not None:
             steps.append(("the authenticator", self.access.authenticator.aclose))

@@ -139,6 +139,7 @@ class DevServer:
             max_runs=self.max_runs,
             max_lag=self.max_lag,
             restarted_by="`agentctl dev`",
+            public_url=self.url,
         )
         self.server = server
         self.outages = [describe(service) for service in await server.storage.unavailable()]
@@ -232,6 +233,9 @@ class DevServer:
             store=server.storage.store,
             checkpointer=server.storage.checkpointer,
             sandboxes=server.sandboxes,
+            connections=None
+            if server.connections is None
+            else server.connections.of(build.project),
         )
 
     def _same(self, build: Build) -> bool:

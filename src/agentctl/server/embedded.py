@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -13,10 +14,12 @@ from agentctl.engine.webhooks import Webhooks, WebhookSettings
 from agentctl.project.model import Project
 from agentctl.runtime import load_agent
 from agentctl.sandbox import open_sandboxes
+from agentctl.sealing import key_material
 from agentctl.server.access import AccessPolicy
 from agentctl.server.context import Server
 from agentctl.server.limits import MIB, Limits
 from agentctl.server.origins import OriginPolicy
+from agentctl.server.user_connections import ConnectionsFactory
 from agentctl.settings import SandboxSettings, read
 from agentctl.storage.base import Storage
 from agentctl.storage.sqlite import SqliteStorage
@@ -38,6 +41,7 @@ async def open_embedded_server(
     limits: Limits | None = None,
     webhooks: WebhookSettings | None = None,
     restarted_by: str = "the server",
+    public_url: str | None = None,
 ) -> Server:
     """Load `project` as revision `revision_id` on the database in `data_dir` (created when
     missing), admitting callers as `agentctl dev` does (and web pages as `origins` says:
@@ -53,7 +57,12 @@ async def open_embedded_server(
     if storage is None:
         storage = SqliteStorage(data_dir / DATABASE_FILE, data_dir / STORE_FILE)
     sandboxes = None
+    connections = None
     try:
+        key = await asyncio.to_thread(
+            key_material, project.env.get("AGENTCTL_SECRETS_KEY"), data_dir=data_dir
+        )
+        connections = ConnectionsFactory(storage, key, public_url)
         sandboxes = open_sandboxes(
             SandboxSettings.from_env(), data_dir, project.env.get(PLATFORM_API_KEY)
         )
@@ -63,8 +72,11 @@ async def open_embedded_server(
             store=storage.store,
             checkpointer=storage.checkpointer,
             sandboxes=sandboxes,
+            connections=connections.of(project),
         )
     except BaseException:
+        if connections is not None:
+            await connections.aclose()
         await storage.close()
         if sandboxes is not None:
             await sandboxes.aclose()
@@ -90,6 +102,7 @@ async def open_embedded_server(
         info={"storage": storage.kind, "revision": revision_id},
         sandboxes=sandboxes,
         limits=limits,
+        connections=connections,
     )
 
 

@@ -443,13 +443,21 @@ def check_name(name: str) -> None:
 
 
 async def data_counts(storage: Storage) -> dict[str, int]:
-    """How many threads, runs, assistants and crons `storage` holds."""
+    """How many threads, runs, assistants, crons and users' connections to MCP servers
+    `storage` holds."""
     everything = Page(limit=1)
     _, threads = await storage.threads.search(ThreadFilter(), everything)
     _, assistants = await storage.assistants.search(AssistantFilter(), everything)
     _, crons = await storage.crons.search(CronFilter(), everything)
     runs = sum((await storage.runs.count_by_status()).values())
-    return {"threads": threads, "runs": runs, "assistants": assistants, "crons": crons}
+    connections = sum((await storage.connections.counts()).values())
+    return {
+        "threads": threads,
+        "runs": runs,
+        "assistants": assistants,
+        "crons": crons,
+        "connections": connections,
+    }
 
 
 async def active_manifest(storage: Storage) -> dict[str, Any]:

@@ -6,6 +6,7 @@ revision's `[auth]`. `server/platform_host.py` hosts one per agent."""
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
 from agentctl.auth import authenticator_for
 from agentctl.bundle.limits import RevisionLimits
@@ -18,11 +19,13 @@ from agentctl.platform.secrets import SecretBox
 from agentctl.project.model import Project
 from agentctl.runtime.peers import Peers
 from agentctl.sandbox import open_sandboxes
+from agentctl.sealing import key_material
 from agentctl.server.access import AccessPolicy
 from agentctl.server.context import Server
 from agentctl.server.limits import MIB, Limits
 from agentctl.server.origins import OriginPolicy, parse_origins
 from agentctl.server.public_url import origin_of, parse_public_url
+from agentctl.server.user_connections import ConnectionsFactory
 from agentctl.settings import SandboxSettings, Settings
 from agentctl.storage.namespace import Namespace
 from agentctl.storage.open import open_storage
@@ -111,8 +114,13 @@ async def open_agent_server(
             sandboxes=open_sandboxes(SandboxSettings.from_env(), own_dir, key),
             peers=peers,
             incarnation=incarnation,
+            connections=ConnectionsFactory(
+                storage,
+                key_material(settings.secrets_key, api_key=key),
+                _public_base(settings.public_url, agent),
+            ),
         )
-        box = SecretBox(settings.secrets_key or key)
+        box = SecretBox(key_material(settings.secrets_key, api_key=key))
         deployments = Deployments(
             server,
             box,
@@ -127,3 +135,12 @@ async def open_agent_server(
         await close_storage()
         raise
     return server
+
+
+def _public_base(public_url: str | None, agent: str | None) -> str | None:
+    """Where browsers reach the agent: `AGENTCTL_PUBLIC_URL`, under `/agents/<name>` for an
+    agent of the platform; None without it."""
+    if not public_url:
+        return None
+    base = public_url.rstrip("/")
+    return base if agent is None else f"{base}/agents/{quote(agent, safe='')}"

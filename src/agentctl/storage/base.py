@@ -143,6 +143,45 @@ class A2ATaskFilter:
     after: tuple[int, str] | None = None
 
 
+@dataclass
+class UserConnection:
+    """A user's connection to a user-owned MCP server: the token set the provider issued
+    (access and refresh tokens, type, issuer...), sealed, never stored in the clear.
+    `expires_at`: when the access token expires (None: not said); `version` counts the
+    replacements, for compare-and-swap (`ConnectionStore.put`)."""
+
+    user_id: str
+    server: str
+    sealed: bytes
+    scopes: tuple[str, ...]
+    expires_at: datetime | None
+    connected_at: datetime
+    updated_at: datetime
+    version: int = 1
+
+
+@dataclass
+class ConsentFlow:
+    """A user connecting to a server, from the consent request to the provider's callback:
+    `status` goes "pending" -> "redirected" -> "done" (or "failed"), each step once.
+    `thread_id`/`assistant_id`: the run waiting for it (None: started from the connections
+    view). Set when redirected: `state_hash` and `binding_hash` (sha256 hex of the OAuth
+    `state` and of the browser-binding cookie), `sealed` (the PKCE verifier, redirect URI,
+    endpoints and client, sealed)."""
+
+    flow_id: str
+    user_id: str
+    server: str
+    thread_id: str | None
+    assistant_id: str | None
+    status: str
+    created_at: datetime
+    expires_at: datetime
+    state_hash: str | None = None
+    binding_hash: str | None = None
+    sealed: bytes | None = None
+
+
 @dataclass(frozen=True)
 class Event:
     """One streamed event: `id` orders events within a thread (`<ms>-<seq>`, as Redis
@@ -410,6 +449,53 @@ class A2ATaskStore(Protocol):
     async def delete(self, task_id: str) -> bool: ...
 
 
+class ConnectionStore(Protocol):
+    """Users' connections to user-owned MCP servers, the consent flows making them, the
+    clients registered at each server's authorization server and the tools each server
+    listed (its catalog). Sealed values are kept byte for byte, never opened here."""
+
+    async def get(self, user_id: str, server: str) -> UserConnection | None: ...
+
+    async def put(self, connection: UserConnection, *, expected_version: int | None) -> bool:
+        """None: insert or replace whatever is there (version = old+1 or 1). Else replace only
+        if the stored version is `expected_version` (compare-and-swap, version + 1); False
+        when it is not (or absent). `connection.version` itself is not read."""
+
+    async def delete(self, user_id: str, server: str | None = None) -> int:
+        """Delete the user's connection to `server` (None: all of the user's); how many."""
+
+    async def list(self, user_id: str) -> builtins.list[UserConnection]:
+        """The user's connections, by server."""
+
+    async def counts(self) -> dict[str, int]:
+        """How many users are connected to each server (servers with none left out)."""
+
+    async def add_flow(self, flow: ConsentFlow) -> None: ...
+
+    async def get_flow(self, flow_id: str) -> ConsentFlow | None: ...
+
+    async def flow_by_state(self, state_hash: str) -> ConsentFlow | None:
+        """The flow redirected with the OAuth `state` of this sha256 hex."""
+
+    async def advance_flow(self, flow: ConsentFlow, *, from_status: str) -> bool:
+        """Write `flow` only if the stored one's status is `from_status` (single use: of
+        several processes advancing it at once, one does); False otherwise."""
+
+    async def purge_flows(self, before: datetime) -> int:
+        """Delete the flows that expired before `before`; how many."""
+
+    async def get_client(self, server: str, issuer: str) -> bytes | None:
+        """The sealed client registration at `server`'s authorization server `issuer`."""
+
+    async def put_client(self, server: str, issuer: str, sealed: bytes) -> None: ...
+
+    async def get_catalog(self, server: str) -> builtins.list[dict[str, Any]] | None:
+        """The MCP tools (name, description, inputSchema...) as `server` listed them, in
+        its order and with each object's keys in theirs; None before any listing."""
+
+    async def put_catalog(self, server: str, tools: builtins.list[dict[str, Any]]) -> None: ...
+
+
 @dataclass
 class RevisionRecord:
     """A deployed revision: `number` counts deployments (1, 2, ...), `revision_id` is the
@@ -586,6 +672,10 @@ class Storage(Protocol):
     @property
     def a2a_tasks(self) -> A2ATaskStore:
         """The tasks of the A2A endpoint (deleted with their context's thread)."""
+
+    @property
+    def connections(self) -> ConnectionStore:
+        """Users' connections to user-owned MCP servers (per agent, as all here)."""
 
     @property
     def agents(self) -> AgentRegistry:

@@ -1,8 +1,9 @@
 """Serving an ASGI app on a loopback port in a background thread, for tests and offline use.
 
-`serve(app)` is a context manager yielding the port; `LoopbackServer` is a base class for
-objects that serve their own `app()` while entered; `Startable` is what makes `with` start and
-stop a server.
+`serve(app)` is a context manager yielding the port (`serve_built(build)` for an app that
+needs to know its own port: `build(port)` makes it once the port is bound); `LoopbackServer` is
+a base class for objects that serve their own `app()` while entered; `Startable` is what makes
+`with` start and stop a server.
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ import socket
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from types import FrameType, TracebackType
 from typing import Any, Self
 
 import uvicorn
 
-__all__ = ["LoopbackServer", "Startable", "serve", "stop_signals"]
+__all__ = ["LoopbackServer", "Startable", "serve", "serve_built", "stop_signals"]
 
 
 def stop_signals() -> threading.Event:
@@ -39,6 +40,14 @@ def stop_signals() -> threading.Event:
 def serve(app: Any, port: int = 0) -> Iterator[int]:
     """Serve an ASGI app on 127.0.0.1 and `port` (0: a free one), in a thread; yields the
     port. Raises OSError when the port is taken."""
+    with serve_built(lambda bound: app, port) as bound:
+        yield bound
+
+
+@contextmanager
+def serve_built(build: Callable[[int], Any], port: int = 0) -> Iterator[int]:
+    """Like `serve`, for an app that needs its own port (to name its URLs): binds `port` (0: a
+    free one), then serves `build(port)`; yields the port."""
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -47,6 +56,11 @@ def serve(app: Any, port: int = 0) -> Iterator[int]:
         sock.close()
         raise
     port = sock.getsockname()[1]
+    try:
+        app = build(port)
+    except BaseException:
+        sock.close()
+        raise
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -8,17 +8,19 @@ followed through the event log, like any stream of the LangGraph API. What the t
 - the agent's words as they stream: one artifact per AI message, its text in chunks
   (`append`), closed by a last chunk that holds the whole text (`append: false`, so a
   client that keeps the artifact by replacing gets it whole);
-- at the end `completed`; `input-required` when the run stopped at an approval gate, with the
-  request described in the status message (text, and the interrupts as a data part);
-  `failed` with the error; `canceled` when the run was cancelled.
+- at the end `completed`; `input-required` when the run stopped at an approval gate, and
+  `auth-required` when it stopped for the user to connect their account to an MCP server
+  (`a2a/waiting.py`), with what it waits for in the status message (text, and the
+  interrupts as a data part); `failed` with the error; `canceled` when the run was
+  cancelled. A run resumed once the user connected goes on as the same task
+  (`a2a/tasks.py`).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from a2a.helpers import new_data_part, new_task, new_text_part
+from a2a.helpers import new_task, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
@@ -29,7 +31,8 @@ from agentctl.engine.streams import follow, run_start
 from agentctl.engine.wire import END_EVENT
 from agentctl.errors import RequestError
 from agentctl.server.a2a.context import RUN_ID_KEY
-from agentctl.server.a2a.turns import Turn, is_approval, pending_interrupts, turn_of
+from agentctl.server.a2a.turns import Turn, turn_of
+from agentctl.server.a2a.waiting import pending_interrupts, waiting_parts, waiting_state
 from agentctl.server.content import text_of
 from agentctl.server.context import Server
 from agentctl.server.run_streams import deletion_error
@@ -125,8 +128,8 @@ class RunExecutor(AgentExecutor):
         if not interrupts:  # cancelled, not waiting
             await updater.cancel()
             return
-        parts = [new_text_part(describe(interrupts)), new_data_part({"interrupts": interrupts})]
-        await updater.requires_input(updater.new_agent_message(parts))
+        message = updater.new_agent_message(waiting_parts(interrupts))
+        await updater.update_status(waiting_state(interrupts), message=message)
 
 
 class Answer:
@@ -173,22 +176,3 @@ class Answer:
             last_chunk=last,
         )
         self.sent = True
-
-
-def describe(interrupts: list[dict[str, Any]]) -> str:
-    """What the agent waits for, and how to answer, in words."""
-    lines: list[str] = []
-    for interrupt in interrupts:
-        if not is_approval(interrupt):
-            value = interrupt.get("value")
-            lines.append(value if isinstance(value, str) else json.dumps(value))
-            continue
-        for request in interrupt["value"]["action_requests"]:
-            args = json.dumps(request.get("args") or {}, ensure_ascii=False)
-            lines.append(f"Approve {request.get('name')} {args}?")
-    if all(is_approval(i) for i in interrupts):
-        lines.append(
-            'Reply "approve", or "reject: <reason>", or send a data part {"decisions": '
-            "[...]} with one decision per action (approve, edit or reject)."
-        )
-    return "\n".join(lines)

@@ -12,6 +12,9 @@ answers for every task — `GetTask` with its artifacts, `ListTasks` — whichev
   the operator and anonymous callers, who are not scoped, see every task.
 - A task stored as submitted or working by a replica that no longer follows it (it
   stopped or died; its run was handed on) takes its state from its run once that ended.
+- A task stored waiting (input-required, auth-required) whose run was resumed by a run no
+  A2A message started — the server's, once the user connected the account the task waited
+  for, or a client's through the LangGraph API — follows that run: working, then its end.
 - A task that was never stored (from before tasks were) is rebuilt from the run its id
   names (`"{contextId}:{run_id}"`): its state follows the run's status; its artifacts are
   not rebuilt (the conversation itself is the thread, readable through the LangGraph API).
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from a2a.helpers import new_text_message
+from a2a.helpers import new_message, new_text_message
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import TaskStore
 from a2a.types import ListTasksRequest, ListTasksResponse, Task, TaskState, TaskStatus
@@ -36,6 +39,7 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 
 from agentctl.server import lookup
 from agentctl.server.a2a.context import RUN_ID_KEY, TASK_METADATA_KEY, caller_in
+from agentctl.server.a2a.waiting import pending_interrupts, waiting_parts, waiting_state
 from agentctl.server.access import Caller
 from agentctl.server.context import Server
 from agentctl.storage.base import FINAL_RUN_STATUSES, A2ATask, A2ATaskFilter, Run, now
@@ -43,13 +47,14 @@ from agentctl.storage.base import FINAL_RUN_STATUSES, A2ATask, A2ATaskFilter, Ru
 LATER_RUNS = 100  # how far back a thread's runs are searched for a task's latest run
 NO_TIME = -1  # the position of a task whose status has no timestamp: listed last
 FOLLOWED = frozenset({TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING})
+WAITING = frozenset({TaskState.TASK_STATE_INPUT_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED})
 _RUN_STATES = {
     "pending": TaskState.TASK_STATE_SUBMITTED,
     "running": TaskState.TASK_STATE_WORKING,
     "success": TaskState.TASK_STATE_COMPLETED,
     "error": TaskState.TASK_STATE_FAILED,
     "timeout": TaskState.TASK_STATE_FAILED,
-    "interrupted": TaskState.TASK_STATE_CANCELED,  # unless its thread waits for input
+    "interrupted": TaskState.TASK_STATE_CANCELED,  # unless its thread waits (`waiting.py`)
 }
 # What a stored version of a task shows: its state and its artifacts' ids.
 Shape = tuple[int, tuple[str, ...]]
@@ -136,13 +141,18 @@ class RunTaskStore(TaskStore):
     async def _settled(self, task: Task) -> Task:
         """A stored task left submitted or working by a replica that no longer follows it
         (stopped, or died, while its run was handed on and ended elsewhere): its state is
-        its run's once that run has ended. Its artifacts are those last stored; the whole
-        conversation is the thread's."""
-        if task.status.state not in FOLLOWED:
-            return task
-        run = await self._latest_run(task.id)
-        if run is not None and run.status in FINAL_RUN_STATUSES:
-            task.status.CopyFrom(await self._status_of(run, task.id))
+        its run's once that run has ended. A stored task waiting at its run's interrupt,
+        whose run was resumed by another (`_latest_run`): its state is that run's. Its
+        artifacts are those last stored; the whole conversation is the thread's."""
+        if task.status.state in FOLLOWED:
+            run = await self._latest_run(task.id)
+            if run is not None and run.status in FINAL_RUN_STATUSES:
+                task.status.CopyFrom(await self._status_of(run, task.id))
+        elif task.status.state in WAITING:
+            run = await self._latest_run(task.id)
+            if run is not None and run.run_id != task_run_id(task):
+                task.status.CopyFrom(await self._status_of(run, task.id))
+                task.metadata[RUN_ID_KEY] = run.run_id
         return task
 
     async def _run_of(self, task_id: str) -> Run | None:
@@ -152,14 +162,23 @@ class RunTaskStore(TaskStore):
 
     async def _latest_run(self, task_id: str) -> Run | None:
         """The run a task's state is: a task resumed after an approval gate goes on in later
-        runs of its thread."""
+        runs of its thread — those its messages started, and those that resumed one of its
+        runs while the thread had no other run since (the server's, once the user connected
+        an account the run waited for)."""
         run = await self._run_of(task_id)
         if run is None:
             return None
         later = await self.server.storage.runs.list(
             run.thread_id, status=None, limit=LATER_RUNS, offset=0
         )
-        return next((r for r in later if r.metadata.get(TASK_METADATA_KEY) == task_id), run)
+        latest, goes_on = run, False
+        for other in reversed(later):  # oldest first
+            tag = other.metadata.get(TASK_METADATA_KEY)
+            if tag == task_id or (goes_on and tag is None and _resumes(other, latest)):
+                latest, goes_on = other, True
+            else:
+                goes_on = False
+        return latest
 
     async def _from_run(self, task_id: str, caller: Caller) -> Task | None:
         if task_id in self._new:
@@ -176,12 +195,16 @@ class RunTaskStore(TaskStore):
 
     async def _status_of(self, run: Run, task_id: str) -> TaskStatus:
         """The status of the task whose state is `run`'s."""
-        state = _RUN_STATES[run.status]
+        status = TaskStatus(state=_RUN_STATES[run.status], timestamp=run.updated_at)
         if run.status == "interrupted":
             thread = await self.server.storage.threads.get(run.thread_id)
-            if thread is not None and thread.interrupts:
-                state = TaskState.TASK_STATE_INPUT_REQUIRED
-        status = TaskStatus(state=state, timestamp=run.updated_at)
+            interrupts = pending_interrupts(thread)
+            if interrupts:
+                status.state = waiting_state(interrupts)
+                parts = waiting_parts(interrupts)
+                status.message.CopyFrom(
+                    new_message(parts, context_id=run.thread_id, task_id=task_id)
+                )
         if run.error:
             status.message.CopyFrom(
                 new_text_message(
@@ -196,6 +219,22 @@ class RunTaskStore(TaskStore):
         run = await self._run_of(task_id)
         if run is not None and run.status not in FINAL_RUN_STATUSES:
             await self.server.engine.cancel(run)
+
+
+def task_run_id(task: Task) -> str | None:
+    """The run the task's metadata names (the last one it showed)."""
+    return str(task.metadata[RUN_ID_KEY]) if RUN_ID_KEY in task.metadata else None
+
+
+def _resumes(run: Run, interrupted: Run) -> bool:
+    """Whether `run` resumes the interrupt `interrupted` (the run before it) stopped at."""
+    command = run.kwargs.get("command")
+    return (
+        interrupted.status == "interrupted"
+        and isinstance(command, dict)
+        and "resume" in command
+        and run.created_at >= interrupted.created_at
+    )
 
 
 def _sees(caller: Caller, owner: str | None) -> bool:

@@ -3,9 +3,10 @@
 `TurnBuilder` is the SDK's `RequestContextBuilder` for our server. Before any task is created
 it fixes the ids — `contextId` is the thread (a new UUID when the message has none), a new
 task is `"{contextId}:{run_id}"` — checks that the thread is the caller's, and decides what
-the run is: new input, or, when the thread waits at an approval gate, the resume of the
-interrupted run. Anything wrong is an A2A error to the caller, and no task is made: a part
-the agent cannot take (a file, or a media type other than text or JSON) is -32005.
+the run is: new input, or, when the thread waits at an interrupt (an approval gate, a
+request to connect an account), the resume of the interrupted run. Anything wrong is an A2A
+error to the caller, and no task is made: a part the agent cannot take (a file, or a media
+type other than text or JSON) is -32005.
 """
 
 from __future__ import annotations
@@ -17,17 +18,18 @@ from typing import Any
 from a2a.helpers import get_data_parts, get_text_parts
 from a2a.server.agent_execution import RequestContext, RequestContextBuilder
 from a2a.server.context import ServerCallContext
-from a2a.types import Message, Part, SendMessageRequest, Task, TaskState
+from a2a.types import Message, Part, SendMessageRequest, Task
 from a2a.utils.errors import ContentTypeNotSupportedError, InvalidParamsError
 
 from agentctl import serde
 from agentctl.server.a2a.card import JSON, TEXT
 from agentctl.server.a2a.context import TASK_METADATA_KEY, assistant_in, caller_in
-from agentctl.server.a2a.tasks import RunTaskStore
+from agentctl.server.a2a.tasks import LATER_RUNS, WAITING, RunTaskStore, task_run_id
+from agentctl.server.a2a.waiting import is_approval, is_connection, pending_interrupts
 from agentctl.server.access import Caller
 from agentctl.server.context import Server
 from agentctl.server.run_requests import CommandBody, RunCreate
-from agentctl.storage.base import Assistant, Thread, new_id
+from agentctl.storage.base import Assistant, new_id
 
 TURN = "agentctl.turn"
 APPROVE = frozenset({"approve", "approved", "yes", "y", "ok", "accept", "allow"})
@@ -112,15 +114,25 @@ class TurnBuilder(RequestContextBuilder):
         )
 
     async def _waiting_task(self, thread_id: str, context: ServerCallContext) -> str | None:
-        """The task that stopped at the thread's interrupt, if it still waits for input."""
-        runs = await self.server.storage.runs.list(
-            thread_id, status="interrupted", limit=1, offset=0
-        )
-        task_id = runs[0].metadata.get(TASK_METADATA_KEY) if runs else None
+        """The task that stopped at the thread's interrupt, if it still waits for input: the
+        interrupted run's, or, for a run no message started (the server resumed the task's
+        run once the user connected an account), the latest task of the thread."""
+        runs = self.server.storage.runs
+        interrupted = await runs.list(thread_id, status="interrupted", limit=1, offset=0)
+        if not interrupted:
+            return None
+        task_id = interrupted[0].metadata.get(TASK_METADATA_KEY)
+        if task_id is None:
+            later = await runs.list(thread_id, status=None, limit=LATER_RUNS, offset=0)
+            task_id = next((t for r in later if (t := r.metadata.get(TASK_METADATA_KEY))), None)
         if not isinstance(task_id, str):
             return None
         task = await self.tasks.get(task_id, context)
-        waiting = task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        waiting = (
+            task is not None
+            and task.status.state in WAITING
+            and task_run_id(task) == interrupted[0].run_id
+        )
         return task_id if waiting else None
 
 
@@ -173,6 +185,8 @@ def _resume_command(message: Message, interrupts: list[dict[str, Any]]) -> Comma
     if decisions:
         return CommandBody(resume=_per_interrupt(interrupts, lambda _: decisions[0]))
     text = "\n".join(get_text_parts(message.parts)).strip()
+    if all(is_connection(i) for i in interrupts):  # the tool checks again for the user's token
+        return CommandBody(resume=_per_interrupt(interrupts, lambda _: text or "retry"))
     if not all(is_approval(i) for i in interrupts):
         if not text:
             raise InvalidParamsError(message="the agent is waiting for an answer — send text")
@@ -194,17 +208,6 @@ def _resume_command(message: Message, interrupts: list[dict[str, Any]]) -> Comma
             lambda i: {"decisions": [decision] * len(i["value"].get("action_requests") or [])},
         )
     )
-
-
-def pending_interrupts(thread: Thread | None) -> list[dict[str, Any]]:
-    """The interrupts the thread waits at, `{"value", "id"}` each."""
-    return [i for pending in (thread.interrupts if thread else {}).values() for i in pending]
-
-
-def is_approval(interrupt: dict[str, Any]) -> bool:
-    """Whether `interrupt` is an approval gate's (the human-in-the-loop middleware's)."""
-    value = interrupt.get("value")
-    return isinstance(value, dict) and isinstance(value.get("action_requests"), list)
 
 
 def _per_interrupt(interrupts: list[dict[str, Any]], answer: Any) -> Any:

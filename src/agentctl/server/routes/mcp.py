@@ -7,7 +7,8 @@ negotiates every protocol version it knows (2024-11-05 … its latest) and check
 What we add:
 
 - the tool: named after the agent, described by AGENTS.md; a call is an ordinary run owned
-  by the caller `Authentication` admitted (stateless, or on the `thread_id` it names);
+  by the caller `Authentication` admitted (stateless, or on the `thread_id` it names); a
+  run that stops for the user to connect an account is a tool error saying where;
 - `_refusal`, a check of the JSON-RPC message before the package sees it, because the
   package answers an unknown method or a message that is not JSON-RPC with -32602 (invalid
   params), params that are not an object with a made-up id, and takes a request whose id is
@@ -36,6 +37,7 @@ from agentctl._version import __version__
 from agentctl.errors import AuthError, NotDeployed, RequestError
 from agentctl.server import jsonrpc
 from agentctl.server.access import Caller, caller_of
+from agentctl.server.consents import ask_to_connect, connection_requests
 from agentctl.server.content import text_of
 from agentctl.server.context import Server
 from agentctl.server.fields import Body
@@ -147,6 +149,9 @@ async def _outcome(
         return _result(text, error=True, facts={**facts, "status": "error"})
     if isinstance(values, dict) and values.get("__interrupt__"):
         pending = [i.get("value", i) if isinstance(i, dict) else i for i in values["__interrupt__"]]
+        consent = connection_result(pending, facts)
+        if consent is not None:
+            return consent
         if thread_id is None:
             how = "This call had no thread_id, so the run cannot be resumed; call again with one."
         else:
@@ -163,6 +168,32 @@ async def _outcome(
         text = "the agent's run ended without an answer" + (" (cancelled)" if cancelled else "")
         return _result(text, error=True, facts={**facts, "status": "error"})
     return _result(answer, facts={**facts, "status": "success"})
+
+
+def connection_result(pending: list[Any], facts: dict[str, Any]) -> types.ServerResult | None:
+    """The tool error of a run that stopped for the user to connect their account to an MCP
+    server (`server/consents.py`); None when it waits for something else."""
+    requests = connection_requests(pending)
+    if not requests:
+        return None
+    asks = " ".join(ask_to_connect(request) for request in requests)
+    text = (
+        f"The agent cannot go on until the user connects: {asks} Once connected, call this "
+        "tool again"
+        + (f" with thread_id {facts['thread_id']}" if facts.get("thread_id") else "")
+        + " to go on."
+    )
+    first = requests[0]
+    return _result(
+        text,
+        error=True,
+        facts={
+            **facts,
+            "status": "connection_required",
+            "server": first.get("server"),
+            "authorization_url": first["authorization_url"],
+        },
+    )
 
 
 def last_answer(values: Any) -> str | None:

@@ -14,6 +14,7 @@ from agentctl.storage.postgres.a2a_tasks import PostgresA2ATasks
 from agentctl.storage.postgres.agents import PostgresAgents
 from agentctl.storage.postgres.assistants import PostgresAssistants
 from agentctl.storage.postgres.checkpointer import PoolPostgresSaver, pool_store
+from agentctl.storage.postgres.connections import PostgresConnections
 from agentctl.storage.postgres.crons import PostgresCrons
 from agentctl.storage.postgres.database import Pool, migrate, open_pool
 from agentctl.storage.postgres.revisions import PostgresRevisions
@@ -60,6 +61,7 @@ class PostgresStorage:
         self.revisions = PostgresRevisions(pool)
         self.agents = PostgresAgents(pool)
         self.a2a_tasks = PostgresA2ATasks(pool)
+        self.connections = PostgresConnections(pool)
 
     @classmethod
     async def open(

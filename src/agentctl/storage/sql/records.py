@@ -14,9 +14,9 @@ from agentctl.storage.sql.dialect import Dialect, Row
 R = TypeVar("R")
 
 # "value": stored as it is; "json": a JSON column (None is JSON null); "json_or_null": a
-# nullable JSON column (None is NULL); "time": a timestamp; "flag": a boolean (SQLite hands
-# back 0 or 1).
-Codec = Literal["value", "json", "json_or_null", "time", "flag"]
+# nullable JSON column (None is NULL); "tuple": a JSON array, read back as a tuple; "time": a
+# timestamp; "flag": a boolean (SQLite hands back 0 or 1).
+Codec = Literal["value", "json", "json_or_null", "tuple", "time", "flag"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,7 @@ class RowValues(Generic[R]):
         encoders: dict[Codec, Callable[[Any], Any]] = {
             "json": dialect.json,
             "json_or_null": lambda value: None if value is None else dialect.json(value),
+            "tuple": lambda value: dialect.json(list(value)),
             "time": dialect.time,
         }
         self.encoders = _by_index(columns, encoders)
@@ -84,6 +85,7 @@ class RowMapping(RowValues[R]):
         decoders: dict[Codec, Callable[[Any], Any]] = {
             "json": dialect.from_json,
             "json_or_null": dialect.from_json,
+            "tuple": lambda value: tuple(dialect.from_json(value)),
             "time": dialect.from_time,
             "flag": bool,
         }

@@ -12,6 +12,7 @@ from agentctl.storage.sqlite.a2a_tasks import SqliteA2ATasks
 from agentctl.storage.sqlite.agents import SqliteAgents
 from agentctl.storage.sqlite.assistants import SqliteAssistants
 from agentctl.storage.sqlite.checkpointer import LoopSqliteSaver, LoopSqliteStore
+from agentctl.storage.sqlite.connections import SqliteConnections
 from agentctl.storage.sqlite.crons import SqliteCrons
 from agentctl.storage.sqlite.database import Database, Disk
 from agentctl.storage.sqlite.events import SqliteEventLog
@@ -53,6 +54,7 @@ class SqliteStorage:
         self.revisions = SqliteRevisions(self.database)
         self.agents = SqliteAgents(self.database)
         self.a2a_tasks = SqliteA2ATasks(self.database)
+        self.connections = SqliteConnections(self.database)
         self.bus = LocalBus()
 
     async def unavailable(self) -> list[str]:

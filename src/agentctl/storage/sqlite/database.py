@@ -176,6 +176,49 @@ MIGRATIONS: list[str] = [
         last_error TEXT
     );
     """,
+    # 7: users' connections to user-owned MCP servers, the consent flows making them, the
+    # clients registered at the servers' authorization servers and each server's tools.
+    """
+    CREATE TABLE user_connections (
+        user_id TEXT NOT NULL,
+        server TEXT NOT NULL,
+        sealed BLOB NOT NULL,
+        scopes TEXT NOT NULL,
+        expires_at TEXT,
+        connected_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        PRIMARY KEY (user_id, server)
+    );
+    CREATE INDEX user_connections_by_server ON user_connections (server);
+    CREATE TABLE consent_flows (
+        flow_id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL,
+        server TEXT NOT NULL,
+        thread_id TEXT,
+        assistant_id TEXT,
+        status TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        state_hash TEXT,
+        binding_hash TEXT,
+        sealed BLOB
+    );
+    CREATE UNIQUE INDEX consent_flows_by_state ON consent_flows (state_hash);
+    CREATE INDEX consent_flows_expiry ON consent_flows (expires_at);
+    CREATE TABLE oauth_clients (
+        server TEXT NOT NULL,
+        issuer TEXT NOT NULL,
+        sealed BLOB NOT NULL,
+        registered_at TEXT NOT NULL,
+        PRIMARY KEY (server, issuer)
+    );
+    CREATE TABLE tool_catalogs (
+        server TEXT PRIMARY KEY,
+        tools TEXT NOT NULL,
+        listed_at TEXT NOT NULL
+    );
+    """,
 ]
 
 

@@ -1,0 +1,22 @@
+"""Users' OAuth connections to an agent's user-owned MCP servers: consent flows, tokens
+sealed at rest and refreshed, and calls made as the user (docs/connections.md)."""
+
+from __future__ import annotations
+
+from agentctl.connections.sealing import TokenBox
+from agentctl.connections.vault import (
+    CompletedFlow,
+    Connections,
+    ConnectionStatus,
+    ConsentRequest,
+    consent_value,
+)
+
+__all__ = [
+    "CompletedFlow",
+    "ConnectionStatus",
+    "Connections",
+    "ConsentRequest",
+    "TokenBox",
+    "consent_value",
+]
