@@ -217,6 +217,7 @@ async def test_approval_gate_pauses_and_resumes(provider: str, tmp_path: Path) -
             command={"resume": {"decisions": [{"type": "reject", "message": "not now"}]}},
         )
         assert "not now" in last_text(rejected)
+
         # The thread stream protocol of the newest SDKs shows the messages as content blocks.
         # One projection per thread stream: two subscribing at once can race in the SDK (a
         # rotation may close the stream the other still awaits, which then never opens).
