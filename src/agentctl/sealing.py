@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import os
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
@@ -37,10 +38,12 @@ def split_keys(material: str) -> tuple[str, ...]:
 
 
 class Keys:
-    """The Fernet keys derived from `material` for one `context`."""
+    """The Fernet keys derived from `keys` (the first seals) for one `context`."""
 
-    def __init__(self, material: str, context: bytes) -> None:
-        self._fernets = [_derive(key, context) for key in split_keys(material)]
+    def __init__(self, keys: Sequence[str], context: bytes) -> None:
+        if not keys:
+            raise ValueError("no key to seal with")
+        self._fernets = [_derive(key, context) for key in keys]
         self._multi = MultiFernet(self._fernets)
 
     def seal(self, data: bytes) -> bytes:
@@ -65,22 +68,22 @@ def _derive(key: str, context: bytes) -> Fernet:
 
 def key_material(
     configured: str | None, *, api_key: str | None = None, data_dir: Path | None = None
-) -> str:
-    """The key material sealing values at rest: `configured` (AGENTCTL_SECRETS_KEY), else
-    `api_key` (PLATFORM_API_KEY, `agentctl serve`), else a random key generated once into
-    `data_dir`/secrets.key (mode 0600; `agentctl dev`). Blocking: call it at start-up."""
+) -> tuple[str, ...]:
+    """The keys sealing values at rest, the sealing one first: those `configured` lists
+    (AGENTCTL_SECRETS_KEY), else `api_key` whole (PLATFORM_API_KEY, `agentctl serve`; a comma
+    in it is part of it), else a random key generated once into `data_dir`/secrets.key (mode
+    0600; `agentctl dev`). Blocking: call it at start-up."""
     if configured and configured.strip():
-        split_keys(configured)
-        return configured
+        return split_keys(configured)
     if api_key:
-        return api_key
+        return (api_key,)
     if data_dir is None:
         raise UserError(
             "no key to seal values at rest — set AGENTCTL_SECRETS_KEY (or PLATFORM_API_KEY)"
         )
     path = data_dir / KEY_FILE
     try:
-        return path.read_text().strip()
+        return (path.read_text().strip(),)
     except FileNotFoundError:
         pass
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -95,4 +98,4 @@ def key_material(
         key = path.read_text().strip()
     finally:
         draft.unlink()
-    return key
+    return (key,)

@@ -20,6 +20,7 @@ from agentctl.connections import CompletedFlow, Connections, TokenBox, consent_v
 from agentctl.connections.mcp_client import Unauthorized, call_tool
 from agentctl.errors import ConsentRefused, NotFound
 from agentctl.project.model import McpOAuth, McpServer
+from agentctl.sealing import split_keys
 from agentctl.storage.base import ConnectionStore
 from agentctl.storage.sqlite import SqliteStorage
 from agentctl.testing.oauth_provider import OAuthProvider
@@ -73,7 +74,7 @@ def connections(
 ) -> Connections:
     vault = Connections(
         store,
-        TokenBox(key),
+        TokenBox(split_keys(key)),
         notes(provider, oauth),
         env or {},
         callback_url=CALLBACK,
@@ -115,7 +116,7 @@ def text(result: dict[str, object] | None) -> str:
 
 
 def tokens_of(sealed: bytes, key: str = KEY) -> dict[str, object]:
-    value, _ = TokenBox(key).open(sealed)
+    value, _ = TokenBox(split_keys(key)).open(sealed)
     return value
 
 

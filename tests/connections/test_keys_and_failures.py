@@ -26,12 +26,13 @@ BASE = "http://127.0.0.1:9"
 def test_the_key_material_is_the_setting_else_the_api_key_else_one_made_for_dev(
     tmp_path: Path,
 ) -> None:
-    assert key_material("new, old", api_key="api") == "new, old"
-    assert key_material(None, api_key="api", data_dir=tmp_path) == "api"
+    assert key_material("new, old", api_key="api") == ("new", "old")
+    assert key_material(None, api_key="a,b", data_dir=tmp_path) == ("a,b",)
     made = key_material(None, data_dir=tmp_path / "data")
     path = tmp_path / "data" / KEY_FILE
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert len(made) >= 40
+    [key] = made
+    assert len(key) >= 40
     assert key_material("", data_dir=tmp_path / "data") == made  # kept across restarts
     assert [p.name for p in path.parent.iterdir()] == [KEY_FILE]
     with pytest.raises(UserError, match="AGENTCTL_SECRETS_KEY"):
@@ -41,15 +42,15 @@ def test_the_key_material_is_the_setting_else_the_api_key_else_one_made_for_dev(
 
 
 def test_deployed_secrets_rotate_the_same_way_with_their_own_keys() -> None:
-    sealed = SecretBox("old").seal({"OPENAI_API_KEY": "sk-1"})
-    assert SecretBox("new,old").open(sealed) == {"OPENAI_API_KEY": "sk-1"}
-    resealed = SecretBox("new,old").seal({"OPENAI_API_KEY": "sk-1"})
-    assert SecretBox("new").open(resealed) == {"OPENAI_API_KEY": "sk-1"}
+    sealed = SecretBox(["old"]).seal({"OPENAI_API_KEY": "sk-1"})
+    assert SecretBox(["new", "old"]).open(sealed) == {"OPENAI_API_KEY": "sk-1"}
+    resealed = SecretBox(["new", "old"]).seal({"OPENAI_API_KEY": "sk-1"})
+    assert SecretBox(["new"]).open(resealed) == {"OPENAI_API_KEY": "sk-1"}
     with pytest.raises(SecretsUnreadable, match="comma-separated"):
-        SecretBox("new").open(sealed)
+        SecretBox(["new"]).open(sealed)
     # A sealed token never opens as a deployed secret, nor the other way round.
     with pytest.raises(SecretsUnreadable):
-        SecretBox("old").open(TokenBox("old").seal({"OPENAI_API_KEY": "sk-1"}))
+        SecretBox(["old"]).open(TokenBox(["old"]).seal({"OPENAI_API_KEY": "sk-1"}))
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +94,7 @@ def vault_for(
     env: dict[str, str] | None = None,
 ) -> Connections:
     vault = Connections(
-        store, TokenBox("k"), servers, env or {}, callback_url=CALLBACK, base_url=BASE
+        store, TokenBox(["k"]), servers, env or {}, callback_url=CALLBACK, base_url=BASE
     )
     made.append(vault)
     return vault
@@ -111,7 +112,7 @@ async def test_a_provider_down_during_a_refresh_is_an_error_and_the_connection_s
     assert token is not None
     stored = await store.get("alice", "notes")
     assert stored is not None
-    refresh = TokenBox("k").open(stored.sealed)[0]["refresh_token"]
+    refresh = TokenBox(["k"]).open(stored.sealed)[0]["refresh_token"]
     await vault.invalidate("alice", "notes", token)
     provider.outage = True
     try:

@@ -81,7 +81,7 @@ async def test_a_user_connects_an_sse_server_and_calls_it(
         name="notes", transport="sse", url=sse.url, oauth=McpOAuth(scopes=("notes.read",))
     )
     vault = Connections(
-        store, TokenBox("k"), {"notes": server}, {}, callback_url=CALLBACK, base_url="http://x"
+        store, TokenBox(["k"]), {"notes": server}, {}, callback_url=CALLBACK, base_url="http://x"
     )
     try:
         async with httpx.AsyncClient(timeout=10) as browser:

@@ -4,6 +4,7 @@ sealed token never opens as a deployed secret, nor the other way round."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -18,8 +19,8 @@ class Unreadable(Exception):
 
 
 class TokenBox:
-    def __init__(self, key_material: str) -> None:
-        self._keys = Keys(key_material, CONTEXT)
+    def __init__(self, keys: Sequence[str]) -> None:
+        self._keys = Keys(keys, CONTEXT)
 
     def seal(self, value: dict[str, Any]) -> bytes:
         """`value` (JSON) sealed with the first key."""

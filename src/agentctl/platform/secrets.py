@@ -5,7 +5,7 @@ by commas rotate it, the first sealing, every one opening (`agentctl.sealing`)."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import orjson
 
@@ -16,8 +16,8 @@ _CONTEXT = b"agentctl deployed secrets v1"
 
 
 class SecretBox:
-    def __init__(self, key_material: str) -> None:
-        self._keys = Keys(key_material, _CONTEXT)
+    def __init__(self, keys: Sequence[str]) -> None:
+        self._keys = Keys(keys, _CONTEXT)
 
     def seal(self, secrets: Mapping[str, str]) -> bytes:
         return self._keys.seal(orjson.dumps(dict(secrets), option=orjson.OPT_SORT_KEYS))

@@ -33,7 +33,7 @@ class ConnectionsFactory:
     of them, closed with the server (`aclose`)."""
 
     storage: Storage
-    key: str | None  # the sealing key material (`agentctl.sealing.key_material`)
+    keys: tuple[str, ...]  # the sealing keys (`agentctl.sealing.key_material`)
     public_base: str | None  # None: unknown (`serve` without AGENTCTL_PUBLIC_URL)
     _http: httpx.AsyncClient | None = field(default=None, init=False, repr=False)
 
@@ -52,7 +52,7 @@ class ConnectionsFactory:
                 "address — set AGENTCTL_PUBLIC_URL to the URL browsers reach the server at "
                 "(e.g. https://agents.example.com)"
             )
-        if not self.key:
+        if not self.keys:
             raise UserError(
                 f"mcp.json: {', '.join(sorted(servers))}: users' tokens for user-owned servers "
                 "are sealed with the operator's key — set AGENTCTL_SECRETS_KEY (or "
@@ -62,7 +62,7 @@ class ConnectionsFactory:
             self._http = httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=False)
         return Connections(
             self.storage.connections,
-            TokenBox(self.key),
+            TokenBox(self.keys),
             servers,
             project.env,
             callback_url=self.public_base + CONNECT_CALLBACK,
