@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from agentctl.connections.sealing import TokenBox
 from agentctl.connections.vault import (
+    CONNECTION_REQUIRED,
     CompletedFlow,
     Connections,
     ConnectionStatus,
@@ -13,6 +14,7 @@ from agentctl.connections.vault import (
 )
 
 __all__ = [
+    "CONNECTION_REQUIRED",
     "CompletedFlow",
     "ConnectionStatus",
     "Connections",

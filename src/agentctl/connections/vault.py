@@ -54,10 +54,14 @@ class ConsentRequest:
     expires_at: datetime
 
 
+# The type of the interrupt a run raises when its user must connect a server.
+CONNECTION_REQUIRED = "connection_required"
+
+
 def consent_value(request: ConsentRequest, description: str | None) -> dict[str, Any]:
     """The value of the `connection_required` interrupt a run raises for `request`."""
     return {
-        "type": "connection_required",
+        "type": CONNECTION_REQUIRED,
         "server": request.server,
         "description": description,
         "flow_id": request.flow_id,

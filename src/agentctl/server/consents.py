@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-CONNECTION_REQUIRED = "connection_required"
+from agentctl.connections import CONNECTION_REQUIRED
 
 
 def is_connection_request(value: Any) -> bool:
