@@ -926,6 +926,22 @@ async def test_user_connections(storage: Storage) -> None:
     assert await connections.get("bob", "notes") is not None
 
 
+async def test_a_connection_is_deleted_only_at_the_version_read(storage: Storage) -> None:
+    """A delete given the version it read removes nothing written since (a reconnection)."""
+    connections = storage.connections
+    assert await connections.put(a_connection("ann", "notes"), expected_version=None)
+    assert await connections.put(a_connection("ann", "notes", b"again"), expected_version=None)
+    assert await connections.delete("ann", "notes", version=1) == 0
+    stored = await connections.get("ann", "notes")
+    assert stored is not None
+    assert (stored.sealed, stored.version) == (b"again", 2)
+    assert await connections.delete("ann", "mail", version=1) == 0
+    assert await connections.delete("ann", "notes", version=2) == 1
+    assert await connections.get("ann", "notes") is None
+    with pytest.raises(ValueError, match="server"):
+        await connections.delete("ann", version=1)
+
+
 async def test_a_connection_swap_races(storage: Storage) -> None:
     """Two writers replacing a token from the same version at once: one wins, and the
     stored token is the winner's."""
@@ -977,6 +993,27 @@ async def test_consent_flows(storage: Storage) -> None:
     assert await connections.purge_flows(now()) == 0
     assert [await connections.get_flow(old.flow_id) for old in expired] == [None, None]
     assert await connections.get_flow(flow.flow_id) == done
+
+
+async def test_a_users_consent_flows_are_deleted_per_server_or_all(storage: Storage) -> None:
+    """Whatever their status; other users' flows stay."""
+    connections = storage.connections
+    notes, sent, mail, bobs = (
+        a_flow(),
+        redirected(a_flow()),
+        a_flow(server="mail"),
+        a_flow(user="bob"),
+    )
+    for flow in (notes, sent, mail, bobs):
+        await connections.add_flow(flow)
+    assert await connections.delete_flows("ann", "notes") == 2
+    assert await connections.get_flow(notes.flow_id) is None
+    assert sent.state_hash is not None
+    assert await connections.flow_by_state(sent.state_hash) is None
+    assert await connections.get_flow(mail.flow_id) == mail
+    assert await connections.delete_flows("ann") == 1
+    assert await connections.delete_flows("ann") == 0
+    assert await connections.get_flow(bobs.flow_id) == bobs
 
 
 async def test_a_consent_flow_is_used_once_under_races(storage: Storage) -> None:

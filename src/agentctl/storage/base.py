@@ -461,8 +461,12 @@ class ConnectionStore(Protocol):
         if the stored version is `expected_version` (compare-and-swap, version + 1); False
         when it is not (or absent). `connection.version` itself is not read."""
 
-    async def delete(self, user_id: str, server: str | None = None) -> int:
-        """Delete the user's connection to `server` (None: all of the user's); how many."""
+    async def delete(
+        self, user_id: str, server: str | None = None, *, version: int | None = None
+    ) -> int:
+        """Delete the user's connection to `server` (None: all of the user's); how many.
+        `version` (with `server`): only if the stored one is at that version (compare and
+        delete: a connection written since it was read stays)."""
 
     async def list(self, user_id: str) -> builtins.list[UserConnection]:
         """The user's connections, by server."""
@@ -483,6 +487,10 @@ class ConnectionStore(Protocol):
 
     async def purge_flows(self, before: datetime) -> int:
         """Delete the flows that expired before `before`; how many."""
+
+    async def delete_flows(self, user_id: str, server: str | None = None) -> int:
+        """Delete the user's flows for `server` (None: for every server), whatever their
+        status; how many."""
 
     async def get_client(self, server: str, issuer: str) -> bytes | None:
         """The sealed client registration at `server`'s authorization server `issuer`."""

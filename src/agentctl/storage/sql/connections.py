@@ -39,6 +39,8 @@ class FlowSql(TableSql[ConsentFlow]):
         # The status is checked and changed by the one statement: a flow advances once.
         self.advance = f"UPDATE consent_flows SET {sets} WHERE flow_id = {p} AND status = {p}"
         self.purge = f"DELETE FROM consent_flows WHERE expires_at < {p}"
+        self.delete_of_user = f"DELETE FROM consent_flows WHERE user_id = {p}"
+        self.delete_of_server = f"{self.delete_of_user} AND server = {p}"
 
     def advance_values(self, flow: ConsentFlow, from_status: str) -> Row:
         return (*self.values(flow)[1:], flow.flow_id, from_status)
@@ -61,6 +63,7 @@ class ConnectionSql(TableSql[UserConnection]):
         self.counts = "SELECT server, COUNT(*) FROM user_connections GROUP BY server"
         self.delete_one = f"DELETE FROM user_connections WHERE {key}"
         self.delete_all = f"DELETE FROM user_connections WHERE user_id = {p}"
+        self.delete_version = f"{self.delete_one} AND version = {p}"
         replaced = ", ".join(f"{name} = excluded.{name}" for name in _REPLACED)
         self.upsert = (
             f"INSERT INTO user_connections ({CONNECTION}) VALUES ({d.params(len(_CONNECTION))}) "
@@ -111,9 +114,15 @@ class SqlConnectionStore(RecordTable[UserConnection]):
         values = self.sql.swap_values(connection, expected_version)
         return await self._write(self.sql.swap, values) == 1
 
-    async def delete(self, user_id: str, server: str | None = None) -> int:
+    async def delete(
+        self, user_id: str, server: str | None = None, *, version: int | None = None
+    ) -> int:
         if server is None:
+            if version is not None:
+                raise ValueError("a version is of one connection: name its server")
             return await self._write(self.sql.delete_all, (user_id,))
+        if version is not None:
+            return await self._write(self.sql.delete_version, (user_id, server, version))
         return await self._write(self.sql.delete_one, (user_id, server))
 
     async def list(self, user_id: str) -> builtins.list[UserConnection]:
@@ -138,6 +147,11 @@ class SqlConnectionStore(RecordTable[UserConnection]):
     async def purge_flows(self, before: datetime) -> int:
         time = self.sql.dialect.time(before)
         return await self.write(self.sql.flows.purge, (time,), appends=False)
+
+    async def delete_flows(self, user_id: str, server: str | None = None) -> int:
+        if server is None:
+            return await self._write(self.sql.flows.delete_of_user, (user_id,))
+        return await self._write(self.sql.flows.delete_of_server, (user_id, server))
 
     async def get_client(self, server: str, issuer: str) -> bytes | None:
         row = await self.row(self.sql.get_client, (server, issuer))
