@@ -99,9 +99,10 @@ OUTSIDE_THE_TREE = {
         "not an error the user sees: a user-owned MCP server answered 401 to a user's token; "
         "the connection refreshes the token and tries once more, else asks for consent"
     ),
-    "agentctl.connections.oauth.InvalidGrant": (
-        "not an error the user sees: the authorization server refused a refresh token; the "
-        "connection is removed and the user is asked to consent again"
+    "agentctl.connections.oauth.GrantRefused": (
+        "not an error the user sees: the authorization server refused a refresh token for "
+        "good (invalid_grant, invalid_client, unauthorized_client); the connection is removed "
+        "and the user is asked to consent again"
     ),
     "agentctl.connections.sealing.Unreadable": (
         "not an error the user sees: a sealed token no configured key opens (the key "

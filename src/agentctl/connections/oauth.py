@@ -47,14 +47,14 @@ from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_serv
 from mcp.types import LATEST_PROTOCOL_VERSION
 from pydantic import AnyUrl, ValidationError
 
-from agentctl.errors import ConnectionFailed
+from agentctl.errors import ConnectionFailed, ConsentRefused
 
 TIMEOUT = httpx.Timeout(10.0)
 GRANTS = ["authorization_code", "refresh_token"]
 
 __all__ = [
     "AuthServer",
-    "InvalidGrant",
+    "GrantRefused",
     "PKCEParameters",
     "Tokens",
     "authorization_url",
@@ -68,9 +68,14 @@ __all__ = [
 ]
 
 
-class InvalidGrant(Exception):
-    """The authorization server refused a refresh token (`invalid_grant`): the user must
-    consent again."""
+class GrantRefused(Exception):
+    """The authorization server refused a refresh for good: the grant (`invalid_grant`:
+    revoked, expired) or the client it was issued to (`invalid_client`,
+    `unauthorized_client`). The user must consent again."""
+
+
+# The token endpoint's errors that end a refresh token for good (RFC 6749 5.2).
+REFRESH_REFUSALS = ("invalid_grant", "invalid_client", "unauthorized_client")
 
 
 @dataclass(frozen=True)
@@ -327,7 +332,8 @@ async def exchange(
     redirect_uri: str,
     resource: str,
 ) -> Tokens:
-    """The tokens for an authorization code."""
+    """The tokens for an authorization code; `ConsentRefused` when the authorization
+    server refuses the code itself (expired, already used: a double click)."""
     data = {
         "grant_type": "authorization_code",
         "code": code,
@@ -335,7 +341,15 @@ async def exchange(
         "code_verifier": verifier,
         "resource": resource,
     }
-    token = await _token_request(http, name, token_endpoint, client, data, "authorization code")
+    try:
+        token = await _token_request(
+            http, name, token_endpoint, client, data, "authorization code", ("invalid_grant",)
+        )
+    except GrantRefused:
+        raise ConsentRefused(
+            f"this sign-in to {name} was already used or expired (its provider refused the "
+            "code) — start connecting again"
+        ) from None
     return Tokens.of(token)
 
 
@@ -348,9 +362,11 @@ async def refresh(
     refresh_token: str,
     resource: str,
 ) -> Tokens:
-    """New tokens for a refresh token; `InvalidGrant` when it is refused."""
+    """New tokens for a refresh token; `GrantRefused` when it is refused for good."""
     data = {"grant_type": "refresh_token", "refresh_token": refresh_token, "resource": resource}
-    token = await _token_request(http, name, token_endpoint, client, data, "refresh token")
+    token = await _token_request(
+        http, name, token_endpoint, client, data, "refresh token", REFRESH_REFUSALS
+    )
     return Tokens.of(token, previous_refresh=refresh_token)
 
 
@@ -390,7 +406,9 @@ async def _token_request(
     client: OAuthClientInformationFull,
     data: dict[str, str],
     what: str,
+    refusals: tuple[str, ...],
 ) -> OAuthToken:
+    """The token endpoint's answer to `data`; `GrantRefused` for an error of `refusals`."""
     data, headers = _client_auth(client, data)
     try:
         response = await http.post(endpoint, data=data, headers=headers, timeout=TIMEOUT)
@@ -410,8 +428,8 @@ async def _token_request(
             error, description = error.replace(secret, "***"), description.replace(secret, "***")
     if client.client_secret:
         description = description.replace(client.client_secret, "***")
-    if error == "invalid_grant" and data["grant_type"] == "refresh_token":
-        raise InvalidGrant(description)
+    if error in refusals:
+        raise GrantRefused(error)
     raise ConnectionFailed(
         f'MCP server "{name}": its token endpoint {endpoint} refused the {what} '
         f"(HTTP {response.status_code}: {error}{': ' + description if description else ''})"

@@ -40,6 +40,9 @@ T = TypeVar("T")
 FLOW_TTL = timedelta(minutes=10)  # a consent flow expires this long after it began
 REFRESH_MARGIN = 60.0  # seconds: an access token expiring sooner is refreshed first
 CLAIM_SECONDS = 15.0  # how long a replica's claim to refresh a connection holds
+REFRESH_SECONDS = 10.0  # a refresh gives up after this long, within its claim
+REVOKE_SECONDS = 5.0  # how long revoking a connection waits on its provider
+PURGE_AFTER = timedelta(hours=1)  # expired flows are kept this long, then purged
 DISCOVERY_TTL = 3600.0  # seconds a server's discovered authorization server is reused
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -178,7 +181,7 @@ class Connections:
         (here or on other replicas) one refreshes and the others use its token."""
         self.server(server)
         async with self._lock(user_id, server):
-            deadline = time.monotonic() + 2 * CLAIM_SECONDS
+            give_up = time.monotonic() + CLAIM_SECONDS
             while True:
                 connection = await self.store.get(user_id, server)
                 if connection is None:
@@ -193,11 +196,14 @@ class Connections:
                         await self.store.put(resealed, expected_version=connection.version)
                     return str(tokens["access_token"])
                 claim = tokens.get("claim")
-                if claim and claim > time.time() and time.monotonic() < deadline:
-                    await asyncio.sleep(0.2)  # another replica refreshes it: wait for it
-                    continue
+                if claim and claim > time.time():  # another replica refreshes it
+                    if time.monotonic() < give_up:
+                        await asyncio.sleep(0.2)  # wait for its token
+                        continue
+                    return _while_claimed(server, tokens)
                 if not tokens.get("refresh_token"):
-                    await self.store.delete(user_id, server)
+                    if not await self.store.delete(user_id, server, version=connection.version):
+                        continue  # changed meanwhile (a reconnection): read it again
                     log.info('the token of a user for "%s" expired; consent again', server)
                     return None
                 claimed = replace(
@@ -215,52 +221,80 @@ class Connections:
     async def _refresh(
         self, user_id: str, server: str, tokens: dict[str, Any], version: int
     ) -> str | bool | None:
-        """Refresh the claimed connection at `version`: the new access token, None (refused:
-        the connection is gone), or False (another writer won: read it again)."""
-        client = self._client(server, tokens["client"])
+        """Refresh the connection claimed at `version`: the new access token, None (refused:
+        the connection is gone), or False (another writer won: read it again). The claim is
+        released whatever fails (the provider, the client's variables, a cancellation)."""
+        settled = False  # the claimed row was replaced or deleted: nothing to release
         try:
-            fresh = await oauth.refresh(
-                self.http,
-                server,
-                tokens["token_endpoint"],
-                client,
-                refresh_token=tokens["refresh_token"],
-                resource=tokens["resource"],
-            )
-        except oauth.InvalidGrant:
-            await self.store.delete(user_id, server)
-            log.info('a refresh token for "%s" was refused; the user must consent again', server)
-            return None
-        except ConnectionFailed:
+            client = self._client(server, tokens["client"])
+            try:
+                async with asyncio.timeout(REFRESH_SECONDS):
+                    fresh = await oauth.refresh(
+                        self.http,
+                        server,
+                        tokens["token_endpoint"],
+                        client,
+                        refresh_token=tokens["refresh_token"],
+                        resource=tokens["resource"],
+                    )
+            except oauth.GrantRefused as refused:
+                if not await self.store.delete(user_id, server, version=version):
+                    return False  # reconnected meanwhile: that connection stays
+                settled = True
+                log.info(
+                    'a refresh for "%s" was refused (%s); the user must consent again',
+                    server,
+                    refused,
+                )
+                return None
+            except TimeoutError:
+                raise ConnectionFailed(
+                    f'MCP server "{server}": its token endpoint {tokens["token_endpoint"]} did '
+                    f"not answer a refresh within {REFRESH_SECONDS:g} seconds — try again later"
+                ) from None
+            stored = {**tokens, **_token_fields(fresh)}
+            stored.pop("claim", None)
             connection = await self.store.get(user_id, server)
-            if connection is not None and connection.version == version:  # release the claim
-                unclaimed = replace(connection, sealed=self.box.seal(tokens))
-                await self.store.put(unclaimed, expected_version=version)
-            raise
-        stored = {**tokens, **_token_fields(fresh)}
-        stored.pop("claim", None)
-        connection = await self.store.get(user_id, server)
-        if connection is None or connection.version != version:
-            return False
-        written = replace(
-            connection,
-            sealed=self.box.seal(stored),
-            scopes=_scopes(fresh.scope, connection.scopes),
-            expires_at=_when(fresh.expires_at),
-            updated_at=datetime.now(UTC),
-        )
-        if not await self.store.put(written, expected_version=version):
-            return False
-        return fresh.access_token
+            if connection is None or connection.version != version:
+                return False
+            written = replace(
+                connection,
+                sealed=self.box.seal(stored),
+                scopes=_scopes(fresh.scope, connection.scopes),
+                expires_at=_when(fresh.expires_at),
+                updated_at=datetime.now(UTC),
+            )
+            if not await self.store.put(written, expected_version=version):
+                return False
+            settled = True
+            return fresh.access_token
+        finally:
+            if not settled:
+                await asyncio.shield(self._release(user_id, server, tokens, version))
 
-    async def invalidate(self, user_id: str, server: str, token: str) -> None:
-        """`server` answered 401 to `token`: the next `access_token` refreshes it."""
+    async def _release(
+        self, user_id: str, server: str, tokens: dict[str, Any], version: int
+    ) -> None:
+        """Give up the claim at `version` (when nobody replaced it): the token set as it was."""
+        connection = await self.store.get(user_id, server)
+        if connection is not None and connection.version == version:
+            unclaimed = replace(connection, sealed=self.box.seal(tokens))
+            await self.store.put(unclaimed, expected_version=version)
+
+    async def invalidate(
+        self, user_id: str, server: str, token: str, *, drop: bool = False
+    ) -> None:
+        """`server` answered 401 to `token`: the next `access_token` refreshes it (`drop`:
+        the connection is removed instead, unless it changed since `token`)."""
         async with self._lock(user_id, server):
             connection = await self.store.get(user_id, server)
             if connection is None:
                 return
             opened = self._open(connection)
             if opened is None or not hmac.compare_digest(opened[0]["access_token"], token):
+                return
+            if drop:
+                await self.store.delete(user_id, server, version=connection.version)
                 return
             tokens = opened[0]
             expired = replace(
@@ -303,7 +337,7 @@ class Connections:
         """A new consent flow of `user_id` for `server` (expiring in 10 minutes)."""
         self.server(server)
         now = datetime.now(UTC)
-        await self.store.purge_flows(now - timedelta(hours=1))
+        await self._purge_flows()
         flow = ConsentFlow(
             flow_id=secrets.token_urlsafe(32),
             user_id=user_id,
@@ -321,6 +355,10 @@ class Connections:
             f"{self.base_url}/connections/authorize/{flow.flow_id}",
             flow.expires_at,
         )
+
+    async def _purge_flows(self) -> None:
+        """Remove the flows expired for an hour (done at each consent and revocation)."""
+        await self.store.purge_flows(datetime.now(UTC) - PURGE_AFTER)
 
     async def flow(self, flow_id: str, *, user_id: str | None = None) -> ConsentFlow:
         """A flow not yet used; `user_id` given: it must be that user's (else NotFound)."""
@@ -607,19 +645,27 @@ class Connections:
         return statuses
 
     async def revoke(self, user_id: str, server: str | None = None) -> int:
-        """Remove `user_id`'s connection to `server` (None: to every server), revoking its
-        tokens at the provider first where it offers revocation (best effort)."""
+        """Remove `user_id`'s connection to `server` (None: to every server), configured or
+        not (a server since removed from mcp.json), and end the user's consent flows for it
+        (expired flows of anyone are purged too); how many connections. The tokens are then
+        revoked at the provider where it offers revocation: best effort, at most
+        `REVOKE_SECONDS`, after the connection is gone."""
         if server is not None:
-            self.server(server)
             found = await self.store.get(user_id, server)
             held = [] if found is None else [found]
         else:
             held = await self.store.list(user_id)
-        for connection in held:
-            opened = self._open(connection)
-            if opened is not None and opened[0].get("revocation_endpoint"):
-                await self._revoke_tokens(connection.server, opened[0])
-        return await self.store.delete(user_id, server)
+        removed = await self.store.delete(user_id, server)
+        await self.store.delete_flows(user_id, server)
+        await self._purge_flows()
+        revocable = [
+            (connection.server, opened[0])
+            for connection in held
+            if (opened := self._open(connection)) is not None
+            and opened[0].get("revocation_endpoint")
+        ]
+        await asyncio.gather(*(self._revoke_tokens(name, tokens) for name, tokens in revocable))
+        return removed
 
     async def _revoke_tokens(self, name: str, tokens: dict[str, Any]) -> None:
         try:
@@ -628,10 +674,23 @@ class Connections:
             return  # the server or its variables are gone: nothing to revoke with
         endpoint = tokens["revocation_endpoint"]
         for kind in ("refresh_token", "access_token"):
-            if tokens.get(kind) and not await oauth.revoke(
-                self.http, endpoint, client, tokens[kind], kind, tokens.get("revocation_methods")
-            ):
+            if not tokens.get(kind):
+                continue
+            try:
+                async with asyncio.timeout(REVOKE_SECONDS):
+                    revoked = await oauth.revoke(
+                        self.http,
+                        endpoint,
+                        client,
+                        tokens[kind],
+                        kind,
+                        tokens.get("revocation_methods"),
+                    )
+            except TimeoutError:
+                revoked = False
+            if not revoked:
                 log.warning('revoking a %s at "%s" (%s) failed; deleted here', kind, name, endpoint)
+                return
 
     async def counts(self) -> dict[str, int]:
         """Users connected, per user-owned server (never a token)."""
@@ -680,10 +739,8 @@ class Connections:
             try:
                 with self._redacting(server):
                     return await action(url, config.transport, headers)
-            except Unauthorized:
-                await self.invalidate(user_id, server, token)
-                if attempt:
-                    await self.store.delete(user_id, server)
+            except Unauthorized:  # refresh it and try again; refused twice: consent again
+                await self.invalidate(user_id, server, token, drop=bool(attempt))
         return None
 
     def check_user(self, user_id: str | None, server: str) -> str:
@@ -705,6 +762,17 @@ def _fresh(tokens: dict[str, Any]) -> bool:
         return True
     lifetime = expires - tokens.get("issued_at", expires - 2 * REFRESH_MARGIN)
     return bool(expires > time.time() + min(REFRESH_MARGIN, lifetime / 2))
+
+
+def _while_claimed(server: str, tokens: dict[str, Any]) -> str:
+    """The access token of a connection another replica is still refreshing, while it is
+    valid; else a `ConnectionFailed` (the claim is never taken over while it holds)."""
+    if (tokens.get("expires_at") or 0) > time.time():
+        return str(tokens["access_token"])
+    raise ConnectionFailed(
+        f'MCP server "{server}": this user\'s token is being refreshed by another replica, '
+        "which takes longer than it should — try again in a few seconds"
+    )
 
 
 def _token_fields(tokens: oauth.Tokens) -> dict[str, Any]:
