@@ -20,10 +20,11 @@ import httpx
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
+from agentctl.storage.base import UserConnection
 from agentctl.testing.identity import IdpBServer
 from agentctl.testing.oauth_provider import OAuthProvider, running_oauth_provider
 from tests.conftest import eventually
-from tests.server.conftest import Running, call, running_server, sdk, user
+from tests.server.conftest import Running, TwoUsers, call, running_server, sdk, user
 
 EVERY_SECOND = "* * * * * *"
 
@@ -340,6 +341,52 @@ async def test_a_revoked_connection_is_gone_and_asked_for_again(notes: Notes) ->
     assert "notes" in missing.json()["detail"]
 
 
+async def test_a_connection_to_a_removed_server_and_all_of_them_can_be_removed(
+    notes: Notes,
+) -> None:
+    """`DELETE /connections/{server}` removes a stored connection to a server no longer in
+    mcp.json (404 only when there is neither); `DELETE /connections` removes them all."""
+    await notes.connect("alice")
+    await notes.connect("bob")
+    stored = notes.running.server.storage.connections
+    alices = await stored.get("alice", "notes")
+    assert alices is not None
+    removed = replace(alices, server="calendar")  # a server mcp.json named before
+    assert await stored.put(removed, expected_version=None)
+    http = await notes.http("alice")
+    assert (await http.delete("/connections/calendar")).status_code == 204
+    assert await stored.get("alice", "calendar") is None
+    gone = await http.delete("/connections/calendar")
+    assert gone.status_code == 404
+    assert "calendar" in gone.json()["detail"]
+    assert await stored.put(removed, expected_version=None)
+    assert (await http.delete("/connections")).status_code == 204
+    assert await stored.list("alice") == []
+    assert (await http.delete("/connections")).status_code == 204  # none left: all the same
+    assert await stored.get("bob", "notes") is not None
+    listed = (await http.get("/connections")).json()["connections"]
+    assert [entry["connected"] for entry in listed] == [False]
+
+
+async def test_connections_are_removed_from_an_agent_without_user_owned_servers(
+    two_users: TwoUsers,
+) -> None:
+    """The servers were all removed from mcp.json: their connections can still be."""
+    stored = two_users.running.server.storage.connections
+    now = datetime.now(UTC)
+    for name in ("notes", "calendar"):
+        kept = UserConnection("alice", name, b"sealed", (), None, now, now)
+        assert await stored.put(kept, expected_version=None)
+    token = two_users.idp.mint("alice", expires_in=3600)
+    async with httpx.AsyncClient(
+        base_url=two_users.running.url, headers={"Authorization": f"Bearer {token}"}
+    ) as http:
+        assert (await http.delete("/connections/notes")).status_code == 204
+        assert (await http.delete("/connections/notes")).status_code == 404
+        assert (await http.delete("/connections")).status_code == 204
+    assert await stored.list("alice") == []
+
+
 async def test_the_operator_sees_counts_never_tokens(notes: Notes) -> None:
     await notes.connect("alice")
     await notes.connect("bob")
@@ -433,6 +480,7 @@ async def test_connection_api_needs_a_user(notes: Notes) -> None:
     anonymous = await notes.http()
     assert (await anonymous.get("/connections")).status_code == 401
     assert (await anonymous.delete("/connections/callback")).status_code == 401
+    assert (await anonymous.delete("/connections")).status_code == 401
     assert (await anonymous.post("/connections/notes/authorize")).status_code == 401
 
 

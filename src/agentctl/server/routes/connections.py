@@ -1,8 +1,9 @@
 """Users' connections to the agent's user-owned MCP servers (docs/connections.md).
 
-The API (a signed-in user's; the operator sees counts): list, revoke, start a connection,
-and — for the console — the provider URL of a flow. The pages (public, opened in a browser):
-the consent page a link of the consent request opens, and the provider's callback.
+The API (a signed-in user's; the operator sees counts): list, revoke (one or all), start a
+connection, and — for the console — the provider URL of a flow. The pages (public, opened
+in a browser): the consent page a link of the consent request opens, and the provider's
+callback.
 """
 
 from __future__ import annotations
@@ -33,6 +34,14 @@ async def list_connections(request: Request) -> Response:
     if caller.user is None:  # the operator, or anyone where no one signs in
         return json_response({"servers": await service.operator_view(server)})
     return json_response({"connections": await service.user_view(server, caller.user)})
+
+
+@router.delete("", status_code=204)
+async def revoke_all(request: Request) -> Response:
+    """Remove every connection of the caller (and revoke them at the providers)."""
+    user = _user(caller_of(request), "disconnect a server")
+    await service.disconnect(server_of(request), user)
+    return Response(status_code=204)
 
 
 @router.delete("/{name}", status_code=204)

@@ -38,11 +38,15 @@ def user_owned(server: Server) -> dict[str, McpServer]:
 
 def hub(server: Server) -> Any:
     """The connections of the revision served (`agentctl.connections.Connections`)."""
-    runtime = server.deployment.runtime if server.deployment.ready else None
-    connections = None if runtime is None else runtime.connections
+    connections = _connections(server)
     if connections is None:
         raise NotFound("this agent has no user-owned MCP servers")
     return connections
+
+
+def _connections(server: Server) -> Any:
+    runtime = server.deployment.runtime if server.deployment.ready else None
+    return None if runtime is None else runtime.connections
 
 
 def known(server: Server, name: str) -> McpServer:
@@ -73,10 +77,19 @@ async def operator_view(server: Server) -> list[dict[str, Any]]:
     ]
 
 
-async def disconnect(server: Server, user: str, name: str) -> None:
-    """Remove `user`'s connection to `name` everywhere (revoked at the provider, best effort)."""
-    known(server, name)
-    await hub(server).revoke(user, name)
+async def disconnect(server: Server, user: str, name: str | None = None) -> int:
+    """Remove `user`'s connection to `name` (None: all of theirs) everywhere, revoked at the
+    provider (best effort): a server mcp.json no longer names included. 404 when `name` is
+    neither a user-owned server nor a connection of `user`."""
+    connections = _connections(server)
+    if connections is not None:
+        removed = await connections.revoke(user, name)
+    else:  # no user-owned server left: nothing to revoke with, the rows go all the same
+        removed = await server.storage.connections.delete(user, name)
+        await server.storage.connections.delete_flows(user, name)
+    if name is not None and not removed:
+        known(server, name)
+    return removed
 
 
 async def begin(
