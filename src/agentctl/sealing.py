@@ -56,7 +56,7 @@ class Keys:
         try:
             return self._fernets[0].decrypt(sealed), True
         except InvalidToken:
-            return self._multi.decrypt(sealed), len(self._fernets) == 1
+            return self._multi.decrypt(sealed), False
 
 
 def _derive(key: str, context: bytes) -> Fernet:

@@ -158,7 +158,7 @@ async def test_a_user_connects_and_the_server_acts_as_them(
     assert "Water the ficus" in text(await vault.call_tool("bob", "notes", "my_notes", {}))
     assert "oat milk" not in text(await vault.call_tool("bob", "notes", "my_notes", {}))
     assert await vault.call_tool("carol", "notes", "whoami", {}) is None  # consent needed
-    assert await vault.counts() == {"notes": 2}
+    assert await store.counts() == {"notes": 2}
     [status] = await vault.list("alice")
     assert status.connected
     assert status.scopes == ("notes.read",)

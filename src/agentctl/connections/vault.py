@@ -29,7 +29,7 @@ from mcp.shared.auth import OAuthClientInformationFull
 from agentctl.connections import oauth
 from agentctl.connections.mcp_client import Unauthorized, call_tool, list_tools
 from agentctl.connections.sealing import TokenBox, Unreadable
-from agentctl.errors import ConnectionFailed, ConsentRefused, Forbidden, NotFound, UserError
+from agentctl.errors import ConnectionFailed, ConsentRefused, NotFound, UserError
 from agentctl.project.mcp import expand
 from agentctl.project.model import McpServer
 from agentctl.storage.base import ConnectionStore, ConsentFlow, UserConnection
@@ -692,16 +692,6 @@ class Connections:
                 log.warning('revoking a %s at "%s" (%s) failed; deleted here', kind, name, endpoint)
                 return
 
-    async def counts(self) -> dict[str, int]:
-        """Users connected, per user-owned server (never a token)."""
-        held = await self.store.counts()
-        return {name: held.get(name, 0) for name in sorted(self.servers)}
-
-    async def catalog(self, server: str) -> builtins.list[dict[str, Any]] | None:
-        """The tools `server` last listed to a user (None: nobody connected yet)."""
-        self.server(server)
-        return await self.store.get_catalog(server)
-
     async def list_tools(self, user_id: str, server: str) -> builtins.list[dict[str, Any]] | None:
         """The tools `server` lists to `user_id` (None: not connected), kept as the
         server's catalog."""
@@ -742,16 +732,6 @@ class Connections:
             except Unauthorized:  # refresh it and try again; refused twice: consent again
                 await self.invalidate(user_id, server, token, drop=bool(attempt))
         return None
-
-    def check_user(self, user_id: str | None, server: str) -> str:
-        """`user_id`, or Forbidden naming why a run without a signed-in user cannot use a
-        user-owned server."""
-        if not user_id:
-            raise Forbidden(
-                f"{server} acts as the signed-in user; this run has none (anonymous, or the "
-                "deployment key) — sign in to use it"
-            )
-        return user_id
 
 
 def _fresh(tokens: dict[str, Any]) -> bool:

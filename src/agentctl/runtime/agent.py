@@ -49,7 +49,7 @@ class AgentRuntime:
     graph: Any  # langgraph CompiledStateGraph
     tool_names: frozenset[str] = field(default_factory=frozenset)
     # Users' connections to its user-owned MCP servers (None: it has none).
-    connections: Any = None
+    connections: UserConnections | None = None
 
     @property
     def name(self) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentctl.connections.vault import FLOW_TTL, CompletedFlow
+from agentctl.connections.vault import FLOW_TTL, CompletedFlow, Connections
 from agentctl.errors import NotFound
 from agentctl.project.model import McpServer
 from agentctl.server.access import Caller
@@ -36,17 +36,18 @@ def user_owned(server: Server) -> dict[str, McpServer]:
     return {s.name: s for s in servers if s.user_owned}
 
 
-def hub(server: Server) -> Any:
-    """The connections of the revision served (`agentctl.connections.Connections`)."""
+def hub(server: Server) -> Connections:
+    """The connections of the revision served."""
     connections = _connections(server)
     if connections is None:
         raise NotFound("this agent has no user-owned MCP servers")
     return connections
 
 
-def _connections(server: Server) -> Any:
+def _connections(server: Server) -> Connections | None:
     runtime = server.deployment.runtime if server.deployment.ready else None
-    return None if runtime is None else runtime.connections
+    connections = None if runtime is None else runtime.connections
+    return connections if isinstance(connections, Connections) else None
 
 
 def known(server: Server, name: str) -> McpServer:
@@ -114,8 +115,7 @@ async def pending_flow(server: Server, flow_id: str) -> ConsentFlow:
     """The flow `flow_id` while it may still be used (else a 4xx saying why)."""
     if not _plausible(flow_id):
         raise NotFound("no such connection request — start connecting again")
-    flow: ConsentFlow = await hub(server).flow(flow_id)
-    return flow
+    return await hub(server).flow(flow_id)
 
 
 @dataclass(frozen=True)
