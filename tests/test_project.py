@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from agentctl.bundle.requirements import requirements_of
 from agentctl.bundle.revision import build_revision
 from agentctl.errors import ConfigError
 from agentctl.project import load_project
-from agentctl.project.model import AuthConfig, McpOAuth, McpServer, SandboxConfig
+from agentctl.project.model import AuthConfig, McpOAuth, McpServer, Project, SandboxConfig, Subagent
 from agentctl.runtime.mcp_tools import load_mcp_tools
 from tests.conftest import WriteFiles
 
@@ -282,6 +283,18 @@ def test_a_server_with_oauth_is_user_owned(write_files: WriteFiles) -> None:
     }
     assert "notes-secret-value" not in json.dumps(manifest)
     assert {"NOTES_CLIENT_ID", "NOTES_CLIENT_SECRET"} <= set(manifest["env"])
+
+
+def test_the_user_owned_servers_are_the_agents_and_its_subagents() -> None:
+    notes = McpServer("notes", "http", "https://notes.example.com/mcp", oauth=McpOAuth())
+    docs = McpServer("docs", "http", "https://docs.example.com/mcp")
+    mail = McpServer("mail", "http", "https://mail.example.com/mcp", oauth=McpOAuth())
+    helper = Subagent("helper", "Helps", None, "subagents/helper", "You help.", (), (mail, docs))
+    project = Project(
+        Path("."), "agent.toml", "a", "openai:x", "H", subagents=(helper,), mcp_servers=(notes,)
+    )
+    assert project.user_owned_servers == {"notes": notes, "mail": mail}
+    assert replace(project, subagents=(), mcp_servers=(docs,)).user_owned_servers == {}
 
 
 async def test_user_owned_servers_are_not_listed_at_load(calc_port: int) -> None:

@@ -14,7 +14,9 @@ import os
 import secrets
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+import orjson
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -23,7 +25,7 @@ from agentctl.errors import UserError
 
 KEY_FILE = "secrets.key"  # in the data dir of `agentctl dev`, when no key is configured
 
-__all__ = ["KEY_FILE", "InvalidToken", "Keys", "key_material", "split_keys"]
+__all__ = ["KEY_FILE", "InvalidToken", "SealedJson", "key_material", "split_keys"]
 
 
 def split_keys(material: str) -> tuple[str, ...]:
@@ -37,26 +39,27 @@ def split_keys(material: str) -> tuple[str, ...]:
     return keys
 
 
-class Keys:
-    """The Fernet keys derived from `keys` (the first seals) for one `context`."""
+class SealedJson:
+    """JSON values sealed with the Fernet keys derived from `keys` (the first seals) for
+    one `context`: each kind of sealed value has its own (tokens, deployed secrets)."""
 
     def __init__(self, keys: Sequence[str], context: bytes) -> None:
         if not keys:
             raise ValueError("no key to seal with")
-        self._fernets = [_derive(key, context) for key in keys]
-        self._multi = MultiFernet(self._fernets)
+        self._first = _derive(keys[0], context)
+        self._every = MultiFernet([self._first, *(_derive(key, context) for key in keys[1:])])
 
-    def seal(self, data: bytes) -> bytes:
-        """`data` sealed with the first key."""
-        return self._multi.encrypt(data)
+    def seal(self, value: Any) -> bytes:
+        """`value` as JSON (keys sorted), sealed with the first key."""
+        return self._every.encrypt(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
 
-    def open(self, sealed: bytes) -> tuple[bytes, bool]:
-        """The data, and whether it was sealed with the first key (False: seal it again).
+    def open(self, sealed: bytes) -> tuple[Any, bool]:
+        """The value, and whether it was sealed with the first key (False: seal it again).
         Raises `InvalidToken` when no key opens it."""
         try:
-            return self._fernets[0].decrypt(sealed), True
+            return orjson.loads(self._first.decrypt(sealed)), True
         except InvalidToken:
-            return self._multi.decrypt(sealed), False
+            return orjson.loads(self._every.decrypt(sealed)), False
 
 
 def _derive(key: str, context: bytes) -> Fernet:

@@ -14,7 +14,7 @@ from agentctl.connections import Connections, TokenBox
 from agentctl.errors import ConnectionFailed, SecretsUnreadable, UserError
 from agentctl.platform.secrets import SecretBox
 from agentctl.project.model import McpOAuth, McpServer
-from agentctl.sealing import KEY_FILE, key_material
+from agentctl.sealing import KEY_FILE, InvalidToken, SealedJson, key_material
 from agentctl.storage.base import ConnectionStore
 from agentctl.storage.sqlite import SqliteStorage
 from agentctl.testing.oauth_provider import OAuthProvider
@@ -51,6 +51,17 @@ def test_deployed_secrets_rotate_the_same_way_with_their_own_keys() -> None:
     # A sealed token never opens as a deployed secret, nor the other way round.
     with pytest.raises(SecretsUnreadable):
         SecretBox(["old"]).open(TokenBox(["old"]).seal({"OPENAI_API_KEY": "sk-1"}))
+
+
+def test_values_are_sealed_as_json_per_context_and_opened_with_any_key() -> None:
+    value = {"b": ["tökens", 1], "a": None}
+    old = SealedJson(["old"], b"one context").seal(value)
+    rotated = SealedJson(["new", "old"], b"one context")
+    assert rotated.open(old) == (value, False)  # opened, to be sealed again
+    assert rotated.open(rotated.seal(value)) == (value, True)
+    for other in (SealedJson(["old"], b"another context"), SealedJson(["new"], b"one context")):
+        with pytest.raises(InvalidToken):
+            other.open(old)
 
 
 @pytest.fixture(scope="module")

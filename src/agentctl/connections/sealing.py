@@ -7,9 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
-from agentctl.sealing import InvalidToken, Keys
+from agentctl.sealing import InvalidToken, SealedJson
 
 CONTEXT = b"agentctl user connections v1"
 
@@ -20,17 +18,16 @@ class Unreadable(Exception):
 
 class TokenBox:
     def __init__(self, keys: Sequence[str]) -> None:
-        self._keys = Keys(keys, CONTEXT)
+        self._sealed = SealedJson(keys, CONTEXT)
 
     def seal(self, value: dict[str, Any]) -> bytes:
         """`value` (JSON) sealed with the first key."""
-        return self._keys.seal(orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
+        return self._sealed.seal(value)
 
     def open(self, sealed: bytes) -> tuple[dict[str, Any], bool]:
         """The value, and whether the first key sealed it (False: seal it again)."""
         try:
-            data, current = self._keys.open(sealed)
+            value, current = self._sealed.open(sealed)
         except InvalidToken:
             raise Unreadable from None
-        value: dict[str, Any] = orjson.loads(data)
-        return value, current
+        return dict(value), current

@@ -7,24 +7,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import orjson
-
 from agentctl.errors import SecretsUnreadable
-from agentctl.sealing import InvalidToken, Keys
+from agentctl.sealing import InvalidToken, SealedJson
 
 _CONTEXT = b"agentctl deployed secrets v1"
 
 
 class SecretBox:
     def __init__(self, keys: Sequence[str]) -> None:
-        self._keys = Keys(keys, _CONTEXT)
+        self._sealed = SealedJson(keys, _CONTEXT)
 
     def seal(self, secrets: Mapping[str, str]) -> bytes:
-        return self._keys.seal(orjson.dumps(dict(secrets), option=orjson.OPT_SORT_KEYS))
+        return self._sealed.seal(dict(secrets))
 
     def open(self, sealed: bytes) -> dict[str, str]:
         try:
-            data, _ = self._keys.open(sealed)
+            values, _ = self._sealed.open(sealed)
         except InvalidToken:
             raise SecretsUnreadable(
                 "the deployed secrets cannot be decrypted with this server's key — "
@@ -32,5 +30,4 @@ class SecretBox:
                 "they were stored; restore it (or list the old key after the new one, "
                 "comma-separated), or deploy the project again"
             ) from None
-        values: dict[str, str] = orjson.loads(data)
-        return values
+        return dict(values)

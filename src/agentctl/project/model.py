@@ -141,6 +141,11 @@ class Project:
         return self.mcp_servers + tuple(m for s in self.subagents for m in s.mcp_servers)
 
     @property
+    def user_owned_servers(self) -> dict[str, McpServer]:
+        """The user-owned MCP servers of the agent and its subagents, by name."""
+        return {server.name: server for server in self.all_mcp_servers if server.user_owned}
+
+    @property
     def called_agents(self) -> frozenset[str]:
         """The agents of the platform its mcp.json files name."""
         return frozenset(m.agent for m in self.all_mcp_servers if m.agent is not None)

@@ -174,12 +174,8 @@ async def load_agent(
         revision_id,
         graph,
         frozenset(tool_names),
-        connections=connections if user_tools or _subagents_user_owned(project) else None,
+        connections=connections if project.user_owned_servers else None,
     )
-
-
-def _subagents_user_owned(project: Project) -> bool:
-    return any(server.user_owned for sub in project.subagents for server in sub.mcp_servers)
 
 
 def _user_tools(

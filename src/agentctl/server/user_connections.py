@@ -11,7 +11,7 @@ import httpx
 
 from agentctl.connections.sealing import TokenBox
 from agentctl.errors import UserError
-from agentctl.project.model import McpServer, Project
+from agentctl.project.model import Project
 from agentctl.server.access import CONNECT_CALLBACK
 from agentctl.storage.base import Storage
 
@@ -19,12 +19,6 @@ if TYPE_CHECKING:
     from agentctl.connections.vault import Connections
 
 TIMEOUT = httpx.Timeout(30.0)
-
-
-def user_owned(project: Project) -> dict[str, McpServer]:
-    """The user-owned MCP servers of `project` and its subagents, by name."""
-    servers = [*project.mcp_servers, *(s for sub in project.subagents for s in sub.mcp_servers)]
-    return {server.name: server for server in servers if server.user_owned}
 
 
 @dataclass
@@ -42,7 +36,7 @@ class ConnectionsFactory:
         `UserError` when it has some but the server has no public URL to be called back at."""
         from agentctl.connections.vault import Connections
 
-        servers = user_owned(project)
+        servers = project.user_owned_servers
         if not servers:
             return None
         if self.public_base is None:

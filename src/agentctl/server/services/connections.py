@@ -31,9 +31,7 @@ def user_owned(server: Server) -> dict[str, McpServer]:
     by name; none before a revision is active."""
     if not server.deployment.ready:
         return {}
-    project = server.deployment.runtime.project
-    servers = [*project.mcp_servers, *(s for sub in project.subagents for s in sub.mcp_servers)]
-    return {s.name: s for s in servers if s.user_owned}
+    return server.deployment.runtime.project.user_owned_servers
 
 
 def hub(server: Server) -> Connections:
