@@ -18,10 +18,10 @@ from agentctl.runtime.agent import AgentRuntime
 from agentctl.runtime.peers import Peers
 from agentctl.sandbox import Sandboxes
 from agentctl.server.access import AccessPolicy
+from agentctl.server.connections_factory import ConnectionsFactory
 from agentctl.server.heap import resettle_heap
 from agentctl.server.limits import Limits
 from agentctl.server.origins import OriginPolicy
-from agentctl.server.user_connections import ConnectionsFactory
 from agentctl.storage.base import Assistant, Storage
 
 if TYPE_CHECKING:

@@ -16,10 +16,10 @@ from agentctl.runtime import load_agent
 from agentctl.sandbox import open_sandboxes
 from agentctl.sealing import key_material
 from agentctl.server.access import AccessPolicy
+from agentctl.server.connections_factory import ConnectionsFactory
 from agentctl.server.context import Server
 from agentctl.server.limits import MIB, Limits
 from agentctl.server.origins import OriginPolicy
-from agentctl.server.user_connections import ConnectionsFactory
 from agentctl.settings import SandboxSettings, read
 from agentctl.storage.base import Storage
 from agentctl.storage.sqlite import SqliteStorage

@@ -21,11 +21,11 @@ from agentctl.runtime.peers import Peers
 from agentctl.sandbox import open_sandboxes
 from agentctl.sealing import key_material
 from agentctl.server.access import AccessPolicy
+from agentctl.server.connections_factory import ConnectionsFactory
 from agentctl.server.context import Server
 from agentctl.server.limits import MIB, Limits
 from agentctl.server.origins import OriginPolicy, parse_origins
 from agentctl.server.public_url import origin_of, parse_public_url
-from agentctl.server.user_connections import ConnectionsFactory
 from agentctl.settings import SandboxSettings, Settings
 from agentctl.storage.namespace import Namespace
 from agentctl.storage.open import open_storage
