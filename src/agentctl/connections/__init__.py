@@ -3,15 +3,14 @@ sealed at rest and refreshed, and calls made as the user (docs/connections.md)."
 
 from __future__ import annotations
 
-from agentctl.connections.sealing import TokenBox
-from agentctl.connections.vault import (
+from agentctl.connections.flows import (
     CONNECTION_REQUIRED,
     CompletedFlow,
-    Connections,
-    ConnectionStatus,
     ConsentRequest,
     consent_value,
 )
+from agentctl.connections.sealing import TokenBox
+from agentctl.connections.vault import Connections, ConnectionStatus
 
 __all__ = [
     "CONNECTION_REQUIRED",

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, cast
 from urllib.parse import urlparse
 
@@ -110,6 +111,26 @@ class Tokens:
     token_type: str
     scope: str | None
     expires_at: float | None  # epoch seconds; None: not said
+
+    def fields(self) -> dict[str, Any]:
+        """What a connection's sealed token set keeps of them, and when they were issued."""
+        return {
+            "issued_at": time.time(),
+            "access_token": self.access_token,
+            "refresh_token": self.refresh_token,
+            "token_type": self.token_type,
+            "scope": self.scope,
+            "expires_at": self.expires_at,
+        }
+
+    @property
+    def expiry(self) -> datetime | None:
+        """When the access token expires (None: not said)."""
+        return None if self.expires_at is None else datetime.fromtimestamp(self.expires_at, UTC)
+
+    def granted(self, asked: tuple[str, ...]) -> tuple[str, ...]:
+        """The scopes granted: those the answer names, else those `asked` for."""
+        return tuple(self.scope.split()) if self.scope else asked
 
     @classmethod
     def of(cls, token: OAuthToken, *, previous_refresh: str | None = None) -> Tokens:

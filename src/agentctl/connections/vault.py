@@ -1,90 +1,45 @@
 """`Connections`: one agent's users' OAuth connections to its user-owned MCP servers.
 
-A connection is made by a consent flow (`begin` → `redirect` → `complete`), kept sealed in
-the agent's `ConnectionStore`, and used by `access_token` (refreshed when it expires within
-a minute; one refresh at a time per connection across replicas). A refresh refused, or a
-token that no configured key opens, is no connection: the user is asked to consent again.
+A connection is made by a consent flow (`begin` → `redirect` → `complete`, `flows.py`),
+kept sealed in the agent's `ConnectionStore`, and used by `access_token` (refreshed when it
+expires within a minute; one refresh at a time per connection across replicas) to call the
+server as its user. A refresh refused, or a token that no configured key opens, is no
+connection: the user is asked to consent again. `revoke` removes connections (and revokes
+them at the provider). The providers are reached through `clients.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-import hashlib
 import hmac
 import logging
-import secrets
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, TypeVar
-from urllib.parse import quote, quote_plus
 
 import httpx
-from mcp.shared.auth import OAuthClientInformationFull
 
 from agentctl.connections import oauth
+from agentctl.connections.clients import Clients
+from agentctl.connections.flows import CompletedFlow, ConsentRequest, Flows
 from agentctl.connections.mcp_client import Unauthorized, call_tool, list_tools
 from agentctl.connections.sealing import TokenBox, Unreadable
-from agentctl.errors import ConnectionFailed, ConsentRefused, NotFound, UserError
-from agentctl.project.mcp import expand
+from agentctl.errors import ConnectionFailed, NotFound, UserError
 from agentctl.project.model import McpServer
 from agentctl.storage.base import ConnectionStore, ConsentFlow, UserConnection
 
 log = logging.getLogger("agentctl.connections")
 T = TypeVar("T")
 
-FLOW_TTL = timedelta(minutes=10)  # a consent flow expires this long after it began
 REFRESH_MARGIN = 60.0  # seconds: an access token expiring sooner is refreshed first
 CLAIM_SECONDS = 15.0  # how long a replica's claim to refresh a connection holds
 REFRESH_SECONDS = 10.0  # a refresh gives up after this long, within its claim
 REVOKE_SECONDS = 5.0  # how long revoking a connection waits on its provider
-PURGE_AFTER = timedelta(hours=1)  # expired flows are kept this long, then purged
-DISCOVERY_TTL = 3600.0  # seconds a server's discovered authorization server is reused
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class ConsentRequest:
-    """A consent flow begun: the link the user opens to connect `server`."""
-
-    server: str
-    flow_id: str
-    authorization_url: str
-    expires_at: datetime
-
-
-# The type of the interrupt a run raises when its user must connect a server.
-CONNECTION_REQUIRED = "connection_required"
-
-
-def consent_value(request: ConsentRequest, description: str | None) -> dict[str, Any]:
-    """The value of the `connection_required` interrupt a run raises for `request`."""
-    return {
-        "type": CONNECTION_REQUIRED,
-        "server": request.server,
-        "description": description,
-        "flow_id": request.flow_id,
-        "authorization_url": request.authorization_url,
-        "expires_at": request.expires_at.isoformat(),
-        "message": (
-            f"To use {request.server}, connect your account: open {request.authorization_url}"
-        ),
-    }
-
-
-@dataclass(frozen=True)
-class CompletedFlow:
-    """A consent flow that made a connection: who, to what, and the run waiting for it."""
-
-    flow_id: str
-    user_id: str
-    server: str
-    thread_id: str | None
-    assistant_id: str | None
 
 
 @dataclass(frozen=True)
@@ -112,11 +67,6 @@ class ConnectionStatus:
         }
 
 
-def digest(secret: str) -> str:
-    """How a flow's `state` and binding cookie are stored: sha256 hex."""
-    return hashlib.sha256(secret.encode()).hexdigest()
-
-
 class Connections:
     """The connections of one agent's users to its user-owned MCP servers.
 
@@ -140,38 +90,71 @@ class Connections:
         self.store = store
         self.box = box
         self.servers = {name: s for name, s in servers.items() if s.oauth is not None}
-        self.env = env
-        self.callback_url = callback_url
-        self.base_url = base_url.rstrip("/")
-        self.client_name = client_name
-        self._http = http
-        self._own_http: httpx.AsyncClient | None = None
+        self.clients = Clients(
+            store,
+            box,
+            self.servers,
+            env,
+            callback_url=callback_url,
+            client_name=client_name,
+            http=http,
+        )
+        self.flows = Flows(store, box, self.clients, base_url=base_url)
         # One refresh at a time per connection in this process (gone when none waits).
         self._locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
-        self._discovered: dict[str, tuple[float, oauth.AuthServer]] = {}
         self._unreadable: set[tuple[str, str]] = set()  # already logged
 
-    @property
-    def http(self) -> httpx.AsyncClient:
-        if self._http is None:
-            self._own_http = self._http = httpx.AsyncClient(
-                timeout=oauth.TIMEOUT, follow_redirects=False
-            )
-        return self._http
-
     async def aclose(self) -> None:
-        if self._own_http is not None:
-            await self._own_http.aclose()
-            self._own_http = self._http = None
+        await self.clients.aclose()
 
     def server(self, name: str) -> McpServer:
         """The user-owned server `name`; NotFound otherwise."""
-        found = self.servers.get(name)
-        if found is None:
-            raise NotFound(f'this agent has no user-owned MCP server "{name}"')
-        return found
+        return self.clients.server(name)
+
+    # -- consent (`flows.py`) -------------------------------------------------------------
+
+    async def begin(
+        self,
+        user_id: str,
+        server: str,
+        *,
+        thread_id: str | None = None,
+        assistant_id: str | None = None,
+    ) -> ConsentRequest:
+        """A new consent flow of `user_id` for `server` (expiring in 10 minutes)."""
+        return await self.flows.begin(
+            user_id, server, thread_id=thread_id, assistant_id=assistant_id
+        )
+
+    async def flow(self, flow_id: str, *, user_id: str | None = None) -> ConsentFlow:
+        """A flow not yet used; `user_id` given: it must be that user's (else NotFound)."""
+        return await self.flows.flow(flow_id, user_id=user_id)
+
+    async def redirect(self, flow_id: str, *, user_id: str | None = None) -> tuple[str, str]:
+        """The provider's authorization URL for flow `flow_id`, and the binding cookie's
+        value the callback must bring back. Once per flow."""
+        return await self.flows.redirect(flow_id, user_id=user_id)
+
+    async def complete(
+        self,
+        state: str | None,
+        code: str | None,
+        binding: str | None,
+        *,
+        error: str | None = None,
+        error_description: str | None = None,
+    ) -> CompletedFlow:
+        """The provider's callback: the flow checked, the code exchanged, the connection
+        stored (replacing any of that user to that server)."""
+        flow, connection = await self.flows.complete(
+            state, code, binding, error=error, error_description=error_description
+        )
+        async with self._lock(flow.user_id, flow.server):
+            await self.store.put(connection, expected_version=None)
+        self._unreadable.discard((flow.user_id, flow.server))
+        return flow
 
     # -- tokens ---------------------------------------------------------------------------
 
@@ -213,7 +196,7 @@ class Connections:
                 )
                 if not await self.store.put(claimed, expected_version=connection.version):
                     continue  # changed meanwhile: read it again
-                with self._redacting(server):
+                with self.clients.redacting(server):
                     refreshed = await self._refresh(user_id, server, tokens, connection.version + 1)
                 if refreshed is None or isinstance(refreshed, str):
                     return refreshed
@@ -226,11 +209,11 @@ class Connections:
         released whatever fails (the provider, the client's variables, a cancellation)."""
         settled = False  # the claimed row was replaced or deleted: nothing to release
         try:
-            client = self._client(server, tokens["client"])
+            client = self.clients.client(server, tokens["client"])
             try:
                 async with asyncio.timeout(REFRESH_SECONDS):
                     fresh = await oauth.refresh(
-                        self.http,
+                        self.clients.http,
                         server,
                         tokens["token_endpoint"],
                         client,
@@ -252,7 +235,7 @@ class Connections:
                     f'MCP server "{server}": its token endpoint {tokens["token_endpoint"]} did '
                     f"not answer a refresh within {REFRESH_SECONDS:g} seconds — try again later"
                 ) from None
-            stored = {**tokens, **_token_fields(fresh)}
+            stored = {**tokens, **fresh.fields()}
             stored.pop("claim", None)
             connection = await self.store.get(user_id, server)
             if connection is None or connection.version != version:
@@ -260,8 +243,8 @@ class Connections:
             written = replace(
                 connection,
                 sealed=self.box.seal(stored),
-                scopes=_scopes(fresh.scope, connection.scopes),
-                expires_at=_when(fresh.expires_at),
+                scopes=fresh.granted(connection.scopes),
+                expires_at=fresh.expiry,
                 updated_at=datetime.now(UTC),
             )
             if not await self.store.put(written, expected_version=version):
@@ -324,303 +307,6 @@ class Connections:
     def _lock(self, user_id: str, server: str) -> asyncio.Lock:
         return self._locks.setdefault((user_id, server), asyncio.Lock())
 
-    # -- consent --------------------------------------------------------------------------
-
-    async def begin(
-        self,
-        user_id: str,
-        server: str,
-        *,
-        thread_id: str | None = None,
-        assistant_id: str | None = None,
-    ) -> ConsentRequest:
-        """A new consent flow of `user_id` for `server` (expiring in 10 minutes)."""
-        self.server(server)
-        now = datetime.now(UTC)
-        await self._purge_flows()
-        flow = ConsentFlow(
-            flow_id=secrets.token_urlsafe(32),
-            user_id=user_id,
-            server=server,
-            thread_id=thread_id,
-            assistant_id=assistant_id,
-            status="pending",
-            created_at=now,
-            expires_at=now + FLOW_TTL,
-        )
-        await self.store.add_flow(flow)
-        return ConsentRequest(
-            server,
-            flow.flow_id,
-            f"{self.base_url}/connections/authorize/{flow.flow_id}",
-            flow.expires_at,
-        )
-
-    async def _purge_flows(self) -> None:
-        """Remove the flows expired for an hour (done at each consent and revocation)."""
-        await self.store.purge_flows(datetime.now(UTC) - PURGE_AFTER)
-
-    async def flow(self, flow_id: str, *, user_id: str | None = None) -> ConsentFlow:
-        """A flow not yet used; `user_id` given: it must be that user's (else NotFound)."""
-        flow = await self.store.get_flow(flow_id)
-        if flow is None or (user_id is not None and flow.user_id != user_id):
-            raise NotFound("no such connection request — start connecting again")
-        if flow.expires_at <= datetime.now(UTC):
-            raise ConsentRefused(
-                f"this request to connect {flow.server} expired — start connecting again"
-            )
-        if flow.status != "pending":
-            raise ConsentRefused(
-                f"this link to connect {flow.server} was already used — start connecting again"
-            )
-        return flow
-
-    async def redirect(self, flow_id: str, *, user_id: str | None = None) -> tuple[str, str]:
-        """The provider's authorization URL for flow `flow_id`, and the binding cookie's
-        value the callback must bring back. Once per flow. `user_id` given (a signed-in
-        caller): it must be the flow's user."""
-        flow = await self.flow(flow_id, user_id=user_id)
-        name = flow.server
-        with self._redacting(name):
-            auth_server = await self._discover(name)
-            client, sealed_client = await self._registered(name, auth_server)
-        pkce = oauth.PKCEParameters.generate()
-        state, binding = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        secret = {
-            "verifier": pkce.code_verifier,
-            "redirect_uri": self.callback_url,
-            "issuer": auth_server.issuer,
-            "token_endpoint": auth_server.token_endpoint,
-            "revocation_endpoint": auth_server.revocation_endpoint,
-            "revocation_methods": auth_server.revocation_methods,
-            "resource": auth_server.resource,
-            "scopes": auth_server.scopes,
-            "client": sealed_client,
-        }
-        advanced = replace(
-            flow,
-            status="redirected",
-            state_hash=digest(state),
-            binding_hash=digest(binding),
-            sealed=self.box.seal(secret),
-        )
-        if not await self.store.advance_flow(advanced, from_status="pending"):
-            raise ConsentRefused(
-                f"this link to connect {name} was already used — start connecting again"
-            )
-        url = oauth.authorization_url(auth_server, client, self.callback_url, state, pkce)
-        return url, binding
-
-    async def complete(
-        self,
-        state: str | None,
-        code: str | None,
-        binding: str | None,
-        *,
-        error: str | None = None,
-        error_description: str | None = None,
-    ) -> CompletedFlow:
-        """The provider's callback: check `state` (known, unexpired, not used) and the
-        browser's `binding`, exchange `code`, store the tokens sealed."""
-        if not state:
-            raise ConsentRefused("the callback has no state — start connecting again")
-        flow = await self.store.flow_by_state(digest(state))
-        if flow is None:
-            raise ConsentRefused(
-                "this authorization callback is unknown or forged — start connecting again"
-            )
-        if flow.status != "redirected":
-            raise ConsentRefused(
-                f"this authorization callback for {flow.server} was already used — start "
-                "connecting again"
-            )
-        done = replace(flow, status="done")
-        failed = replace(flow, status="failed")
-        if not await self.store.advance_flow(done, from_status="redirected"):
-            raise ConsentRefused(
-                f"this authorization callback for {flow.server} was already used — start "
-                "connecting again"
-            )
-        refusal = self._refusal(flow, binding, error, error_description)
-        if refusal is None and not code:
-            refusal = f"the provider of {flow.server} sent no authorization code"
-        if refusal is not None:
-            await self.store.advance_flow(failed, from_status="done")
-            raise ConsentRefused(f"{refusal} — start connecting again")
-        try:
-            with self._redacting(flow.server):
-                await self._connect(flow, str(code))
-        except (ConnectionFailed, Unreadable, UserError) as exc:
-            await self.store.advance_flow(failed, from_status="done")
-            if isinstance(exc, Unreadable):
-                raise ConsentRefused(
-                    "this connection request cannot be read with the server's keys — start "
-                    "connecting again"
-                ) from None
-            raise
-        return CompletedFlow(
-            flow.flow_id, flow.user_id, flow.server, flow.thread_id, flow.assistant_id
-        )
-
-    def _refusal(
-        self,
-        flow: ConsentFlow,
-        binding: str | None,
-        error: str | None,
-        description: str | None,
-    ) -> str | None:
-        if flow.expires_at <= datetime.now(UTC):
-            return f"this request to connect {flow.server} expired"
-        if (
-            not binding
-            or flow.binding_hash is None
-            or not hmac.compare_digest(digest(binding), flow.binding_hash)
-        ):
-            return (
-                f"this authorization callback for {flow.server} did not come back to the "
-                "browser that started it (its cookie is missing or wrong) — open the link in "
-                "one browser from start to end"
-            )
-        if error:
-            said = oauth.short(f"{error}: {description}" if description else error)
-            return f"the provider of {flow.server} refused the connection ({said})"
-        return None
-
-    async def _connect(self, flow: ConsentFlow, code: str) -> None:
-        assert flow.sealed is not None
-        secret, _ = self.box.open(flow.sealed)
-        client = self._client(flow.server, secret["client"])
-        tokens = await oauth.exchange(
-            self.http,
-            flow.server,
-            secret["token_endpoint"],
-            client,
-            code=code,
-            verifier=secret["verifier"],
-            redirect_uri=secret["redirect_uri"],
-            resource=secret["resource"],
-        )
-        stored = {
-            **_token_fields(tokens),
-            "issuer": secret["issuer"],
-            "token_endpoint": secret["token_endpoint"],
-            "revocation_endpoint": secret["revocation_endpoint"],
-            "revocation_methods": secret.get("revocation_methods"),
-            "resource": secret["resource"],
-            "client": secret["client"],
-        }
-        now = datetime.now(UTC)
-        requested = tuple((secret.get("scopes") or "").split())
-        connection = UserConnection(
-            user_id=flow.user_id,
-            server=flow.server,
-            sealed=self.box.seal(stored),
-            scopes=_scopes(tokens.scope, requested),
-            expires_at=_when(tokens.expires_at),
-            connected_at=now,
-            updated_at=now,
-        )
-        async with self._lock(flow.user_id, flow.server):
-            await self.store.put(connection, expected_version=None)
-        self._unreadable.discard((flow.user_id, flow.server))
-
-    # -- discovery and clients ------------------------------------------------------------
-
-    async def _discover(self, name: str) -> oauth.AuthServer:
-        cached = self._discovered.get(name)
-        if cached is not None and cached[0] > time.monotonic():
-            return cached[1]
-        server = self.server(name)
-        assert server.oauth is not None
-        found = await oauth.discover(
-            self.http,
-            name,
-            self._expand(server, server.url),
-            transport=server.transport,
-            headers=self._headers(server),
-            scopes=server.oauth.scopes,
-        )
-        self._discovered[name] = (time.monotonic() + DISCOVERY_TTL, found)
-        return found
-
-    async def _registered(
-        self, name: str, auth_server: oauth.AuthServer
-    ) -> tuple[OAuthClientInformationFull, dict[str, Any]]:
-        """The client for `name` at its authorization server, and how a flow and the tokens
-        keep it: a configured client by id and method (its secret is read from the env when
-        used), a registered one whole."""
-        server = self.server(name)
-        assert server.oauth is not None
-        if server.oauth.client_id is not None:
-            secret = server.oauth.client_secret
-            client = oauth.client_info(
-                self._expand(server, server.oauth.client_id),
-                None if secret is None else self._expand(server, secret),
-                self.callback_url,
-                auth_server,
-            )
-            kept = {"client_id": client.client_id, "method": client.token_endpoint_auth_method}
-            return client, kept
-        sealed = await self.store.get_client(name, auth_server.issuer)
-        if sealed is not None:
-            try:
-                value, current = self.box.open(sealed)
-            except Unreadable:
-                value, current = {}, True
-            known = OAuthClientInformationFull.model_validate(value) if value else None
-            if known is not None and _usable(known, self.callback_url):
-                if not current:  # sealed with an older key: seal it with the first
-                    await self.store.put_client(name, auth_server.issuer, self.box.seal(value))
-                return known, {"registered": value}
-        client = await oauth.register(
-            self.http, name, auth_server, self.callback_url, self.client_name
-        )
-        value = client.model_dump(mode="json", exclude_none=True)
-        await self.store.put_client(name, auth_server.issuer, self.box.seal(value))
-        return client, {"registered": value}
-
-    def _client(self, name: str, kept: dict[str, Any]) -> OAuthClientInformationFull:
-        """The client a flow or a connection kept (see `_registered`)."""
-        if "registered" in kept:
-            return OAuthClientInformationFull.model_validate(kept["registered"])
-        server = self.server(name)
-        assert server.oauth is not None
-        secret = server.oauth.client_secret
-        return OAuthClientInformationFull(
-            client_id=kept["client_id"],
-            client_secret=None if secret is None else self._expand(server, secret),
-            token_endpoint_auth_method=kept["method"],
-            redirect_uris=None,
-        )
-
-    def _expand(self, server: McpServer, text: str) -> str:
-        try:
-            return expand(text, self.env)
-        except KeyError as exc:
-            raise UserError(
-                f'MCP server "{server.name}" needs the environment variable {exc.args[0]}, '
-                "which is not set — add it to .env"
-            ) from None
-
-    @contextmanager
-    def _redacting(self, name: str) -> Iterator[None]:
-        """A `ConnectionFailed` of server `name` without the values of its `${VAR}`s (a
-        URL may carry one)."""
-        try:
-            yield
-        except ConnectionFailed as exc:
-            server = self.servers.get(name)
-            names = server.env_names if server is not None else ()
-            message = str(exc)
-            for value in (self.env[n] for n in names if n in self.env):
-                for form in {value, quote(value), quote(value, safe=""), quote_plus(value)}:
-                    if len(form) >= 3:
-                        message = message.replace(form, "***")
-            raise ConnectionFailed(message) from None
-
-    def _headers(self, server: McpServer) -> dict[str, str]:
-        return {name: self._expand(server, value) for name, value in server.headers.items()}
-
     # -- seeing, revoking, using ----------------------------------------------------------
 
     async def list(self, user_id: str) -> builtins.list[ConnectionStatus]:
@@ -657,7 +343,7 @@ class Connections:
             held = await self.store.list(user_id)
         removed = await self.store.delete(user_id, server)
         await self.store.delete_flows(user_id, server)
-        await self._purge_flows()
+        await self.flows.purge()
         revocable = [
             (connection.server, opened[0])
             for connection in held
@@ -669,7 +355,7 @@ class Connections:
 
     async def _revoke_tokens(self, name: str, tokens: dict[str, Any]) -> None:
         try:
-            client = self._client(name, tokens["client"])
+            client = self.clients.client(name, tokens["client"])
         except (UserError, NotFound):
             return  # the server or its variables are gone: nothing to revoke with
         endpoint = tokens["revocation_endpoint"]
@@ -679,7 +365,7 @@ class Connections:
             try:
                 async with asyncio.timeout(REVOKE_SECONDS):
                     revoked = await oauth.revoke(
-                        self.http,
+                        self.clients.http,
                         endpoint,
                         client,
                         tokens[kind],
@@ -720,14 +406,14 @@ class Connections:
         """`action(url, transport, headers)` with the user's token; a 401 refreshes the
         token once and tries again; still refused: None (consent needed)."""
         config = self.server(server)
-        url = self._expand(config, config.url)
+        url = self.clients.expand(config, config.url)
         for attempt in range(2):
             token = await self.access_token(user_id, server)
             if token is None:
                 return None
-            headers = {**self._headers(config), "Authorization": f"Bearer {token}"}
+            headers = {**self.clients.headers(config), "Authorization": f"Bearer {token}"}
             try:
-                with self._redacting(server):
+                with self.clients.redacting(server):
                     return await action(url, config.transport, headers)
             except Unauthorized:  # refresh it and try again; refused twice: consent again
                 await self.invalidate(user_id, server, token, drop=bool(attempt))
@@ -753,29 +439,3 @@ def _while_claimed(server: str, tokens: dict[str, Any]) -> str:
         f'MCP server "{server}": this user\'s token is being refreshed by another replica, '
         "which takes longer than it should — try again in a few seconds"
     )
-
-
-def _token_fields(tokens: oauth.Tokens) -> dict[str, Any]:
-    return {
-        "issued_at": time.time(),
-        "access_token": tokens.access_token,
-        "refresh_token": tokens.refresh_token,
-        "token_type": tokens.token_type,
-        "scope": tokens.scope,
-        "expires_at": tokens.expires_at,
-    }
-
-
-def _scopes(granted: str | None, otherwise: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(granted.split()) if granted else otherwise
-
-
-def _when(epoch: float | None) -> datetime | None:
-    return None if epoch is None else datetime.fromtimestamp(epoch, UTC)
-
-
-def _usable(client: OAuthClientInformationFull, redirect_uri: str) -> bool:
-    """A registered client still fit for use: this redirect URI, an unexpired secret."""
-    uris = [str(uri) for uri in client.redirect_uris or []]
-    expires = client.client_secret_expires_at
-    return redirect_uri in uris and (not expires or expires > time.time() + 60)

@@ -23,7 +23,7 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.types import interrupt
 
-from agentctl.connections.vault import ConsentRequest, consent_value
+from agentctl.connections import ConsentRequest, consent_value
 from agentctl.project.model import McpServer, Project
 from agentctl.runtime import memory
 from agentctl.storage.base import ConnectionStore

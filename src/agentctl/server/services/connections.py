@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentctl.connections.vault import FLOW_TTL, CompletedFlow, Connections
+from agentctl.connections import CompletedFlow, Connections
+from agentctl.connections.flows import FLOW_TTL
 from agentctl.errors import NotFound
 from agentctl.project.model import McpServer
 from agentctl.server.access import Caller
