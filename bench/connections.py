@@ -131,6 +131,7 @@ async def timed_calls(owned: Server, connected: Server, calls: int) -> dict[str,
     listed = await load_mcp_tools(project.mcp_servers, project.env)
     [tool] = [t for t in listed if t.name == "whoami"]
     connections = connected.deployment.runtime.connections
+    assert connections is not None, "the connected agent has a user-owned server"
     times: dict[str, list[float]] = {"agent-owned headers": [], "user-owned (connected)": []}
     for index in range(calls + 3):
         started = time.perf_counter()
