@@ -354,29 +354,32 @@ class Connections:
         return removed
 
     async def _revoke_tokens(self, name: str, tokens: dict[str, Any]) -> None:
+        """Revoke the refresh token, then the access token, at `name`'s authorization
+        server, within `REVOKE_SECONDS`; a failure is logged (never the token)."""
         try:
             client = self.clients.client(name, tokens["client"])
         except (UserError, NotFound):
             return  # the server or its variables are gone: nothing to revoke with
         endpoint = tokens["revocation_endpoint"]
-        for kind in ("refresh_token", "access_token"):
-            if not tokens.get(kind):
-                continue
-            try:
-                async with asyncio.timeout(REVOKE_SECONDS):
-                    revoked = await oauth.revoke(
-                        self.clients.http,
-                        endpoint,
-                        client,
-                        tokens[kind],
-                        kind,
-                        tokens.get("revocation_methods"),
-                    )
-            except TimeoutError:
-                revoked = False
-            if not revoked:
-                log.warning('revoking a %s at "%s" (%s) failed; deleted here', kind, name, endpoint)
-                return
+        kinds = [kind for kind in ("refresh_token", "access_token") if tokens.get(kind)]
+        try:
+            async with asyncio.timeout(REVOKE_SECONDS):
+                for kind in kinds:
+                    methods = tokens.get("revocation_methods")
+                    if not await oauth.revoke(
+                        self.clients.http, endpoint, client, tokens[kind], kind, methods
+                    ):
+                        log.warning(
+                            'revoking a %s at "%s" (%s) failed; deleted here', kind, name, endpoint
+                        )
+                        return
+        except TimeoutError:
+            log.warning(
+                'revoking the tokens at "%s" (%s) took over %g seconds; deleted here',
+                name,
+                endpoint,
+                REVOKE_SECONDS,
+            )
 
     async def list_tools(self, user_id: str, server: str) -> builtins.list[dict[str, Any]] | None:
         """The tools `server` lists to `user_id` (None: not connected), kept as the
