@@ -114,7 +114,8 @@ async def pending_flow(server: Server, flow_id: str) -> ConsentFlow:
     """The flow `flow_id` while it may still be used (else a 4xx saying why)."""
     if not _plausible(flow_id):
         raise NotFound("no such connection request — start connecting again")
-    return await hub(server).flow(flow_id)
+    flow: ConsentFlow = await hub(server).flow(flow_id)
+    return flow
 
 
 @dataclass(frozen=True)
