@@ -26,7 +26,8 @@ BASE = "http://127.0.0.1:9"
 def test_the_key_material_is_the_setting_else_the_api_key_else_one_made_for_dev(
     tmp_path: Path,
 ) -> None:
-    assert key_material("new, old", api_key="api") == ("new", "old")
+    assert key_material("new, old", api_key="api") == ("new", "old", "new, old")
+    assert key_material("only", api_key="api") == ("only",)
     assert key_material(None, api_key="a,b", data_dir=tmp_path) == ("a,b",)
     made = key_material(None, data_dir=tmp_path / "data")
     path = tmp_path / "data" / KEY_FILE
@@ -177,3 +178,9 @@ async def test_an_unreachable_server_is_named_without_its_secrets(
         await vault.redirect(request.flow_id)
     assert "s3cret" not in str(e.value)
     assert "key=***" in str(e.value)
+
+
+def test_secrets_sealed_under_a_whole_key_with_a_comma_still_open() -> None:
+    # Before keys could be listed, AGENTCTL_SECRETS_KEY sealed whole, commas and all.
+    sealed = SecretBox(["a,b"]).seal({"OPENAI_API_KEY": "sk-1"})
+    assert SecretBox(key_material("a,b")).open(sealed) == {"OPENAI_API_KEY": "sk-1"}
