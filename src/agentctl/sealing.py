@@ -73,9 +73,10 @@ def key_material(
     configured: str | None, *, api_key: str | None = None, data_dir: Path | None = None
 ) -> tuple[str, ...]:
     """The keys sealing values at rest, the sealing one first: those `configured` lists
-    (AGENTCTL_SECRETS_KEY; the setting whole opens too), else `api_key` whole (PLATFORM_API_KEY, `agentctl serve`; a comma
-    in it is part of it), else a random key generated once into `data_dir`/secrets.key (mode
-    0600; `agentctl dev`). Blocking: call it at start-up."""
+    (AGENTCTL_SECRETS_KEY; the setting whole opens too), else `api_key` whole
+    (PLATFORM_API_KEY, `agentctl serve`; a comma in it is part of it), else a random key
+    generated once into `data_dir`/secrets.key (mode 0600; `agentctl dev`).
+    Blocking: call it at start-up."""
     if configured and configured.strip():
         keys = split_keys(configured)
         # A setting sealed with whole before it could list keys (one with a comma) still opens.
