@@ -120,7 +120,8 @@ class Connections:
     `servers`: the agent's MCP servers by name (those without `oauth` are ignored); `env`:
     the values of their `${VAR}`s; `callback_url`: `<public base>/connections/callback`,
     the redirect URI registered at providers; `base_url`: the agent's public base, of the
-    links users open (`<base_url>/connections/authorize/<flow id>`)."""
+    links users open: the console's page of a flow, `<base_url>/ui/#/connect/<flow id>`, where
+    only the flow's own signed-in user can go on to the provider."""
 
     def __init__(
         self,
@@ -318,7 +319,7 @@ class Connections:
         return ConsentRequest(
             server,
             flow.flow_id,
-            f"{self.base_url}/connections/authorize/{flow.flow_id}",
+            f"{self.base_url}/ui/#/connect/{flow.flow_id}",
             flow.expires_at,
         )
 
