@@ -16,7 +16,8 @@ CONSOLE_PAGE = "/ui/#/connect/"
 def link_parts(authorization_url: str) -> tuple[str, str]:
     """The agent's base URL and the flow id of a consent request's link."""
     base, found, flow_id = authorization_url.partition(CONSOLE_PAGE)
-    assert found and flow_id, f"not a consent link of the console: {authorization_url}"
+    assert found, f"not a consent link of the console: {authorization_url}"
+    assert flow_id, f"a consent link without a flow: {authorization_url}"
     return base, flow_id
 
 
@@ -43,7 +44,9 @@ async def signed_in(
     """Continue as the user of `token`, then sign in at the provider as `user`: the callback
     URL the provider sends the browser back to (not opened yet)."""
     base, _ = link_parts(authorization_url)
-    back = await provider.sign_in(browser, await to_provider(browser, authorization_url, token), user)
+    back = await provider.sign_in(
+        browser, await to_provider(browser, authorization_url, token), user
+    )
     assert back.startswith(f"{base}/connections/callback?"), back
     return back
 

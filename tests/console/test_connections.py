@@ -284,7 +284,9 @@ async def test_a_used_consent_link_asks_again(
 ) -> None:
     url = dev_url(signed_in_project(tmp_path, provider, idp_b))
     alice = idp_b.mint(ALICE, expires_in=3600)
-    async with httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {alice}"}) as http:
+    async with httpx.AsyncClient(
+        base_url=url, headers={"Authorization": f"Bearer {alice}"}
+    ) as http:
         started = (await http.post("/connections/notes/authorize")).json()
         # Its provider address was given once already (a tab closed before signing in).
         assert (await http.post(f"/connections/flows/{started['flow_id']}/redirect")).is_success

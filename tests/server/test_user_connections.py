@@ -428,7 +428,8 @@ async def test_the_consent_link_goes_on_only_for_its_own_signed_in_user(notes: N
     alice = await notes.http("alice")
     assert (await alice.post(f"/connections/authorize/{flow_id}")).status_code == 405
     stored = await store.get_flow(flow_id)
-    assert stored is not None and stored.status == "pending"
+    assert stored is not None
+    assert stored.status == "pending"
     # Its user sees what the console's page shows, then goes on.
     shown = (await alice.get(page)).json()
     assert shown["server"] == "notes"
