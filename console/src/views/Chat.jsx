@@ -134,7 +134,7 @@ function Conversation({ id, join, onNewRun }) {
   // page loaded it, or another client's): followed too, once the thread is loaded.
   const looked = useRef(null);
   useEffect(() => {
-    if (!id || join || looked.current === id || stream.isThreadLoading) return;
+    if (!id || join?.thread_id === id || looked.current === id || stream.isThreadLoading) return;
     looked.current = id;
     if (stream.isLoading) return; // this page's own run
     client.runs.list(id, { limit: 1 }).then(

@@ -102,15 +102,16 @@ async def flow_view(server: Server, flow_id: str, user: str) -> dict[str, Any]:
     404): the server, what it is for, the user, the agent, the thread waiting for it, when it
     expires and its `status` — `pending` (it may go on to the provider), `used` (it went
     there already), `done` (connected) or `expired`."""
-    flow = await server.storage.connections.get_flow(flow_id) if plausible(flow_id) else None
+    flow = await server.storage.connections.get_flow(flow_id) if _plausible(flow_id) else None
     if flow is None or flow.user_id != user:
         raise NotFound("no such connection request of yours — start connecting again")
     config = known(server, flow.server)
-    status = "done" if flow.status == "done" else "used"
-    if flow.status != "done" and flow.expires_at <= datetime.now(UTC):
+    if flow.status == "done":
+        status = "done"
+    elif flow.expires_at <= datetime.now(UTC):
         status = "expired"
-    elif flow.status == "pending":
-        status = "pending"
+    else:
+        status = "pending" if flow.status == "pending" else "used"
     return {
         "flow_id": flow.flow_id,
         "server": flow.server,
@@ -133,7 +134,7 @@ class Redirect:
 async def redirect(server: Server, flow_id: str, user: str) -> Redirect:
     """Send the browser of flow `flow_id` of `user` (anyone else's: 404) to the provider: its
     authorization URL and the binding the callback will check. Once per flow."""
-    if not plausible(flow_id):
+    if not _plausible(flow_id):
         raise NotFound("no such connection request — start connecting again")
     url, binding = await hub(server).redirect(flow_id, user_id=user)
     return Redirect(url, binding, int(FLOW_TTL.total_seconds()))
@@ -201,6 +202,5 @@ def public_base(server: Server) -> str | None:
     return server.public_base
 
 
-def plausible(flow_id: str) -> bool:
-    """Whether `flow_id` may be a flow's id (url-safe, of a flow id's length)."""
+def _plausible(flow_id: str) -> bool:
     return 16 <= len(flow_id) <= 128 and all(c.isalnum() or c in "-_" for c in flow_id)
