@@ -11,10 +11,10 @@ import httpx
 from langgraph_sdk import get_client
 
 from agentctl.server.devloop import DATA_DIR
+from agentctl.testing.consent import consent
 from agentctl.testing.identity import IdpBServer
 from agentctl.testing.oauth_provider import running_oauth_provider
 from agentctl.testing.services import free_port
-from tests.consent import consent
 from tests.dev_process import StartDev
 from tests.server.conftest import call, user
 from tests.server.test_user_connections import notes_project

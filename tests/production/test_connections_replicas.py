@@ -11,11 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
+from agentctl.testing.consent import consent
 from agentctl.testing.identity import IdpBServer
 from agentctl.testing.oauth_provider import OAuthProvider, running_oauth_provider
 from agentctl.testing.replicas import start_replica
 from tests.conftest import eventually
-from tests.consent import consent
 from tests.production.conftest import OPERATOR, Cluster, serving
 from tests.server.conftest import call, user
 

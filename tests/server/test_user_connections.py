@@ -1,7 +1,7 @@
 """Users' own connections to a user-owned MCP server, end to end: an agent served as
 `agentctl dev` serves it, the loopback OAuth provider and its notes MCP server, the official
 langgraph-sdk, and a browser played by an httpx client that keeps its cookies, doing what the
-console's page of a consent request does (`tests/consent.py`)."""
+console's page of a consent request does (`agentctl.testing.consent`)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ import httpx
 import pytest
 from langgraph_sdk.client import LangGraphClient
 
+from agentctl.testing.consent import consent, link_parts, signed_in
 from agentctl.testing.identity import IdpBServer
 from agentctl.testing.oauth_provider import OAuthProvider, running_oauth_provider
 from tests.conftest import eventually
-from tests.consent import consent, link_parts, signed_in
 from tests.server.conftest import Running, call, running_server, sdk, user
 
 EVERY_SECOND = "* * * * * *"

@@ -1,8 +1,9 @@
-"""A user answering a consent request as the console's page does, with a browser played by an
-httpx client that keeps its cookies: the request's link (`<base>/ui/#/connect/<flow id>`)
-names the flow; signed in as its user, `POST /connections/flows/{id}/redirect` gives the
-provider's address and the binding cookie; then the provider's sign-in page, and back to the
-agent's callback."""
+"""A user answering a consent request as the console's page does, for tests and benchmarks,
+with a browser played by an httpx client that keeps its cookies: the request's link
+(`<base>/ui/#/connect/<flow id>`) names the flow; signed in as its user,
+`POST /connections/flows/{id}/redirect` gives the provider's address and the binding cookie;
+then the provider's sign-in page (`OAuthProvider.sign_in`), and back to the agent's
+callback."""
 
 from __future__ import annotations
 
