@@ -43,6 +43,7 @@ from agentctl.server.context import Server
 from agentctl.server.embedded import open_embedded_server
 from agentctl.server.http import uvicorn_config
 from agentctl.testing import ScriptedModelServer
+from agentctl.testing.consent import consent
 from agentctl.testing.identity import IdpBServer
 from agentctl.testing.oauth_provider import OAuthProvider, running_oauth_provider
 
@@ -80,15 +81,13 @@ async def serving(root: Path, data: Path) -> AsyncIterator[tuple[str, str, Serve
 
 
 async def connect(url: str, token: str, provider: OAuthProvider, user: str) -> None:
-    """`user` connects notes, as a browser does."""
+    """`user` connects notes, as the console's page of the request does."""
     async with httpx.AsyncClient() as browser:
         started = await browser.post(
             f"{url}/connections/notes/authorize", headers={"Authorization": f"Bearer {token}"}
         )
         link = started.json()["authorization_url"]
-        sent = await browser.post(link, headers={"Origin": url, "Sec-Fetch-Site": "same-origin"})
-        back = await provider.sign_in(browser, sent.headers["location"], user)
-        done = await browser.get(back)
+        done = await consent(browser, link, token, provider, user)
         assert done.status_code == 200, done.text
 
 

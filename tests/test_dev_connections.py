@@ -11,6 +11,7 @@ import httpx
 from langgraph_sdk import get_client
 
 from agentctl.server.devloop import DATA_DIR
+from agentctl.testing.consent import consent
 from agentctl.testing.identity import IdpBServer
 from agentctl.testing.oauth_provider import running_oauth_provider
 from agentctl.testing.services import free_port
@@ -29,15 +30,13 @@ async def test_dev_serves_connections_across_reloads(
         root = notes_project(tmp_path / "notes-agent", provider, idp_b)
         dev = start_dev("--config", root / "agent.toml", "--port", free_port())
         url = dev.ready()
-        token = {"Authorization": f"Bearer {idp_b.mint('alice', expires_in=600)}"}
+        alice = idp_b.mint("alice", expires_in=600)
+        token = {"Authorization": f"Bearer {alice}"}
         async with httpx.AsyncClient() as browser:
             started = await browser.post(f"{url}/connections/notes/authorize", headers=token)
             link = started.json()["authorization_url"]
-            assert link.startswith(f"{url}/connections/authorize/")
-            sent = await browser.post(link, headers={"Origin": url})
-            back = await provider.sign_in(browser, sent.headers["location"], "alice")
-            assert back.startswith(f"{url}/connections/callback?")
-            assert (await browser.get(back)).status_code == 200
+            assert link.startswith(f"{url}/ui/#/connect/")  # at the dev server's own address
+            assert (await consent(browser, link, alice, provider, "alice")).status_code == 200
         key = root / DATA_DIR / "secrets.key"
         assert stat.S_IMODE(key.stat().st_mode) == 0o600
         async with get_client(url=url, api_key=None, headers=token) as client:

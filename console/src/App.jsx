@@ -116,6 +116,7 @@ export function App() {
   const needsSignIn = !credentials && !info.credentials?.anonymous;
   const views = VIEWS.filter((view) => view.shown(context));
   const shownView = views.find((view) => view.id === route.view) ?? views[0];
+  const listed = views.filter((view) => !view.linked);
   return (
     <ConsoleContext.Provider value={context}>
       <header className="top">
@@ -128,7 +129,7 @@ export function App() {
           </span>
         ) : null}
         <nav aria-label="Console">
-          {views.map((view) => (
+          {listed.map((view) => (
             <a
               key={view.id}
               href={href(view.id)}
@@ -150,7 +151,11 @@ export function App() {
             <h1 id="signin-needed" tabIndex={-1}>
               Sign in
             </h1>
-            <p>This agent needs a signed-in user: give your token (or the deployment key) above.</p>
+            <p data-testid="signin-needed">
+              {route.view === "connect"
+                ? "Sign in as the user who asked the agent to connect their account: only they can go on."
+                : "This agent needs a signed-in user: give your token (or the deployment key) above."}
+            </p>
           </section>
         ) : (
           <shownView.Component key={shownView.id} id={route.id} />

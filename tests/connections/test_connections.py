@@ -130,7 +130,7 @@ async def test_a_user_connects_and_the_server_acts_as_them(
     vault = connections(store, provider)
     assert await vault.access_token("alice", "notes") is None
     request = await vault.begin("alice", "notes", thread_id="thread-1", assistant_id="agent")
-    assert request.authorization_url == f"{BASE}/connections/authorize/{request.flow_id}"
+    assert request.authorization_url == f"{BASE}/ui/#/connect/{request.flow_id}"
     value = consent_value(request, "Your notes in Loopback notes")
     assert value["type"] == "connection_required"
     assert value["authorization_url"] == request.authorization_url

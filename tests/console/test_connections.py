@@ -2,7 +2,9 @@
 agentctl.testing) and its notes MCP server: a run that needs the user's account shows a
 Connect card; the provider's sign-in page opens in a new tab, and once the user signed in
 there the answer arrives in the chat by itself. The Connections view lists the user's
-servers, connects and revokes; the operator sees only how many users connected."""
+servers, connects and revokes; the operator sees only how many users connected. The link a
+consent request carries (for SDK clients, A2A, MCP) opens the console's page for it, where
+only the request's own signed-in user can go on to the provider."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from agentctl.testing.identity import IdpBServer
 from agentctl.testing.oauth_provider import OAuthProvider, running_oauth_provider
 from tests.conftest import chat_project
 from tests.console.conftest import Console, DevUrl, OpenConsole
-from tests.server.conftest import ALICE, with_auth
+from tests.server.conftest import ALICE, BOB, sdk, user, with_auth
 
 DESCRIPTION = "Your notes in Example Notes"
 # Connect (the run waits for the user), then the tool the connection offers, then the answer.
@@ -203,3 +205,101 @@ async def test_the_operator_sees_how_many_users_connected(
         await expect(row.get_by_test_id("users")).to_have_text("0")
         await expect(page.get_by_role("button", name="Connect notes")).to_have_count(0)
         await console.screenshot("connections-operator")
+
+
+async def test_a_consent_link_goes_on_only_for_its_own_signed_in_user(
+    open_console: OpenConsole,
+    dev_url: DevUrl,
+    tmp_path: Path,
+    idp_b: IdpBServer,
+    provider: OAuthProvider,
+) -> None:
+    url = dev_url(signed_in_project(tmp_path, provider, idp_b))
+    alice, bob = idp_b.mint(ALICE, expires_in=3600), idp_b.mint(BOB, expires_in=3600)
+    # A run of alice's through the SDK, not the console: its interrupt carries the link.
+    client = sdk(url, token=alice)
+    thread_id = (await client.threads.create())["thread_id"]
+    waiting: Any = await client.runs.wait(thread_id, "chat", input=user(SCRIPT))
+    asked = waiting["__interrupt__"][0]["value"]
+    link = asked["authorization_url"]
+    assert link == f"{url}/ui/#/connect/{asked['flow_id']}"
+
+    # Bob opens it in his browser and signs in as himself: refused, nothing connected.
+    async with open_console(url) as console:
+        page = console.page
+        await page.goto(link)
+        await expect(page.get_by_test_id("signin-needed")).to_contain_text(
+            "Sign in as the user who asked the agent"
+        )
+        await console.sign_in(bob)
+        await expect(page.get_by_test_id("connect-not-yours")).to_contain_text(
+            "not yours: it belongs to another user"
+        )
+        await expect(page.get_by_role("button", name="Continue")).to_have_count(0)
+        await console.screenshot("connect-not-yours")
+    for token in (alice, bob):
+        listed = await connections_of(url, token)
+        assert [c["connected"] for c in listed["connections"]] == [False]
+
+    # Alice opens it in a fresh browser: signs in, Continue, the provider, the callback.
+    async with open_console(url) as console:
+        page = console.page
+        await page.goto(link)
+        await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+        await console.sign_in(alice)
+        request = page.get_by_test_id("connect-request")
+        await expect(
+            request.get_by_role("heading", name=f"Connect notes for {ALICE} on chat")
+        ).to_be_visible()
+        await expect(request).to_contain_text(DESCRIPTION)
+        await console.screenshot("connect-request")
+        await request.get_by_role("button", name="Continue").click()
+        await page.wait_for_url(f"{provider.issuer}/**")
+        await page.get_by_label("User name").fill("alice")
+        await page.get_by_label("Password").fill("alice-password")
+        await page.get_by_role("button", name="Sign in").click()
+        await page.wait_for_url(f"{url}/connections/callback?**")
+        await expect(page.get_by_role("heading", name="Connected notes")).to_be_visible()
+        await expect(page.locator("body")).to_contain_text("goes on by itself")
+        # Back to the console: the run the callback resumed answered in the thread.
+        await page.get_by_role("link", name="Back to the conversation").click()
+        await page.wait_for_url(f"{url}/ui/#/chat/{thread_id}")
+        await expect(page.locator(".message.ai").last).to_have_text(ANSWER)
+        # The link again: answered already.
+        await page.goto(link)
+        await expect(page.get_by_test_id("connect-done")).to_contain_text("notes is connected")
+    thread: Any = await client.threads.get(thread_id)
+    assert thread["values"]["messages"][-1]["content"] == ANSWER
+    await client.aclose()
+    listed = await connections_of(url, bob)
+    assert [c["connected"] for c in listed["connections"]] == [False]
+
+
+async def test_a_used_consent_link_asks_again(
+    open_console: OpenConsole,
+    dev_url: DevUrl,
+    tmp_path: Path,
+    idp_b: IdpBServer,
+    provider: OAuthProvider,
+) -> None:
+    url = dev_url(signed_in_project(tmp_path, provider, idp_b))
+    alice = idp_b.mint(ALICE, expires_in=3600)
+    async with httpx.AsyncClient(
+        base_url=url, headers={"Authorization": f"Bearer {alice}"}
+    ) as http:
+        started = (await http.post("/connections/notes/authorize")).json()
+        # Its provider address was given once already (a tab closed before signing in).
+        assert (await http.post(f"/connections/flows/{started['flow_id']}/redirect")).is_success
+    async with open_console(url) as console:
+        page = console.page
+        await page.goto(started["authorization_url"])
+        await console.sign_in(alice)
+        await expect(page.get_by_test_id("connect-stale")).to_contain_text("was used already")
+        await page.get_by_role("button", name="Ask again").click()
+        await page.wait_for_url(f"{provider.issuer}/**")
+        await page.get_by_label("User name").fill("alice")
+        await page.get_by_label("Password").fill("alice-password")
+        await page.get_by_role("button", name="Sign in").click()
+        await expect(page.get_by_role("heading", name="Connected notes")).to_be_visible()
+    listed = await connections_of(url, alice)
+    assert [c["connected"] for c in listed["connections"]] == [True]

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agentctl.testing.consent import consent
 from agentctl.testing.identity import IdpBServer
 from agentctl.testing.oauth_provider import OAuthProvider, running_oauth_provider
 from agentctl.testing.replicas import start_replica
@@ -70,15 +71,9 @@ async def test_a_flow_begun_on_one_replica_ends_on_the_other(
         assert value["type"] == "connection_required"
         url = value["authorization_url"]
         base = f"{public}/agents/demo"  # the platform's agent, at the public URL
-        assert url.startswith(f"{base}/connections/authorize/")
+        assert url.startswith(f"{base}/ui/#/connect/")  # the console's page, on the platform
         async with httpx.AsyncClient() as browser:
-            assert (await browser.get(url)).status_code == 200
-            sent = await browser.post(url, headers={"Origin": public})
-            assert sent.status_code == 303, sent.text
-            back = await provider.sign_in(browser, sent.headers["location"], "carol")
-            assert back.startswith(f"{base}/connections/callback?")
-            # The provider's redirect: a top-level navigation from another site.
-            done = await browser.get(back, headers={"Sec-Fetch-Site": "cross-site"})
+            done = await consent(browser, url, idp_b.mint("carol"), provider, "carol")
             assert done.status_code == 200, done.text
 
         async def idle() -> Any:

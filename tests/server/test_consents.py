@@ -14,7 +14,7 @@ from agentctl.server.a2a.waiting import describe, waiting_parts, waiting_state
 from agentctl.server.consents import connection_requests
 from agentctl.server.routes.mcp import connection_result
 
-URL = "https://agent.example.com/connections/authorize/f-123"
+URL = "https://agent.example.com/ui/#/connect/f-123"
 CONSENT: dict[str, Any] = {
     "type": "connection_required",
     "server": "notes",

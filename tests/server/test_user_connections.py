@@ -1,6 +1,7 @@
 """Users' own connections to a user-owned MCP server, end to end: an agent served as
 `agentctl dev` serves it, the loopback OAuth provider and its notes MCP server, the official
-langgraph-sdk, and a browser played by an httpx client that keeps its cookies."""
+langgraph-sdk, and a browser played by an httpx client that keeps its cookies, doing what the
+console's page of a consent request does (`agentctl.testing.consent`)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import pytest
 from langgraph_sdk.client import LangGraphClient
 
 from agentctl.storage.base import UserConnection
+from agentctl.testing.consent import consent, link_parts, signed_in
 from agentctl.testing.identity import IdpBServer
 from agentctl.testing.oauth_provider import OAuthProvider, running_oauth_provider
 from tests.conftest import eventually
@@ -94,19 +96,14 @@ class Notes:
     async def consent(
         self, authorization_url: str, name: str, browser: httpx.AsyncClient | None = None
     ) -> httpx.Response:
-        """Open the consent link, Continue, sign in at the provider as `name`, and land on
-        the callback: its page."""
+        """Open the consent link signed in as `name`, Continue, sign in at the provider as
+        `name`, and land on the callback: its page."""
         browser = browser or await self.browser()
-        page = await browser.get(authorization_url)
-        assert page.status_code == 200, page.text
-        assert name in page.text
-        assert "notes" in page.text
-        assert "notes-agent" in page.text
-        sent = await browser.post(authorization_url, headers=own_page(self.url))
-        assert sent.status_code == 303, sent.text
-        back = await self.provider.sign_in(browser, sent.headers["location"], name)
-        assert back.startswith(f"{self.url}/connections/callback?"), back
-        return await browser.get(back)
+        return await consent(browser, authorization_url, self.token(name), self.provider, name)
+
+    async def signed_in(self, authorization_url: str, name: str, browser: httpx.AsyncClient) -> str:
+        """As `consent`, up to the callback URL the provider sends the browser back to."""
+        return await signed_in(browser, authorization_url, self.token(name), self.provider, name)
 
     async def connect(self, name: str) -> None:
         """`name` connects notes without a run (`POST /connections/notes/authorize`)."""
@@ -116,11 +113,6 @@ class Notes:
         done = await self.consent(started.json()["authorization_url"], name)
         assert done.status_code == 200, done.text
         assert "Connected" in done.text
-
-
-def own_page(url: str) -> dict[str, str]:
-    """What a browser sends with a form posted from a page of `url`."""
-    return {"Origin": url, "Sec-Fetch-Site": "same-origin"}
 
 
 @pytest.fixture
@@ -204,7 +196,7 @@ async def test_a_user_not_connected_gets_the_consent_request_and_the_run_goes_on
     assert value["server"] == "notes"
     assert value["description"] == "Your notes in Loopback Notes"
     url = value["authorization_url"]
-    assert url == f"{notes.url}/connections/authorize/{value['flow_id']}"
+    assert url == f"{notes.url}/ui/#/connect/{value['flow_id']}"
     assert url in value["message"]
     thread: Any = await carol.threads.get(thread_id)
     assert thread["status"] == "interrupted"
@@ -431,10 +423,7 @@ async def test_a_flow_of_alice_cannot_be_redirected_by_bob(notes: Notes) -> None
 async def test_forged_replayed_and_foreign_callbacks_are_refused(notes: Notes) -> None:
     browser = await notes.browser()
     flow = await start_flow(notes, "alice")
-    url = flow["authorization_url"]
-    await browser.get(url)
-    sent = await browser.post(url, headers=own_page(notes.url))
-    back = await notes.provider.sign_in(browser, sent.headers["location"], "alice")
+    back = await notes.signed_in(flow["authorization_url"], "alice", browser)
     query = parse_qs(urlsplit(back).query)
     callback = f"{notes.url}/connections/callback"
     # A forged state.
@@ -456,24 +445,45 @@ async def test_forged_replayed_and_foreign_callbacks_are_refused(notes: Notes) -
     assert denied.status_code == 400
 
 
-async def test_the_consent_form_only_from_its_own_page(notes: Notes) -> None:
+async def test_the_consent_link_goes_on_only_for_its_own_signed_in_user(notes: Notes) -> None:
     flow = await start_flow(notes, "alice")
-    url = flow["authorization_url"]
-    async with httpx.AsyncClient() as browser:
-        cross = await browser.post(url, headers={"Sec-Fetch-Site": "cross-site"})
-        assert cross.status_code == 403
-        foreign = await browser.post(url, headers={"Origin": "https://evil.example"})
-        assert foreign.status_code == 403
-        assert (await browser.get(url)).status_code == 200  # still usable
-        unknown = await browser.get(f"{notes.url}/connections/authorize/{'z' * 43}")
-        assert unknown.status_code == 404
-        assert "text/html" in unknown.headers["content-type"]
-        ok = await browser.post(url, headers=own_page(notes.url))
-        assert ok.status_code == 303
-        # The provider URL is the provider's, from its metadata: the request names none.
-        assert ok.headers["location"].startswith(f"{notes.provider.issuer}/authorize?")
-        used = await browser.get(url)
-        assert 400 <= used.status_code < 500
+    base, flow_id = link_parts(flow["authorization_url"])
+    assert base == notes.url
+    page = f"/connections/flows/{flow_id}"
+    store = notes.running.server.storage.connections
+    # Nobody signed in: neither the flow nor its provider address.
+    anonymous = await notes.http()
+    assert (await anonymous.get(page)).status_code == 401
+    assert (await anonymous.post(f"{page}/redirect")).status_code == 401
+    # Another user: no such flow, for them.
+    bob = await notes.http("bob")
+    assert (await bob.get(page)).status_code == 404
+    assert (await bob.post(f"{page}/redirect")).status_code == 404
+    # The operator is no user.
+    async with httpx.AsyncClient(base_url=notes.url, headers={"x-auth-scheme": "langsmith"}) as op:
+        assert (await op.post(f"{page}/redirect")).status_code == 403
+    # No consent page is public: the callback alone.
+    async with httpx.AsyncClient(base_url=notes.url) as browser:
+        assert (await browser.get(f"/connections/authorize/{flow_id}")).status_code == 401
+        assert (await browser.post(f"/connections/authorize/{flow_id}")).status_code == 401
+    stored = await store.get_flow(flow_id)
+    assert stored is not None
+    assert stored.status == "pending"
+    # Its user sees what the console's page shows, then goes on.
+    alice = await notes.http("alice")
+    shown = (await alice.get(page)).json()
+    assert shown["server"] == "notes"
+    assert shown["description"] == "Your notes in Loopback Notes"
+    assert (shown["user"], shown["agent"], shown["status"]) == ("alice", "notes-agent", "pending")
+    assert shown["thread_id"] is None
+    browser = await notes.browser()
+    back = await notes.signed_in(flow["authorization_url"], "alice", browser)
+    assert (await alice.get(page)).json()["status"] == "used"
+    assert (await browser.get(back)).status_code == 200
+    assert (await alice.get(page)).json()["status"] == "done"
+    assert (await bob.get(page)).status_code == 404
+    assert await store.get("alice", "notes") is not None
+    assert await store.get("bob", "notes") is None
 
 
 async def test_connection_api_needs_a_user(notes: Notes) -> None:
@@ -482,6 +492,9 @@ async def test_connection_api_needs_a_user(notes: Notes) -> None:
     assert (await anonymous.delete("/connections/callback")).status_code == 401
     assert (await anonymous.delete("/connections")).status_code == 401
     assert (await anonymous.post("/connections/notes/authorize")).status_code == 401
+    flow = f"/connections/flows/{'z' * 43}"
+    assert (await anonymous.get(flow)).status_code == 401
+    assert (await anonymous.post(f"{flow}/redirect")).status_code == 401
 
 
 # -- where tokens never are ------------------------------------------------------------------
@@ -508,10 +521,7 @@ async def test_no_token_or_code_anywhere_after_a_full_flow(
     thread_id = (await carol.threads.create())["thread_id"]
     value = interrupt_of(await ask(carol, notes, WHOAMI, thread_id))
     browser = await notes.browser()
-    url = value["authorization_url"]
-    await browser.get(url)
-    sent = await browser.post(url, headers=own_page(notes.url))
-    back = await notes.provider.sign_in(browser, sent.headers["location"], "carol")
+    back = await notes.signed_in(value["authorization_url"], "carol", browser)
     query = parse_qs(urlsplit(back).query)
     assert (await browser.get(back)).status_code == 200
     assert await idle_answer(carol, thread_id) == "I am carol"
@@ -552,9 +562,7 @@ async def test_a_callback_of_another_agent_is_refused(
     async with running_server(other_root, tmp_path / "other-data") as other:
         flow = await start_flow(notes, "alice")
         browser = await notes.browser()
-        url = flow["authorization_url"]
-        sent = await browser.post(url, headers=own_page(notes.url))
-        back = await notes.provider.sign_in(browser, sent.headers["location"], "alice")
+        back = await notes.signed_in(flow["authorization_url"], "alice", browser)
         # The same code and state, brought to the other agent's callback (same cookie path).
         query = urlsplit(back).query
         foreign = await browser.get(f"{other.url}/connections/callback?{query}")
@@ -565,7 +573,7 @@ async def test_a_callback_of_another_agent_is_refused(
         assert (await browser.get(back)).status_code == 200
 
 
-async def test_expired_requests_are_refused_with_a_page(notes: Notes) -> None:
+async def test_expired_requests_are_refused(notes: Notes) -> None:
     store = notes.running.server.storage.connections
     past = datetime.now(UTC) - timedelta(minutes=1)
     # A link opened too late.
@@ -573,18 +581,16 @@ async def test_expired_requests_are_refused_with_a_page(notes: Notes) -> None:
     stored = await store.get_flow(flow["flow_id"])
     assert stored is not None
     assert await store.advance_flow(replace(stored, expires_at=past), from_status="pending")
-    async with httpx.AsyncClient() as browser:
-        page = await browser.get(flow["authorization_url"])
-        assert page.status_code == 400
-        assert "expired" in page.text
-        assert "text/html" in page.headers["content-type"]
-        sent = await browser.post(flow["authorization_url"], headers=own_page(notes.url))
-        assert sent.status_code == 400
+    alice = await notes.http("alice")
+    shown = await alice.get(f"/connections/flows/{flow['flow_id']}")
+    assert shown.json()["status"] == "expired"
+    sent = await alice.post(f"/connections/flows/{flow['flow_id']}/redirect")
+    assert sent.status_code == 400
+    assert "expired" in sent.json()["detail"]
     # A sign-in that came back too late.
     flow = await start_flow(notes, "alice")
     browser = await notes.browser()
-    sent = await browser.post(flow["authorization_url"], headers=own_page(notes.url))
-    back = await notes.provider.sign_in(browser, sent.headers["location"], "alice")
+    back = await notes.signed_in(flow["authorization_url"], "alice", browser)
     stored = await store.get_flow(flow["flow_id"])
     assert stored is not None
     assert await store.advance_flow(replace(stored, expires_at=past), from_status="redirected")

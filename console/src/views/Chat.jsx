@@ -130,6 +130,18 @@ function Conversation({ id, join, onNewRun }) {
 
   // The provider's callback resumes the run in a new one: follow it here.
   useNewRun(client, id, connections.length > 0, onNewRun);
+  // A run already under way when the thread is opened (the callback resumed it before this
+  // page loaded it, or another client's): followed too, once the thread is loaded.
+  const looked = useRef(null);
+  useEffect(() => {
+    if (!id || join?.thread_id === id || looked.current === id || stream.isThreadLoading) return;
+    looked.current = id;
+    if (stream.isLoading) return; // this page's own run
+    client.runs.list(id, { limit: 1 }).then(
+      ([run]) => run && UNFINISHED.has(run.status) && looked.current === id && onNewRun(run),
+      () => {}, // the thread shows what it holds: a run that ends is shown on the next visit
+    );
+  }, [client, id, join, stream.isThreadLoading, stream.isLoading, onNewRun]);
   const joined = useRef(false);
   useEffect(() => {
     if (!join || join.thread_id !== id || joined.current) return;

@@ -1,6 +1,8 @@
 // The console's views, in navigation order: `shown(context)` says whether the visitor's
-// navigation lists one (the API still decides what each may see).
+// navigation lists one (the API still decides what each may see); a view `linked` only is
+// opened from a link (its address), never listed.
 import { Chat } from "./Chat.jsx";
+import { ConnectRequest } from "./ConnectRequest.jsx";
 import { Connections } from "./Connections.jsx";
 import { Memory } from "./Memory.jsx";
 import { Operator } from "./Operator.jsx";
@@ -26,4 +28,6 @@ export const VIEWS = [
       caller === "operator" || (caller === "anonymous" && Boolean(info.credentials?.anonymous)),
     Component: Operator,
   },
+  // A consent request's link: `#/connect/<flow id>`.
+  { id: "connect", title: "Connect an account", shown: always, linked: true, Component: ConnectRequest },
 ];

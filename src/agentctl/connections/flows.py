@@ -70,7 +70,8 @@ def digest(secret: str) -> str:
 
 class Flows:
     """The consent flows of one agent's users. `base_url`: the agent's public base, of the
-    links users open (`<base_url>/connections/authorize/<flow id>`)."""
+    links users open: the console's page of a flow, `<base_url>/ui/#/connect/<flow id>`, where
+    only the flow's own signed-in user can go on to the provider."""
 
     def __init__(
         self, store: ConnectionStore, box: TokenBox, clients: Clients, *, base_url: str
@@ -106,7 +107,7 @@ class Flows:
         return ConsentRequest(
             server,
             flow.flow_id,
-            f"{self.base_url}/connections/authorize/{flow.flow_id}",
+            f"{self.base_url}/ui/#/connect/{flow.flow_id}",
             flow.expires_at,
         )
 

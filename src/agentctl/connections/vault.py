@@ -73,7 +73,7 @@ class Connections:
     `servers`: the agent's MCP servers by name (those without `oauth` are ignored); `env`:
     the values of their `${VAR}`s; `callback_url`: `<public base>/connections/callback`,
     the redirect URI registered at providers; `base_url`: the agent's public base, of the
-    links users open (`<base_url>/connections/authorize/<flow id>`)."""
+    links users open: the console's page of a flow, `<base_url>/ui/#/connect/<flow id>`."""
 
     def __init__(
         self,

@@ -47,24 +47,21 @@ PUBLIC_PATHS = frozenset(
 CONSOLE_PREFIX = "/ui"
 DOCS_PREFIX = "/docs"
 PAGE_PREFIXES = (CONSOLE_PREFIX, DOCS_PREFIX)
-# The pages of a user connecting an MCP server (`routes/connections.py`), opened in a
-# browser from a link (the consent page) or the provider's redirect (the callback): they
-# prove who they are for with the flow they name, not with credentials.
+# The provider's redirect back to the agent once a user consented (`routes/connections.py`):
+# it proves what it is for with the flow its `state` names and the browser-binding cookie
+# the flow's own signed-in user got, not with credentials.
 CONNECT_CALLBACK = "/connections/callback"
-CONNECT_PAGES = "/connections/authorize"
 
 
 def is_public(path: str, method: str = "GET") -> bool:
     """Whether `path` is served to anyone, without credentials: the public paths, the
     pages' files (`/ui`, `/ui/`, `/ui/<file>`, `/docs`, `/docs/<file>`, no deeper path),
-    and the connection pages (GET of the callback, GET and POST of a consent page)."""
+    and GETs of the provider's callback."""
     if path in PUBLIC_PATHS or path in PAGE_PREFIXES:
         return True
-    folder, _, name = path.rpartition("/")
-    if folder == CONNECT_PAGES:
-        return method in ("GET", "HEAD", "POST") and name not in ("", ".", "..")
     if path == CONNECT_CALLBACK:
         return method in ("GET", "HEAD")
+    folder, _, name = path.rpartition("/")
     return folder in PAGE_PREFIXES and name not in (".", "..")
 
 

@@ -1,7 +1,8 @@
-"""The HTML pages a user's browser sees while connecting an MCP server: the consent page
-(Continue or not), the result of the provider's callback, and every refusal. Plain,
-self-contained HTML (no script, no outside resource), every value escaped; no page may be
-framed, cached or send its address on (it may carry a flow id)."""
+"""The HTML pages a user's browser sees at the end of connecting an MCP server (the consent
+itself is the console's page, for the flow's own signed-in user): the result of the
+provider's callback, and every refusal, each with a link back to the console. Plain,
+self-contained HTML (no script, no form, no outside resource), every value escaped; no page
+may be framed, cached or send its address on (it may carry a flow id, a code, a state)."""
 
 from __future__ import annotations
 
@@ -15,26 +16,26 @@ HEADERS = {
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
     "Content-Security-Policy": (
-        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' https: http:; "
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'none'; "
         "frame-ancestors 'none'; base-uri 'none'"
     ),
 }
 STYLE = (
     "body{font-family:system-ui,sans-serif;max-width:34rem;margin:4rem auto;padding:0 1rem;"
-    "color:#1f2328}h1{font-size:1.4rem}p{line-height:1.5}.muted{color:#59636e}"
-    "button{font-size:1rem;padding:.5rem 1.2rem;border-radius:6px;border:1px solid #1f883d;"
-    "background:#1f883d;color:#fff;cursor:pointer}"
+    "color:#1f2328}h1{font-size:1.4rem}p{line-height:1.5}a{color:#0969da}"
 )
+# The console, from the callback's address (`<base>/connections/callback`): `<base>/ui/`.
+CONSOLE = "../ui/"
 
 
-def page(title: str, paragraphs: list[str], status: int = 200, form: str = "") -> HTMLResponse:
+def page(title: str, paragraphs: list[str], status: int = 200) -> HTMLResponse:
     """A page of `paragraphs` (HTML already escaped by the caller: use `text`)."""
     body = "".join(f"<p>{part}</p>" for part in paragraphs)
     html = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         f"<title>{escape(title)}</title><style>{STYLE}</style></head>"
-        f"<body><h1>{escape(title)}</h1>{body}{form}</body></html>"
+        f"<body><h1>{escape(title)}</h1>{body}</body></html>"
     )
     return HTMLResponse(html, status_code=status, headers=HEADERS)
 
@@ -43,29 +44,26 @@ def text(value: object) -> str:
     return escape(str(value))
 
 
+def link(route: str, label: str) -> str:
+    """A link to the console's view `route` (`connections`, `chat/<thread id>`)."""
+    return f'<a href="{CONSOLE}#/{text(route)}">{text(label)}</a>'
+
+
 def refused(status: int, reason: str) -> HTMLResponse:
     """A refusal (or a failure): what is wrong and what to do, never more."""
-    return page("Could not connect", [text(reason)], status)
+    again = link("connections", "Your connections in the console")
+    return page("Could not connect", [text(reason), again], status)
 
 
-def consent(server: str, description: str | None, user: str, agent: str) -> HTMLResponse:
-    """ "Connect <server> for <user> on <agent>?" with a Continue button, which posts the
-    form to this very page."""
-    purpose = f" ({text(description)})" if description else ""
-    paragraphs = [
-        f"The agent <b>{text(agent)}</b> asks to use <b>{text(server)}</b>{purpose} as "
-        f"<b>{text(user)}</b>, with the account you sign in with next.",
-        '<span class="muted">Continue only if you asked the agent for this yourself: whoever '
-        "started this request will act with that account.</span>",
-    ]
-    form = '<form method="post"><button type="submit">Continue</button></form>'
-    return page(f"Connect {server} for {user}?", paragraphs, form=form)
-
-
-def connected(server: str, resumed: bool) -> HTMLResponse:
+def connected(server: str, resumed: bool, thread_id: str | None) -> HTMLResponse:
     then = (
         "The conversation goes on by itself: return to it."
         if resumed
         else "Return to the conversation and ask again."
     )
-    return page(f"Connected {server}", [f"{text(server)} is connected. {then}"])
+    back = (
+        link(f"chat/{thread_id}", "Back to the conversation")
+        if thread_id
+        else link("connections", "Your connections in the console")
+    )
+    return page(f"Connected {server}", [f"{text(server)} is connected. {then}", back])

@@ -1,9 +1,9 @@
 """Users' connections to the agent's user-owned MCP servers (docs/connections.md).
 
 The API (a signed-in user's; the operator sees counts): list, revoke (one or all), start a
-connection, and — for the console — the provider URL of a flow. The pages (public, opened
-in a browser): the consent page a link of the consent request opens, and the provider's
-callback.
+connection, and — for the console, whose page `<base>/ui/#/connect/<flow id>` is the link of
+a consent request — a flow and its provider URL, only ever to the flow's own signed-in user.
+The one public page is the provider's callback.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import Response
 
 from agentctl.errors import AgentctlError, Forbidden
 from agentctl.server import connect_pages
@@ -59,6 +59,13 @@ async def authorize(request: Request, name: str) -> Response:
     return json_response(await service.begin(server_of(request), user, name))
 
 
+@router.get("/flows/{flow_id}")
+async def flow(request: Request, flow_id: str) -> Response:
+    """The caller's flow as the console's page for it shows it (another user's: 404)."""
+    user = _user(caller_of(request), "connect a server")
+    return json_response(await service.flow_view(server_of(request), flow_id, user))
+
+
 @router.post("/flows/{flow_id}/redirect")
 async def redirect_url(request: Request, flow_id: str) -> Response:
     """The provider URL of the caller's flow (the console opens it), with the cookie that
@@ -74,36 +81,6 @@ async def redirect_url(request: Request, flow_id: str) -> Response:
 # -- the pages ---------------------------------------------------------------------------
 
 
-@router.get("/authorize/{flow_id}", include_in_schema=False)
-async def consent_page(request: Request, flow_id: str) -> Response:
-    """ "Connect <server> for <user> on <agent>?" with a Continue button."""
-    server = server_of(request)
-    try:
-        flow = await service.pending_flow(server, flow_id)
-        config = service.known(server, flow.server)
-    except AgentctlError as exc:
-        return _refused(exc)
-    return connect_pages.consent(flow.server, config.description, flow.user_id, server.agent_name)
-
-
-@router.post("/authorize/{flow_id}", include_in_schema=False)
-async def consent_given(request: Request, flow_id: str) -> Response:
-    """Continue: to the provider, with the binding cookie. Only from this very page: a
-    form another site posts (cross-site request forgery) is refused."""
-    if not _from_own_page(request):
-        return connect_pages.refused(
-            403, "This form can only be sent from its own page — open the link again."
-        )
-    server = server_of(request)
-    try:
-        sent = await service.redirect(server, flow_id)
-    except AgentctlError as exc:
-        return _refused(exc)
-    response = RedirectResponse(sent.url, status_code=303, headers=connect_pages.HEADERS)
-    _bind(response, server, request, sent)
-    return response
-
-
 @router.get("/callback", include_in_schema=False)
 async def callback(request: Request) -> Response:
     """Where the provider sends the browser back: the connection is made and the run that
@@ -113,7 +90,7 @@ async def callback(request: Request) -> Response:
         done = await service.complete(server, request.query_params, request.cookies.get(COOKIE))
     except AgentctlError as exc:
         return _refused(exc)
-    response = connect_pages.connected(done.server, done.resumed)
+    response = connect_pages.connected(done.server, done.resumed, done.thread_id)
     response.delete_cookie(COOKIE, path=_cookie_path(server, request))
     return response
 
@@ -130,19 +107,6 @@ def _user(caller: Caller, what: str) -> str:
 def _refused(exc: AgentctlError) -> Response:
     """The page of a refusal (a failure of the provider too: a 502 naming it)."""
     return connect_pages.refused(exc.status if exc.status >= 400 else 400, str(exc))
-
-
-def _from_own_page(request: Request) -> bool:
-    """Whether a form post comes from the server's own page, as the browser says
-    (`Sec-Fetch-Site`, `Origin`); a post with neither is not a browser's."""
-    site = request.headers.get("sec-fetch-site")
-    if site is not None and site != "same-origin":
-        return False
-    origin = request.headers.get("origin")
-    if origin is None:
-        return True
-    host = request.headers.get("host", "").lower()
-    return origin != "null" and server_of(request).origins.is_own(origin.lower(), host)
 
 
 def _bind(response: Response, server: Server, request: Request, sent: service.Redirect) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from agentctl.connections import CompletedFlow, Connections
@@ -22,7 +23,6 @@ from agentctl.server.access import Caller
 from agentctl.server.context import Server
 from agentctl.server.run_requests import CommandBody, RunCreate
 from agentctl.server.services.runs import start_run
-from agentctl.storage.base import ConsentFlow
 
 log = logging.getLogger("agentctl.server")
 
@@ -110,12 +110,31 @@ async def begin(
     }
 
 
-async def pending_flow(server: Server, flow_id: str) -> ConsentFlow:
-    """The flow `flow_id` while it may still be used (else a 4xx saying why)."""
-    if not _plausible(flow_id):
-        raise NotFound("no such connection request — start connecting again")
-    flow: ConsentFlow = await hub(server).flow(flow_id)
-    return flow
+async def flow_view(server: Server, flow_id: str, user: str) -> dict[str, Any]:
+    """The flow `flow_id` of `user` as the console's page shows it (anyone else's, or none:
+    404): the server, what it is for, the user, the agent, the thread waiting for it, when it
+    expires and its `status` — `pending` (it may go on to the provider), `used` (it went
+    there already), `done` (connected) or `expired`."""
+    flow = await server.storage.connections.get_flow(flow_id) if _plausible(flow_id) else None
+    if flow is None or flow.user_id != user:
+        raise NotFound("no such connection request of yours — start connecting again")
+    config = known(server, flow.server)
+    if flow.status == "done":
+        status = "done"
+    elif flow.expires_at <= datetime.now(UTC):
+        status = "expired"
+    else:
+        status = "pending" if flow.status == "pending" else "used"
+    return {
+        "flow_id": flow.flow_id,
+        "server": flow.server,
+        "description": config.description,
+        "user": flow.user_id,
+        "agent": server.agent_name,
+        "thread_id": flow.thread_id,
+        "expires_at": flow.expires_at,
+        "status": status,
+    }
 
 
 @dataclass(frozen=True)
@@ -125,9 +144,9 @@ class Redirect:
     max_age: int  # seconds the cookie is good for
 
 
-async def redirect(server: Server, flow_id: str, user: str | None = None) -> Redirect:
-    """Send the browser of flow `flow_id` (of `user`, when given: else 404) to the provider:
-    its authorization URL and the binding the callback will check. Once per flow."""
+async def redirect(server: Server, flow_id: str, user: str) -> Redirect:
+    """Send the browser of flow `flow_id` of `user` (anyone else's: 404) to the provider: its
+    authorization URL and the binding the callback will check. Once per flow."""
     if not _plausible(flow_id):
         raise NotFound("no such connection request — start connecting again")
     url, binding = await hub(server).redirect(flow_id, user_id=user)
@@ -138,6 +157,7 @@ async def redirect(server: Server, flow_id: str, user: str | None = None) -> Red
 class Completed:
     server: str
     resumed: bool
+    thread_id: str | None
 
 
 async def complete(server: Server, query: Mapping[str, str], binding: str | None) -> Completed:
@@ -155,7 +175,7 @@ async def complete(server: Server, query: Mapping[str, str], binding: str | None
         await connections.list_tools(flow.user_id, flow.server)
     except Exception as exc:  # the connection stands; the catalog is listed at the next call
         log.warning("listing the tools of %s after a connection failed: %s", flow.server, exc)
-    return Completed(flow.server, await resume(server, flow))
+    return Completed(flow.server, await resume(server, flow), flow.thread_id)
 
 
 async def resume(server: Server, flow: CompletedFlow) -> bool:
