@@ -598,3 +598,30 @@ async def test_expired_requests_are_refused(notes: Notes) -> None:
     assert late.status_code == 400
     assert "expired" in late.text
     assert await store.get("alice", "notes") is None
+
+
+@pytest.mark.sandbox
+async def test_no_token_in_the_environment_of_the_agents_sandbox(
+    tmp_path: Path, provider: OAuthProvider, idp_b: IdpBServer, sandbox_dir: Path
+) -> None:
+    root = notes_project(tmp_path / "notes-agent", provider, idp_b)
+    toml = (root / "agent.toml").read_text()
+    (root / "agent.toml").write_text(
+        toml.replace("[auth]", '[sandbox]\nprovider = "platform_sandbox"\n[auth]')
+    )
+    with (root / ".env").open("a") as env:
+        env.write("PLATFORM_API_KEY=platform-key\n")
+    async with running_server(root, tmp_path / "data") as running, AsyncExitStack() as stack:
+        notes = Notes(running, provider, idp_b, stack)
+        await notes.connect("alice")
+        alice = notes.client("alice")
+        # The tool as alice, then what every process of the sandbox has in its environment.
+        shown = "env; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'"
+        script = f"{call('whoami')}\n{call('execute', command=shown)}\n@say {{last_tool_result}}"
+        said = answer(await ask(alice, notes, script))
+        assert "PATH=" in said  # the sandbox's environment was read
+        auth = provider.auth
+        secrets = [*auth.access_tokens, *auth.refresh_tokens]
+        assert len(secrets) >= 2
+        for secret in secrets:
+            assert secret not in said, "a token in the sandbox's environment"
