@@ -10,7 +10,6 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -22,32 +21,12 @@ from agentctl.errors import ConsentRefused, NotFound
 from agentctl.project.model import McpOAuth, McpServer
 from agentctl.sealing import split_keys
 from agentctl.storage.base import ConnectionStore
-from agentctl.storage.sqlite import SqliteStorage
 from agentctl.testing.oauth_provider import OAuthProvider
 from tests.storage.conftest import postgres_opener
 
 CALLBACK = "http://127.0.0.1:9/connections/callback"  # never opened: sign_in stops at it
 BASE = "http://127.0.0.1:9"
 KEY = "connections-test-key"
-
-
-@pytest.fixture(scope="module")
-def provider() -> Iterator[OAuthProvider]:
-    with OAuthProvider(clients={"agentctl": "agentctl-secret"}) as served:
-        yield served
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[ConnectionStore]:
-    storage = SqliteStorage(tmp_path / "agentctl.db", tmp_path / "store.db")
-    yield storage.connections
-    await storage.close()
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=10) as client:
-        yield client
 
 
 def notes(provider: OAuthProvider, oauth: McpOAuth | None = None) -> dict[str, McpServer]:

@@ -16,7 +16,6 @@ from agentctl.platform.secrets import SecretBox
 from agentctl.project.model import McpOAuth, McpServer
 from agentctl.sealing import KEY_FILE, InvalidToken, SealedJson, key_material
 from agentctl.storage.base import ConnectionStore
-from agentctl.storage.sqlite import SqliteStorage
 from agentctl.testing.oauth_provider import OAuthProvider
 from tests.connections.test_connections import CALLBACK, connect, notes
 
@@ -76,19 +75,6 @@ def closed_provider() -> Iterator[OAuthProvider]:
     """A provider that registers no clients: only those it was given."""
     with OAuthProvider(dynamic_registration=False) as served:
         yield served
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[ConnectionStore]:
-    storage = SqliteStorage(tmp_path / "agentctl.db", tmp_path / "store.db")
-    yield storage.connections
-    await storage.close()
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=10) as client:
-        yield client
 
 
 @pytest.fixture

@@ -9,10 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,7 +22,6 @@ from agentctl.errors import ConnectionFailed, ConsentRefused, UserError
 from agentctl.project.model import McpOAuth
 from agentctl.sealing import split_keys
 from agentctl.storage.base import ConnectionStore, ConsentFlow
-from agentctl.storage.sqlite import SqliteStorage
 from agentctl.testing.oauth_provider import OAuthProvider
 from tests.conftest import eventually
 from tests.connections.test_connections import KEY, connect, connections, signed_in, tokens_of
@@ -77,25 +74,6 @@ class HeldEndpoint:
         )
         await writer.drain()
         writer.close()
-
-
-@pytest.fixture(scope="module")
-def provider() -> Iterator[OAuthProvider]:
-    with OAuthProvider(clients={"agentctl": "agentctl-secret"}) as served:
-        yield served
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[ConnectionStore]:
-    storage = SqliteStorage(tmp_path / "agentctl.db", tmp_path / "store.db")
-    yield storage.connections
-    await storage.close()
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=10) as client:
-        yield client
 
 
 async def rewrite(store: ConnectionStore, user: str, **changes: Any) -> dict[str, Any]:

@@ -3,9 +3,8 @@ and called as the user the same way, its 401 telling a refused token."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
-from pathlib import Path
 
 import httpx
 import pytest
@@ -19,7 +18,6 @@ from agentctl.connections import Connections, TokenBox
 from agentctl.connections.mcp_client import Unauthorized, list_tools
 from agentctl.project.model import McpOAuth, McpServer
 from agentctl.storage.base import ConnectionStore
-from agentctl.storage.sqlite import SqliteStorage
 from agentctl.testing.oauth_provider import OAuthProvider
 from agentctl.testing.oauth_resource import IntrospectionVerifier
 from agentctl.testing.serving import serve_built
@@ -65,13 +63,6 @@ def sse() -> Iterator[SseNotes]:
         stack.enter_context(served.provider)
         stack.enter_context(serve_built(served.app))
         yield served
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[ConnectionStore]:
-    storage = SqliteStorage(tmp_path / "agentctl.db", tmp_path / "store.db")
-    yield storage.connections
-    await storage.close()
 
 
 async def test_a_user_connects_an_sse_server_and_calls_it(
