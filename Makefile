@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install lint format typecheck test test-fast check demo demo-reset console screenshots bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost bench-load bench-console bench-bounds bench-replay clean
+.PHONY: install lint format typecheck test test-fast check demo demo-reset console screenshots bench bench-setup bench-server bench-production bench-outages bench-sandbox bench-request-cost bench-load bench-console bench-lighthouse bench-bounds bench-replay bench-long-thread clean
 
 install: $(STAMP)
 
@@ -77,6 +77,11 @@ $(VENV)/.installed-bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	@touch $@
 
+# One long conversation (150 turns; ARGS="--turns 500", ARGS="--baseline main" for before/after)
+# on `agentctl dev` and `langgraph dev`: first- and last-turn latency, bytes stored per turn.
+bench-long-thread: bench-setup
+	$(BIN)/python bench/long_thread.py $(ARGS)
+
 # The server and `langgraph dev` side by side with the floor; ARGS="--runs 200" to shorten.
 bench-server: bench-setup
 	$(BIN)/python bench/server_vs_langgraph_dev.py $(ARGS)
@@ -96,6 +101,12 @@ bench-load: bench-setup
 bench-console: install
 	BIN=$(BIN) bash scripts/test-deps.sh
 	$(BIN)/python bench/console.py $(ARGS)
+
+# Lighthouse (npm, pinned in bench/lighthouse/) on the console's chat and thread views, in the
+# system Chromium: accessibility, best practices and performance, mobile and desktop presets.
+bench-lighthouse: install
+	BIN=$(BIN) bash scripts/test-deps.sh
+	$(BIN)/python bench/lighthouse.py $(ARGS)
 
 # PostgreSQL and Redis stopped and started again under streamed runs on two replicas.
 bench-outages: install

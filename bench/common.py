@@ -192,6 +192,40 @@ def servers_env(facts: dict[str, Any]) -> dict[str, str]:
     return dict(os.environ)
 
 
+class OtlpSink:
+    """A local OTLP/HTTP receiver that takes every span batch and keeps only their count
+    and size: what an exporting server pays for, without a backend's own cost."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        sink = self
+        self.batches = 0
+        self.bytes = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                sink.batches += 1
+                sink.bytes += len(body)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
 async def one_run(graph: Any, index: int) -> float:
     config = {"configurable": {"thread_id": f"bench-{index}", "graph_auth_user_id": "bench-user"}}
     started = time.perf_counter()

@@ -29,6 +29,11 @@ per run (when it nears 1 s/s, the client is the bottleneck). RSS/user is the ser
 less their RSS after a warm-up run, per concurrent user: what a run in flight (or pending, with
 its open stream) costs, with whatever earlier phases left in the heap.
 
+`--observed` measures what observability costs: agentctl's servers export their traces to a
+local OTLP receiver (bench/common.py `OtlpSink`) and store every run's usage, and `dev` and
+`serve` are each measured in turns beside themselves with both off (`dev-bare`, `serve-bare`:
+`AGENTCTL_METERING=false`, no exporter); the CPU per run of each pair is printed per N.
+
 agentctl runs as configured; `--server-env KEY=VALUE` (repeatable) sets a variable for every
 server, e.g. `--server-env AGENTCTL_MAX_RUNS=64` (the runs one replica executes at once,
 256 by default; `agentctl dev` reads it too).
@@ -36,6 +41,7 @@ server, e.g. `--server-env AGENTCTL_MAX_RUNS=64` (the runs one replica executes 
     .venv/bin/pip install -e '.[dev,bench]'      # or: make bench-load ARGS="…"
     .venv/bin/python bench/load.py [--users 32,64,256,1024] [--seconds 30]
         [--targets floor,dev,serve,serve2,langgraph] [--rounds 3] [--server-env KEY=VALUE]...
+        [--observed]
 """
 
 from __future__ import annotations
@@ -56,7 +62,15 @@ from urllib.parse import urlsplit
 
 import httpx
 from cluster import KEY, Cluster, deploy, serve_env
-from common import cpu_seconds, rss_mib, running_fixtures, servers_env, serving_pid, user_input
+from common import (
+    OtlpSink,
+    cpu_seconds,
+    rss_mib,
+    running_fixtures,
+    servers_env,
+    serving_pid,
+    user_input,
+)
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import StreamMode
 from targets import ServerTarget, Setup, Started, start_langgraph_dev, start_ours
@@ -73,15 +87,27 @@ PLAN = '{"file_path": "/plan.md", "content": "1. think\\n2. answer"}'
 SCRIPT = f"@sleep 0.5 @call write_file {PLAN}\n@slow 0.025 @say {ANSWER}"
 STREAM_MODE: list[StreamMode] = ["updates", "messages-tuple"]
 RSS_EVERY = 0.25  # seconds between RSS samples of the servers
-TARGETS = ("floor", "dev", "serve", "serve2", "langgraph")
+TARGETS = (
+    "floor",
+    "dev",
+    "serve",
+    "serve2",
+    "langgraph",
+    "dev-bare",
+    "serve-bare",
+    "dev-before",
+    "serve-before",
+)
+# What `--observed` turns on in agentctl's servers: traces exported to a local receiver.
+BARE = {"AGENTCTL_METERING": "false"}  # and no OTEL_EXPORTER_OTLP_ENDPOINT
 
 
 def model_seconds(script: str) -> float:
-    """The time the scripted model takes over `script`'s replies, as langchain-openai streams
-    them from a custom base URL (no usage chunk): each step's sleep, plus its slow delay
-    between consecutive chunks."""
+    """The time the scripted model takes over `script`'s replies, as agentctl's
+    langchain-openai streams them (with the usage chunk): each step's sleep, plus its slow
+    delay between consecutive chunks."""
     total = 0.0
-    chat = Chat([], stream=True, include_usage=False)
+    chat = Chat([], stream=True, include_usage=True)
     for step in parse_script(script):
         action = step.action
         if isinstance(action, Say):
@@ -127,8 +153,14 @@ def from_started(label: str, started: Started) -> LoadTarget:
     return LoadTarget(label, [url], [started.pid], harness.assistant)
 
 
-async def start_dev(setup: Setup, stack: contextlib.AsyncExitStack) -> LoadTarget:
-    return from_started("agentctl dev", await start_ours(setup, stack))
+async def start_dev(
+    setup: Setup, stack: contextlib.AsyncExitStack, *, bare: bool = False, before: bool = False
+) -> LoadTarget:
+    label = "agentctl dev, metering and tracing off" if bare else "agentctl dev"
+    source = setup.before if before else None
+    if source is not None:
+        label += f" ({source})"
+    return from_started(label, await start_ours(setup, stack, bare=bare, source=source))
 
 
 async def start_langgraph(setup: Setup, stack: contextlib.AsyncExitStack) -> LoadTarget:
@@ -142,18 +174,31 @@ async def start_cluster(
     facts: dict[str, Any],
     overrides: dict[str, str],
     replicas: int,
+    *,
+    bare: bool = False,
+    before: bool = False,
 ) -> LoadTarget:
     """`replicas` replicas of `agentctl serve` on a database of their own, the demo deployed;
-    `overrides`: the `--server-env` variables."""
+    `overrides`: the `--server-env` variables; `bare`: with metering and tracing off;
+    `before`: running agentctl from `--before`'s source."""
     database = services.fresh_database(services.postgres_url())
     stack.callback(services.drop_database, database)
-    env = {**serve_env(facts, database), **overrides}
-    cluster = Cluster(env, setup.tmp / f"serve{replicas}")
+    env = {**serve_env(facts, database), **overrides, **setup.ours_env}
+    if bare:
+        env = {k: v for k, v in env.items() if not k.startswith("OTEL_")} | BARE
+    if before:
+        assert setup.before is not None
+        env["PYTHONPATH"] = str(setup.before)
+    cluster = Cluster(env, setup.tmp / f"serve{replicas}{'-before' if before else ''}")
     stack.callback(cluster.stop)
     started = [cluster.start() for _ in range(replicas)]
     deploy(setup.project, started[0].url, env)
     pids = [serving_pid(r.process.pid, urlsplit(r.url).port or 0) for r in started]
     label = f"agentctl serve, {replicas} replica{'s' if replicas > 1 else ''}"
+    if bare:
+        label += ", metering and tracing off"
+    if before:
+        label += f" ({setup.before})"
     print(f"{label}: {', '.join(r.url for r in started)}, pids {pids}")
     return LoadTarget(label, [r.url for r in started], pids, "demo", {"x-api-key": KEY})
 
@@ -410,6 +455,26 @@ def report(results: dict[str, list[Phase]], labels: dict[str, str], args: Any) -
         for result in phases:
             for error in sorted(set(result.tally.errors))[:3]:
                 print(f"  N={result.users}: {result.tally.errors.count(error)}× {error}")
+    for key in ("dev", "serve"):
+        if key in results and f"{key}-bare" in results:
+            observability(key, results[key], results[f"{key}-bare"], args)
+
+
+def observability(key: str, on: list[Phase], off: list[Phase], args: Any) -> None:
+    """`key` as measured (usage stored; with `--observed`, traces exported) against itself
+    with both off, per N; the target: CPU per run within 10 %."""
+    traces = "exported to a local OTLP receiver" if args.observed else "off"
+    print(f"\n{key}: metering on (usage stored, traces {traces}) against both off")
+    print("   users   CPU/run off   CPU/run on   on/off   runs/s off   runs/s on")
+    for a, b in zip(on, off, strict=True):
+        cpu_on = a.server_cpu * 1000 / a.runs if a.runs else None
+        cpu_off = b.server_cpu * 1000 / b.runs if b.runs else None
+        share = cpu_on / cpu_off if cpu_on and cpu_off else None
+        verdict = "" if share is None else ("PASS" if share <= 1.1 else "FAIL")
+        print(
+            f"{a.users:>8}{cpu_off or 0:>14.1f}{cpu_on or 0:>13.1f}{share or 0:>8.3f}×"
+            f"{b.runs / b.seconds:>13.1f}{a.runs / a.seconds:>12.1f}   {verdict}"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,11 +494,25 @@ async def measure(args: argparse.Namespace, tmp: Path) -> None:
             turns=1,
             ours_cmd="dev",
             user=None,
+            before=args.before,
         )
         async with contextlib.AsyncExitStack() as stack:
+            if args.observed:
+                sink = OtlpSink()
+                stack.callback(sink.close)
+                setup.ours_env = {
+                    "OTEL_EXPORTER_OTLP_ENDPOINT": sink.url,
+                    "OTEL_SDK_DISABLED": "false",  # the servers' quiet default
+                }
             starters: dict[str, Callable[[], Awaitable[LoadTarget]]] = {
                 "dev": lambda: start_dev(setup, stack),
+                "dev-bare": lambda: start_dev(setup, stack, bare=True),
                 "serve": lambda: start_cluster(setup, stack, facts, overrides, 1),
+                "serve-bare": lambda: start_cluster(setup, stack, facts, overrides, 1, bare=True),
+                "dev-before": lambda: start_dev(setup, stack, before=True),
+                "serve-before": lambda: start_cluster(
+                    setup, stack, facts, overrides, 1, before=True
+                ),
                 "serve2": lambda: start_cluster(setup, stack, facts, overrides, 2),
                 "langgraph": lambda: start_langgraph(setup, stack),
             }
@@ -470,7 +549,10 @@ async def measure(args: argparse.Namespace, tmp: Path) -> None:
                         await asyncio.sleep(1)  # let the server settle
                 for key, phases in rounds.items():
                     results[key].append(pooled(phases))
-        report(results, labels, args)
+            report(results, labels, args)
+            if args.observed:
+                print(f"\nthe OTLP receiver took {sink.batches} batches, "
+                      f"{sink.bytes / 2**20:.1f} MiB")  # fmt: skip
 
 
 def parse_args() -> argparse.Namespace:
@@ -494,6 +576,20 @@ def parse_args() -> argparse.Namespace:
         help="seconds the runs still going at the end may take before they count as failed",
     )
     parser.add_argument(
+        "--observed",
+        action="store_true",
+        help="agentctl's servers export their traces to a local OTLP receiver, and dev and "
+        "serve are each measured beside themselves with metering and tracing off (dev-bare, "
+        "serve-bare): what observability costs",
+    )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        metavar="SRC",
+        help="another checkout's src directory (e.g. a `git worktree` of main): dev and serve "
+        "are each measured in turns beside themselves run from it (dev-before, serve-before)",
+    )
+    parser.add_argument(
         "--server-env",
         action="append",
         default=[],
@@ -513,6 +609,17 @@ def parse_args() -> argparse.Namespace:
     unknown = set(args.targets) - set(TARGETS)
     if unknown or not args.targets:
         parser.error(f"--targets: any of {', '.join(TARGETS)}")
+    if args.observed:  # each beside its bare twin, in turns
+        for key in ("dev", "serve"):
+            if key in args.targets and f"{key}-bare" not in args.targets:
+                args.targets.insert(args.targets.index(key) + 1, f"{key}-bare")
+    if args.before is not None:  # each beside its earlier self, in turns
+        args.before = args.before.resolve()
+        for key in ("dev", "serve"):
+            if key in args.targets and f"{key}-before" not in args.targets:
+                args.targets.insert(args.targets.index(key) + 1, f"{key}-before")
+    elif any(t.endswith("-before") for t in args.targets):
+        parser.error("--targets: dev-before and serve-before need --before SRC")
     if any("=" not in item for item in args.server_env):
         parser.error("--server-env takes KEY=VALUE")
     return args

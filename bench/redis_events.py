@@ -3,9 +3,12 @@ live subscriber of another RedisEventLog (another client, as another replica wou
 
 Prints, for one thread and for N threads appended to at once (each appender awaits its
 append before the next, as a run does), appends/s and append-to-subscriber latency
-p50/p95; then appends/s when N appenders share one thread (they are pipelined).
+p50/p95; then appends/s when N appenders share one thread (they are pipelined); then what
+a `values` event costs to append (wall and this process's CPU, per append) when the
+conversation it repeats has grown to `--messages` messages, as a long chat's does.
 
-    python bench/redis_events.py [--events 2000] [--threads 16] [--uvloop]
+    python bench/redis_events.py [--events 2000] [--threads 16] [--messages 150] [--uvloop]
+    python bench/redis_events.py --only conversation --messages 150
 
 Uses REDIS_URL, else a local or throwaway Redis (agentctl.testing.services).
 """
@@ -19,6 +22,7 @@ import statistics
 import time
 import uuid
 
+from agentctl import serde
 from agentctl.storage.redis import RedisEventLog, connect_redis
 from agentctl.testing import services
 
@@ -74,13 +78,61 @@ async def shared_thread(writer: RedisEventLog, appenders: int, events: int) -> f
     return appenders * events / elapsed
 
 
-async def main(events: int, threads: int) -> None:
+def message(index: int) -> dict[str, object]:
+    """A message of a chat's state, about the size LangChain serializes one to."""
+    kind = "human" if index % 2 == 0 else "ai"
+    return {
+        "content": f"message {index}: " + "lorem ipsum dolor sit amet " * 12,
+        "additional_kwargs": {},
+        "response_metadata": {"model_name": "scripted", "finish_reason": "stop"}
+        if kind == "ai"
+        else {},
+        "type": kind,
+        "name": None,
+        "id": f"run-{uuid.uuid4()}",
+        **(
+            {"tool_calls": [], "usage_metadata": {"input_tokens": index, "output_tokens": 9}}
+            if kind == "ai"
+            else {}
+        ),
+    }
+
+
+async def conversation(
+    writer: RedisEventLog, messages: int, window: int = 20
+) -> tuple[float, float]:
+    """One `values` event per message added, up to `messages`; the mean wall and CPU time
+    (ms) of the last `window` appends."""
+    thread_id = f"bench-{uuid.uuid4().hex[:8]}"
+    state: list[dict[str, object]] = []
+    walls: list[float] = []
+    cpus: list[float] = []
+    for index in range(messages):
+        state.append(message(index))
+        data = serde.dumps({"messages": state, "todos": []})
+        wall, cpu = time.perf_counter(), time.process_time()
+        await writer.append(thread_id, "run", "values", data)
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    await writer.delete(thread_id)
+    return statistics.mean(walls[-window:]) * 1e3, statistics.mean(cpus[-window:]) * 1e3
+
+
+async def main(events: int, threads: int, messages: int, only: str | None) -> None:
     url = os.environ.get("REDIS_URL") or services.redis_url()
     prefix = f"agentctl-bench-{uuid.uuid4().hex[:8]}"
     writer_client, reader_client = await connect_redis(url), await connect_redis(url)
     writer = RedisEventLog(writer_client, prefix=prefix, ttl_seconds=600)
     reader = RedisEventLog(reader_client, prefix=prefix, ttl_seconds=600)
     try:
+        if only == "conversation":
+            await conversation(writer, 20)  # warm-up
+            wall, cpu = await conversation(writer, messages)
+            print(
+                f"Redis event log at {url}: a values event at {messages} messages: "
+                f"{wall:.3f} ms per append, {cpu:.3f} ms CPU of this process"
+            )
+            return
         await scenario(writer, reader, 1, 200)  # warm-up
         print(f"Redis event log at {url} ({events} appends per thread)")
         for count in (1, threads):
@@ -92,6 +144,11 @@ async def main(events: int, threads: int) -> None:
             )
         rate = await shared_thread(writer, threads, events // threads or 1)
         print(f"  {threads:>2} appenders on one thread: {rate:>8.0f} appends/s (pipelined)")
+        wall, cpu = await conversation(writer, messages)
+        print(
+            f"  a values event at {messages} messages: {wall:.3f} ms per append, "
+            f"{cpu:.3f} ms CPU of this process"
+        )
     finally:
         await writer.close()
         await reader.close()
@@ -103,10 +160,14 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=2000, help="appends per thread")
     parser.add_argument("--threads", type=int, default=16, help="threads appended to at once")
+    parser.add_argument(
+        "--messages", type=int, default=150, help="the conversation's length, for values events"
+    )
+    parser.add_argument("--only", choices=["conversation"], help="run only this scenario")
     parser.add_argument("--uvloop", action="store_true", help="run on uvloop, as the server")
     args = parser.parse_args()
     if args.uvloop:
         import uvloop
 
         uvloop.install()
-    asyncio.run(main(args.events, args.threads))
+    asyncio.run(main(args.events, args.threads, args.messages, args.only))

@@ -44,8 +44,15 @@ langgraph dev, RSS growth < 10 MiB / 1000 runs.
     .venv/bin/pip install -e '.[dev,bench]'      # or: make bench-server
     .venv/bin/python bench/server_vs_langgraph_dev.py [--runs 1000] [--latency-runs 300]
         [--concurrency 16] [--turns 5] [--targets floor,ours,langgraph]
-        [--ours-cmd embedded|dev]
-        [--user ID]
+        [--ours-cmd embedded|dev] [--observed]
+        [--user ID] [--profile DIR]
+
+`--observed` measures what observability costs: agentctl exports its traces to a local OTLP
+receiver (bench/common.py `OtlpSink`) and stores every run's usage, and is measured in turns
+beside itself with both off (target `ours-bare`: `AGENTCTL_METERING=false`, no exporter).
+
+`--profile DIR` runs our launcher under cProfile: each of our targets writes the profile of
+its main thread to `DIR/<target>.prof` when it stops (`python -m pstats DIR/ours.prof`).
 
 By default no run has a user, so user memory is skipped everywhere: agentctl takes the user
 from auth only, which a benchmark without auth cannot give. `--user ID` sends the user in the
@@ -70,7 +77,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common import one_run, p95, rss_mib, running_fixtures, servers_env, user_input
+from common import OtlpSink, one_run, p95, rss_mib, running_fixtures, servers_env, user_input
 from targets import (
     Sample,
     ServerTarget,
@@ -79,6 +86,7 @@ from targets import (
     Target,
     start_langgraph_dev,
     start_ours,
+    start_ours_bare,
 )
 
 from agentctl.project import load_project
@@ -238,6 +246,7 @@ async def start_floor(setup: Setup, stack: contextlib.AsyncExitStack) -> Started
 STARTERS: dict[str, Callable[[Setup, contextlib.AsyncExitStack], Awaitable[Started]]] = {
     "floor": start_floor,
     "ours": start_ours,
+    "ours-bare": start_ours_bare,
     "langgraph": start_langgraph_dev,
 }
 
@@ -360,6 +369,9 @@ def report(results: dict[str, Figures], setup: Setup) -> None:
         shown = "n/a" if value is None else f"{value:.2f}{unit}"
         verdict = "" if value is None else ("PASS" if ok(value) else "FAIL")
         print(f"  {name:<34}{shown:>12}   {verdict}")
+    bare = results.get("ours-bare")
+    if bare is not None and not bare.error:
+        observability(ours, bare, setup)
     reference = floor.system_prompt
     for key, label in (("ours", "agentctl"), ("langgraph", "langgraph dev")):
         figures = results.get(key)
@@ -381,6 +393,25 @@ def report(results: dict[str, Figures], setup: Setup) -> None:
             print(f"  {label}, from character {start}:  {other[start : at + 160]!r}")
 
 
+def observability(ours: Figures, bare: Figures, setup: Setup) -> None:
+    """agentctl as measured (usage stored; with `--observed`, traces exported) against the
+    same server with both off, and the target: CPU per run within 10 %."""
+    exporting = "exported to a local OTLP receiver" if setup.ours_env else "off"
+    print(f"\nmetering on (usage stored, traces {exporting}) against both off")
+    rows: list[tuple[str, Callable[[Figures], float | None]]] = [
+        ("server CPU per run (ms)", lambda f: f.cpu_ms_per_run),
+        ("sequential p50 (ms)", lambda f: f.p50_ms),
+        (f"throughput @{setup.concurrency} (runs/s)", lambda f: f.runs_per_s),
+    ]
+    print(f"  {'':<31}{'off':>9}{'on':>10}{'on/off':>10}")
+    for name, get in rows:
+        off, on = get(bare), get(ours)
+        print(f"  {name:<31}{fmt(off):>9}{fmt(on):>10}{fmt_ratio(ratio(on, off)):>10}")
+    cost = ratio(ours.cpu_ms_per_run, bare.cpu_ms_per_run)
+    verdict = "" if cost is None else ("PASS" if cost <= 1.1 else "FAIL")
+    print(f"  {'CPU per run within 10 %':<34}{fmt_ratio(cost):>12}   {verdict}")
+
+
 async def main(args: argparse.Namespace) -> None:
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     with tempfile.TemporaryDirectory(prefix="agentctl-bench-") as tmp_name:
@@ -397,9 +428,23 @@ async def main(args: argparse.Namespace) -> None:
                 turns=args.turns,
                 ours_cmd=args.ours_cmd,
                 user=args.user,
+                profile=args.profile,
             )
-            results = await measure_all(setup, targets)
-            report(results, setup)
+            with contextlib.ExitStack() as exits:
+                if args.observed:
+                    sink = OtlpSink()
+                    exits.callback(sink.close)
+                    setup.ours_env = {
+                        "OTEL_EXPORTER_OTLP_ENDPOINT": sink.url,
+                        "OTEL_SDK_DISABLED": "false",  # the servers' quiet default
+                    }
+                    if "ours" in targets and "ours-bare" not in targets:
+                        targets.insert(targets.index("ours") + 1, "ours-bare")
+                results = await measure_all(setup, targets)
+                report(results, setup)
+                if args.observed:
+                    print(f"  the OTLP receiver took {sink.batches} batches, "
+                          f"{sink.bytes / 2**20:.1f} MiB")  # fmt: skip
 
 
 def parse_args() -> argparse.Namespace:
@@ -420,7 +465,22 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--targets",
         default="floor,ours,langgraph",
-        help="comma-separated, any of floor, ours, langgraph (default: all three)",
+        help="comma-separated, any of floor, ours, ours-bare (metering and tracing off), "
+        "langgraph (default: floor, ours, langgraph)",
+    )
+    parser.add_argument(
+        "--observed",
+        action="store_true",
+        help="agentctl exports its traces to a local OTLP receiver, and is measured beside "
+        "itself with metering and tracing off (target ours-bare): what observability costs",
+    )
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="our servers (launcher only) write a cProfile of their main thread to "
+        "DIR/<target>.prof when they stop (read with python -m pstats)",
     )
     parser.add_argument(
         "--ours-cmd",
@@ -435,7 +495,7 @@ def parse_args() -> argparse.Namespace:
         " langgraph dev take it, agentctl takes the user from auth only (default: no user)",
     )
     args = parser.parse_args()
-    unknown = set(args.targets.split(",")) - {"floor", "ours", "langgraph", ""}
+    unknown = set(args.targets.split(",")) - {"floor", "ours", "ours-bare", "langgraph", ""}
     if unknown:
         parser.error(f"unknown targets: {', '.join(sorted(unknown))}")
     if args.latency_runs < 2 or args.runs < 1:

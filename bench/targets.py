@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import cProfile
 import json
+import os
+import re
+import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +36,9 @@ from agentctl.testing.services import free_port
 START_TIMEOUT = 180.0
 
 GRAPH_ID = "demo"
+
+# Where the `_ours` launcher writes a cProfile of its main thread when it stops (`--profile`).
+PROFILE_ENV = "AGENTCTL_BENCH_PROFILE"
 
 
 # The graph module `langgraph dev` loads. It is imported in a worker thread of the server, so
@@ -64,13 +71,20 @@ graph = asyncio.run(_build())
 def serve_ours(project: Path, data: Path, port: int) -> None:
     """`_ours`: agentctl's server on the embedded storage, as `agentctl dev` serves it
     without the file watcher and the blocking-call checks."""
+    from agentctl.observability.tracing import configure_tracing, flush_tracing
     from agentctl.server.app import create_app
     from agentctl.server.embedded import open_embedded_server
     from agentctl.server.heap import settle_heap
     from agentctl.server.http import NotifyingUvicorn, uvicorn_config
 
-    async def stopping() -> None:
-        pass
+    profile_path = os.environ.get(PROFILE_ENV)
+    profiler = cProfile.Profile() if profile_path else None
+
+    async def stopping() -> None:  # uvicorn ends the process with the signal once stopped
+        await asyncio.to_thread(flush_tracing)  # the spans not yet exported
+        if profiler is not None and profile_path:
+            profiler.disable()
+            profiler.dump_stats(profile_path)
 
     async def main() -> None:
         server = await open_embedded_server(load_project(project), "bench", data)
@@ -78,6 +92,12 @@ def serve_ours(project: Path, data: Path, port: int) -> None:
         # As `agentctl dev` does once it serves.
         await NotifyingUvicorn(config, on_started=settle_heap, on_stopping=stopping).serve()
 
+    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+    if endpoint:  # as `agentctl dev` does when it is set
+        configure_tracing(endpoint, "agentctl-bench")
+
+    if profiler is not None:
+        profiler.enable()
     try:  # what uvicorn's loop="auto" picks, as under `langgraph dev`
         import uvloop
     except ImportError:
@@ -205,6 +225,9 @@ class Setup:
     turns: int
     ours_cmd: str
     user: str | None
+    ours_env: dict[str, str] = field(default_factory=dict)  # agentctl's alone (tracing)
+    before: Path | None = None  # another checkout's src, run by the `*-before` targets
+    profile: Path | None = None  # where the `_ours` launcher writes its profile (`--profile`)
 
 
 async def seeds(project: Path) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]:
@@ -239,7 +262,7 @@ async def start_server(
 ) -> Started:
     """Start `command` (a server listening on `port`) until `stack` closes; a failure's
     error ends with the tail of its log."""
-    log = setup.tmp / (label.split(" (")[0].replace(" ", "-") + ".log")
+    log = setup.tmp / (re.sub(r"[^\w]+", "-", label).strip("-") + ".log")
     process = stack.enter_context(child(command, log, env=env, cwd=cwd))
     url = f"http://127.0.0.1:{port}"
     try:
@@ -295,19 +318,44 @@ async def start_langgraph_dev(setup: Setup, stack: contextlib.AsyncExitStack) ->
     )
 
 
-async def start_ours(setup: Setup, stack: contextlib.AsyncExitStack) -> Started:
+async def start_ours(
+    setup: Setup,
+    stack: contextlib.AsyncExitStack,
+    *,
+    bare: bool = False,
+    source: Path | None = None,
+) -> Started:
+    """agentctl's server; `bare`: with metering off and no tracing (`setup.ours_env` not
+    applied), to measure what they cost; `source`: agentctl's `src` directory to run instead
+    of the installed one (another checkout's, to measure a change beside what it changes)."""
     port = free_port()
+    name = "ours-bare" if bare else "ours-before" if source is not None else "ours"
     if setup.ours_cmd == "dev":
         agentctl = Path(sys.executable).parent / "agentctl"
         command = [str(agentctl), "dev", "--port", str(port)]
         cwd: Path | None = setup.project
+        if bare or source is not None:  # its own data: dev keeps it in the project
+            cwd = setup.tmp / name
+            shutil.copytree(setup.project, cwd, dirs_exist_ok=True)
     else:
-        data = setup.tmp / "ours-data"
+        data = setup.tmp / f"{name}-data"
         command = [sys.executable, __file__, "_ours", str(setup.project), str(data), str(port)]
         cwd = None
-    return await start_server(
-        f"agentctl ({setup.ours_cmd})", command, port, setup, stack, env=setup.env, cwd=cwd
-    )
+    if bare:
+        env = {k: v for k, v in setup.env.items() if not k.startswith("OTEL_")}
+        env["AGENTCTL_METERING"] = "false"
+    else:
+        env = {**setup.env, **setup.ours_env}
+    if source is not None:
+        env["PYTHONPATH"] = str(source)
+    if setup.profile is not None:
+        env[PROFILE_ENV] = str(setup.profile / f"{name}.prof")
+    label = f"agentctl ({setup.ours_cmd}{', bare' if bare else ''})"
+    return await start_server(label, command, port, setup, stack, env=env, cwd=cwd)
+
+
+async def start_ours_bare(setup: Setup, stack: contextlib.AsyncExitStack) -> Started:
+    return await start_ours(setup, stack, bare=True)
 
 
 if __name__ == "__main__":

@@ -12,13 +12,42 @@ const here = dirname(fileURLToPath(import.meta.url));
 const PACKAGE_DIR = join(here, "..", "src", "agentctl", "server", "console");
 const STATIC = ["index.html", "favicon.svg"];
 
+// The SDK's `@langchain/core/messages` is the package's index, which also loads LangSmith's
+// tracing client (through the message transformers' runnables): a third of the bundle that
+// never runs in a browser. src/vendor/core-messages.js exports what the SDK takes from it.
+const slimCore = {
+  name: "slim-langchain-core",
+  setup(build) {
+    build.onResolve({ filter: /^@langchain\/core\/messages$/ }, () => ({
+      path: join(here, "src", "vendor", "core-messages.js"),
+    }));
+    build.onResolve({ filter: /^@langchain\/core\/dist\// }, (args) => ({
+      path: join(here, "node_modules", args.path),
+    }));
+  },
+};
+
+// React's API on Preact (preact/compat): the same components and hooks (the SDK's useStream
+// included) in a sixth of the size of react-dom.
+const PREACT = {
+  react: "preact/compat",
+  "react-dom": "preact/compat",
+  "react-dom/client": "preact/compat/client",
+  "react/jsx-runtime": "preact/jsx-runtime",
+};
+
 async function buildInto(out) {
   await mkdir(out, { recursive: true });
+  // Chunks loaded on demand (`import()`), named by their content: an old build's go first.
+  for (const name of await readdir(out)) if (name.startsWith("chunk-")) await rm(join(out, name));
   await build({
     entryPoints: { console: join(here, "src", "main.jsx") },
     outdir: out,
+    absWorkingDir: here, // chunk names hash paths relative to it: the same from any folder
     bundle: true,
     format: "esm",
+    splitting: true,
+    chunkNames: "chunk-[hash]",
     jsx: "automatic",
     platform: "browser",
     target: ["chrome115", "firefox115", "safari16"],
@@ -27,6 +56,9 @@ async function buildInto(out) {
     legalComments: "none",
     loader: { ".css": "css" },
     logLevel: "warning",
+    plugins: [slimCore],
+    alias: PREACT,
+    absWorkingDir: here, // where the aliases resolve, whatever the caller's folder
   });
   for (const name of STATIC) await copyFile(join(here, "static", name), join(out, name));
 }

@@ -24,3 +24,8 @@ elif [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq "${missing[@]}"
 fi
+# Arize Phoenix, the OpenTelemetry backend the traces test exports to, in a venv of its own
+# under ~/.cache/agentctl-tests (tests/phoenix.py; a few minutes the first time, then kept).
+if ! "$BIN/python" -m tests.phoenix >/dev/null; then
+  echo "warning: Arize Phoenix could not be installed: tests/test_traces_phoenix.py will say why" >&2
+fi

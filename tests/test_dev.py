@@ -448,10 +448,17 @@ def run_demo(demo: Path, dev_env: dict[str, str], **extra: str) -> str:
     output (it must succeed)."""
     env = {k: v for k, v in dev_env.items() if not k.startswith("OPENAI_")}
     env.update(DEMO_DIR=str(demo), DEMO_ONCE="1", PORT="0", **extra)
-    result = subprocess.run(
-        ["bash", str(ROOT / "scripts/demo.sh")],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False,
-    )  # fmt: skip
+    try:
+        result = subprocess.run(
+            ["bash", str(ROOT / "scripts/demo.sh")],
+            capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired as exc:
+        printed = b"".join(
+            part.encode() if isinstance(part, str) else part or b""
+            for part in (exc.output, exc.stderr)
+        )
+        pytest.fail(f"the demo did not end within {exc.timeout} s:\n{printed.decode()}")
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "Traceback" not in output
@@ -605,7 +612,10 @@ def test_stopping_make_demo_stops_its_servers(
         assert len(children) >= 3, children  # the model, the dev server, tee (make: the script)
 
         top.send_signal(sig)
-        top.wait(30)
+        try:
+            top.wait(30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the demo did not stop within 30 s:\n{log.read_text()}")
         deadline = time.monotonic() + 30
         while left := [pid for pid in children if alive(pid)]:
             assert time.monotonic() < deadline, f"still running: {left}\n{log.read_text()}"

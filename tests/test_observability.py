@@ -462,7 +462,7 @@ async def test_requests_are_traced_with_their_route_template(
 
 
 async def test_run_spans(collector: OtlpReceiver) -> None:
-    with run_span(a_run("run-ok", attempt=1)) as trace:
+    with run_span(a_run("run-ok", attempt=1), "demo") as trace:
         await asyncio.sleep(0)
         trace.outcome("success")
     with run_span(a_run("run-timeout")) as trace:
@@ -481,6 +481,8 @@ async def test_run_spans(collector: OtlpReceiver) -> None:
         "agentctl.assistant_id": "asst-1",
         "agentctl.attempt": 1,
         "agentctl.run.status": "success",
+        "gen_ai.agent.name": "demo",
+        "gen_ai.conversation.id": "thread-1",
     }
     assert ok.status.code == Status.STATUS_CODE_UNSET
     assert runs["run-timeout"].status.code == Status.STATUS_CODE_ERROR

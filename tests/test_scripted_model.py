@@ -604,3 +604,12 @@ def test_main_entry_point() -> None:
     assert f"OLLAMA_HOST={base_url.removesuffix('/v1')} " in "".join(banner)
     assert "Stopped" in out
     assert "Traceback" not in err
+
+
+def test_say_with_a_json_string_says_it_line_breaks_included() -> None:
+    (step,) = parse_script('@slow 0.1 @say "# Title\\n\\n**bold** and \\"quotes\\""')
+    assert step.action == Say('# Title\n\n**bold** and "quotes"')
+    assert step.slow == 0.1
+    # Not a whole JSON string: the text as written.
+    assert parse_script('@say "hi" there')[0].action == Say('"hi" there')
+    assert parse_script('@say "unclosed')[0].action == Say('"unclosed')

@@ -37,3 +37,14 @@ def test_the_loop_lag_limit_is_turned_off_with_zero_and_refuses_negatives() -> N
         Settings.from_env({"AGENTCTL_PORT": "-1"})
     with pytest.raises(SettingsError, match="MAX_RUNS: must be greater than 0"):
         Settings.from_env({"AGENTCTL_MAX_RUNS": "0"})
+
+
+def test_a_number_that_is_not_finite_is_refused() -> None:
+    # NaN compares false with everything: a cost budget of NaN would hold nobody.
+    for raw in ("nan", "inf", "-inf"):
+        with pytest.raises(SettingsError, match="USER_COST_PER_DAY: expected a finite number"):
+            Settings.from_env({"AGENTCTL_BUDGET_USER_COST_PER_DAY": raw})
+        with pytest.raises(SettingsError, match="LEASE_SECONDS: expected a finite number"):
+            Settings.from_env({"AGENTCTL_LEASE_SECONDS": raw})
+    budget = {"AGENTCTL_BUDGET_USER_COST_PER_DAY": "2.5"}
+    assert Settings.from_env(budget).budget_user_cost_per_day == 2.5

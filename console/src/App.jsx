@@ -14,7 +14,8 @@ import {
 import { ConsoleContext } from "./context.js";
 import { finishSignIn } from "./oidc.js";
 import { href, useRoute } from "./route.js";
-import { SignIn } from "./SignIn.jsx";
+import { PlatformConsole } from "./platform/PlatformConsole.jsx";
+import { SignIn, signInReason } from "./SignIn.jsx";
 import { VIEWS } from "./views/index.js";
 
 function callerOf(credentials) {
@@ -62,12 +63,12 @@ export function App() {
   /** Check `given` with one request, then keep them; throws when the server refuses them. */
   const signIn = useCallback(
     async (given) => {
-      await checkCredentials(given);
+      await checkCredentials(given, info);
       keep(given);
       setSessionEnded(false);
       setSignInError(null);
     },
-    [keep],
+    [keep, info],
   );
 
   // A user's token the server no longer takes (expired, revoked): sign in again.
@@ -114,6 +115,13 @@ export function App() {
   if (!info) return <p className="loading">Loading the console…</p>;
 
   const needsSignIn = !credentials && !info.credentials?.anonymous;
+  if (info.platform) {
+    return (
+      <ConsoleContext.Provider value={context}>
+        <PlatformConsole signInError={signInError} />
+      </ConsoleContext.Provider>
+    );
+  }
   const views = VIEWS.filter((view) => view.shown(context));
   const shownView = views.find((view) => view.id === route.view) ?? views[0];
   const listed = views.filter((view) => !view.linked);
@@ -151,11 +159,7 @@ export function App() {
             <h1 id="signin-needed" tabIndex={-1}>
               Sign in
             </h1>
-            <p data-testid="signin-needed">
-              {route.view === "connect"
-                ? "Sign in as the user who asked the agent to connect their account: only they can go on."
-                : "This agent needs a signed-in user: give your token (or the deployment key) above."}
-            </p>
+            <p data-testid="signin-needed">{signInReason(info, route.view)}</p>
           </section>
         ) : (
           <shownView.Component key={shownView.id} id={route.id} />

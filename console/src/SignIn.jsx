@@ -4,10 +4,27 @@
 import { useState } from "react";
 import { Alert } from "./Alert.jsx";
 import { describeError } from "./api.js";
+import { useAutoFocus } from "./focus.js";
 import { useConsole } from "./context.js";
 import { startSignIn } from "./oidc.js";
 
+/** Why the visitor must sign in before anything shows, said for the server the console is
+ * on: the platform's overview (the deployment key), an agent with `[auth]` (its users;
+ * the operator's key only where the server has one: not on `agentctl dev`), or an agent of
+ * `agentctl serve` without `[auth]` (its operator only). */
+export function signInReason(info, view) {
+  const { bearer, api_key: key, oidc } = info.credentials ?? {};
+  if (info.platform) return "The platform overview is the operator's: sign in with the deployment key above.";
+  if (view === "connect") {
+    return "Sign in as the user who asked the agent to connect their account: only they can go on.";
+  }
+  if (!bearer) return "This agent has no user sign-in ([auth]): only its operator can open it, with the deployment key above.";
+  const how = oidc ? `sign in with ${new URL(oidc.issuer).host} above` : "give your user token above";
+  return `This agent needs a signed-in user: ${how}${key ? " (or the operator's deployment key)" : ""}.`;
+}
+
 export function SignIn() {
+  const focus = useAutoFocus();
   const { info, credentials, caller, signIn, signOut } = useConsole();
   const [open, setOpen] = useState(false);
   const [kind, setKind] = useState(info.credentials?.bearer ? "token" : "key");
@@ -45,7 +62,7 @@ export function SignIn() {
           </button>
         ) : null}
         <button type="button" className={provider ? "secondary" : undefined} onClick={() => setOpen(true)}>
-          {provider ? "Use a token" : "Sign in"}
+          {provider ? (kinds.length > 1 ? "Use a token or key" : "Use a token") : "Sign in"}
         </button>
         {error ? <Alert>{error}</Alert> : null}
       </div>
@@ -89,7 +106,7 @@ export function SignIn() {
           type="password"
           name="credential"
           autoComplete="off"
-          autoFocus
+          ref={focus}
           required
           value={value}
           onChange={(event) => setValue(event.target.value)}

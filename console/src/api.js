@@ -64,12 +64,16 @@ function detailOf(body) {
 }
 
 /** A request the SDK has no method for (the platform API, /info, /metrics), as JSON (or as
- * text with `text: true`); a failed answer throws an ApiError whose message is the server's
+ * text with `text: true`), to this console's server (or to `base`); a failed answer throws an ApiError whose message is the server's
  * `detail`, else the answer's status text. */
-export async function request(credentials, path, { method = "GET", body, text: asText = false } = {}) {
+export async function request(
+  credentials,
+  path,
+  { method = "GET", body, text: asText = false, base = API_URL } = {},
+) {
   const response = watch(
     credentials,
-    await fetch(`${API_URL}${path}`, {
+    await fetch(`${base}${path}`, {
       method,
       headers: {
         ...authHeaders(credentials),
@@ -91,9 +95,11 @@ export async function request(credentials, path, { method = "GET", body, text: a
   }
 }
 
-/** Check `credentials` with one request they need to be good for; throws when refused. */
-export async function checkCredentials(credentials) {
-  await makeClient(credentials).threads.search({ limit: 1 });
+/** Check `credentials` with one request they need to be good for (on the platform's root,
+ * its overview); throws when refused. */
+export async function checkCredentials(credentials, info) {
+  if (info?.platform) await request(credentials, "/platform/overview?deploys=1");
+  else await makeClient(credentials).threads.search({ limit: 1 });
 }
 
 export class ApiError extends Error {

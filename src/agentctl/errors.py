@@ -27,6 +27,7 @@ request) from failures of the running system::
     │       │   └── ThreadBusyError
     │       ├── ContentTooLarge   status 413: more than a limit allows
     │       │   └── RevisionTooLarge
+    │       ├── BudgetExceeded    status 429: a budget of the user or the agent is spent
     │       └── Unprocessable     status 422: a value the server refuses
     │           ├── RevisionRefused
     │           └── SandboxRefused
@@ -285,6 +286,24 @@ class RevisionTooLarge(ContentTooLarge):
     headers before their data is read."""
 
 
+class BudgetExceeded(RequestError):
+    """A budget of `[budgets]` (or the operator's `AGENTCTL_BUDGET_*`) is spent: a run that
+    would start over it is refused (429, with `Retry-After`: the seconds until its window
+    frees), and a run that crosses it stops before its next model call (its `error` event).
+    The message names the budget, its limit, the use and when it resets."""
+
+    status = 429
+
+    def __init__(self, message: str, *, budget: str = "", retry_after: int = 60) -> None:
+        super().__init__(message)
+        self.budget = budget
+        self.retry_after = max(1, retry_after)  # seconds
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
+
+
 class Unprocessable(RequestError):
     """A request the server can read but whose values it refuses; the message names the
     value and what to send instead."""
@@ -412,6 +431,7 @@ __all__ = [
     "AuthError",
     "AuthUnavailable",
     "BadRequest",
+    "BudgetExceeded",
     "CgroupError",
     "CommandError",
     "ConfigError",

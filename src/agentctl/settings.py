@@ -6,6 +6,7 @@ Kubernetes manifests are checked against it by the tests; add a setting here, no
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
@@ -70,6 +71,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("AGENTCTL_DATA_DIR", str, ".agentctl/serve",
             "Where a replica unpacks revisions, and the SQLite database when there is no "
             "`DATABASE_URL`."),
+    Setting("AGENTCTL_PRICES_FILE", str, None,
+            "A TOML (or `.json`) file of models' prices in dollars per million tokens, "
+            "taking precedence over the maintained table agentctl ships "
+            "(`[\"openai:gpt-4o-mini\"] input = 0.15, output = 0.6, cached = 0.075`; "
+            "`[\"ollama:*\"]` for every model of a provider). Unset: the table's prices; "
+            "models it lacks (and local ones, like Ollama's) are unpriced (docs/usage.md)."),
+    Setting("AGENTCTL_METERING", bool, True,
+            "Count each run's tokens and store its usage and trace (docs/usage.md). Off: "
+            "runs store no usage and no trace, and token and cost budgets count nothing; "
+            "for measuring what metering costs, not for production."),
     Setting("AGENTCTL_MAX_RUNS", int, 256,
             "Runs one replica executes at once, at most; more wait, pending, for a free slot "
             "on any replica. A run mostly waits for its model, so hundreds fit (see "
@@ -167,6 +178,12 @@ SETTINGS: tuple[Setting, ...] = (
             "Prefix of every Redis key and channel, to share one Redis between deployments."),
     Setting("AGENTCTL_EVENT_TTL_SECONDS", int, 7 * 24 * 3600,
             "How long a thread's streamed events stay replayable after its last event."),
+    Setting("AGENTCTL_EVENT_FOLD_SECONDS", int, 30,
+            "How long a run's token events stay as they were streamed once it ended; then "
+            "they are folded into a compact form (a token's metadata kept once per thread) "
+            "that replays exactly the same stream. 0: at once. A `values` event is stored "
+            "compact from the start (each message kept once per thread).",
+            zero=True),
     Setting("AGENTCTL_LOG_FORMAT", str, "json", "`json` (one object per line) or `text`.",
             choices=("json", "text")),
     Setting("AGENTCTL_LOG_LEVEL", str, "info",
@@ -174,10 +191,37 @@ SETTINGS: tuple[Setting, ...] = (
             "fails on its model provider (a refused key, an endpoint out of reach, the "
             "provider's own error) is logged in one line; `debug` adds its traceback.",
             choices=("debug", "info", "warning", "error")),
+    Setting("AGENTCTL_BUDGET_USER_TOKENS_PER_DAY", int, None,
+            "Input and output tokens one user may use per UTC day, on every agent of the "
+            "platform (each agent counts its own); with `[budgets]` in agent.toml, the "
+            "stricter limit applies. A run that would start over it is refused with 429 "
+            "(docs/budgets.md). Unset: no limit."),
+    Setting("AGENTCTL_BUDGET_USER_COST_PER_DAY", float, None,
+            "US dollars one user may spend per UTC day on each agent (priced models only); "
+            "as `AGENTCTL_BUDGET_USER_TOKENS_PER_DAY`."),
+    Setting("AGENTCTL_BUDGET_USER_RUNS_PER_MINUTE", int, None,
+            "Runs one user may start per minute on each agent (the last 60 s); as "
+            "`AGENTCTL_BUDGET_USER_TOKENS_PER_DAY`."),
+    Setting("AGENTCTL_BUDGET_AGENT_TOKENS_PER_DAY", int, None,
+            "Input and output tokens each agent may use per UTC day, all users together; as "
+            "`AGENTCTL_BUDGET_USER_TOKENS_PER_DAY`."),
+    Setting("AGENTCTL_BUDGET_AGENT_COST_PER_DAY", float, None,
+            "US dollars each agent may spend per UTC day, all users together; as "
+            "`AGENTCTL_BUDGET_USER_TOKENS_PER_DAY`."),
+    Setting("AGENTCTL_BUDGET_AGENT_RUNS_PER_MINUTE", int, None,
+            "Runs each agent may start per minute, all users together; as "
+            "`AGENTCTL_BUDGET_USER_TOKENS_PER_DAY`."),
     Setting("OTEL_EXPORTER_OTLP_ENDPOINT", str, None,
-            "An OTLP/HTTP collector (`http://collector:4318`): runs and requests are traced "
-            "to it. Needs the `otel` extra. Unset: no tracing."),
+            "An OTLP/HTTP collector (`http://collector:4318`): requests, runs and each run's "
+            "model calls, tool calls, subagents and MCP calls are traced to it (docs/"
+            "observability.md). Needs the `otel` extra. `agentctl dev` reads it too. Unset: "
+            "no tracing."),
     Setting("OTEL_SERVICE_NAME", str, "agentctl", "The service name on exported traces."),
+    Setting("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", bool, False,
+            "Put what the model was sent and answered, and tools' arguments and results, on "
+            "the spans of model and tool calls (`gen_ai.input.messages`, "
+            "`gen_ai.output.messages`, `gen_ai.tool.call.arguments`…). Off: spans carry "
+            "names, models, tokens and timings, never content. `agentctl dev` reads it too."),
     Setting("AGENTCTL_SANDBOX_URL", str, None,
             "The sandbox service every replica shares (`agentctl sandbox-server`), for agents "
             "with `[sandbox] provider = \"platform_sandbox\"`. Unset: sandboxes run inside "
@@ -248,6 +292,8 @@ class Settings:
     public_url: str | None
     cors_origins: str | None
     data_dir: str
+    prices_file: str | None
+    metering: bool
     max_runs: int
     max_loop_lag_ms: float
     run_timeout_seconds: float | None
@@ -274,10 +320,18 @@ class Settings:
     db_pool_size: int
     redis_prefix: str
     event_ttl_seconds: int
+    event_fold_seconds: int
     log_format: str
     log_level: str
+    budget_user_tokens_per_day: int | None
+    budget_user_cost_per_day: float | None
+    budget_user_runs_per_minute: int | None
+    budget_agent_tokens_per_day: int | None
+    budget_agent_cost_per_day: float | None
+    budget_agent_runs_per_minute: int | None
     otel_exporter_otlp_endpoint: str | None
     otel_service_name: str
+    otel_instrumentation_genai_capture_message_content: bool
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -378,6 +432,8 @@ def parse(setting: Setting, raw: str | None) -> Any:
         except ValueError:
             kind = "a whole number" if setting.kind is int else "a number"
             raise SettingsError(f"{what}: expected {kind}, got {raw!r}") from None
+        if not math.isfinite(number):  # NaN would compare false with every value
+            raise SettingsError(f"{what}: expected a finite number, got {raw!r}")
         if number < 0 or (number == 0 and not setting.zero):
             least = "0 or greater" if setting.zero else "greater than 0"
             raise SettingsError(f"{what}: must be {least}, got {raw!r}")

@@ -264,6 +264,13 @@ async def test_a_consent_link_goes_on_only_for_its_own_signed_in_user(
         # Back to the console: the run the callback resumed answered in the thread.
         await page.get_by_role("link", name="Back to the conversation").click()
         await page.wait_for_url(f"{url}/ui/#/chat/{thread_id}")
+        # The chat shows the thread as it was when it opened (it does not yet follow a run
+        # started elsewhere): the resumed run may still be going, so look again until it ended.
+        for _ in range(40):
+            if await page.locator(".message.ai", has_text=ANSWER).count():
+                break
+            await page.wait_for_timeout(500)
+            await page.reload()
         await expect(page.locator(".message.ai").last).to_have_text(ANSWER)
         # The link again: answered already.
         await page.goto(link)

@@ -172,3 +172,43 @@ async def test_two_calls_at_one_gate_take_a_decision_each(
         await expect(page.locator(".message.ai").last).to_have_text("two decisions taken")
         await console.wait_idle()
         assert set(await files_of(url, await console.thread_id())) == {"/a.md"}
+
+
+async def test_the_card_shows_the_arguments_once_and_a_rejected_call_says_rejected(
+    open_console: OpenConsole, dev_url: DevUrl, tmp_path: Path
+) -> None:
+    url = dev_url(write_gated(tmp_path / "gated"))
+    async with open_console(url) as console:
+        page = console.page
+        gate = await pause_at_the_gate(console)
+        # The arguments once, as JSON: not again in the gate's default description.
+        card = await gate.get_by_test_id("gate-action").inner_text()
+        assert card.count("/notes.md") == 1, card
+        assert "Args:" not in card, card
+        await gate.get_by_role("button", name="Reject").click()
+        await gate.get_by_role("button", name="Reject the call").click()
+        await expect(page.locator(".message.ai").last).to_contain_text(
+            "User rejected the tool call"
+        )
+        await console.wait_idle()
+
+        # In the chat: rejected, not failed.
+        call = page.get_by_role("button", name="Tool write_file rejected")
+        await expect(call).to_be_visible()
+        await expect(call.locator(".tool-state")).to_have_text("rejected")
+        await call.click()
+        await expect(page.get_by_test_id("tool-call").locator("pre.error")).to_have_count(0)
+        await console.screenshot("gate-rejected")
+
+        # In the thread's timeline too.
+        thread_id = await console.thread_id()
+        await console.open(f"threads/{thread_id}")
+        rejected = page.get_by_test_id("timeline").locator("li[data-type=tool]")
+        await expect(rejected).to_have_count(1)
+        await expect(rejected).to_have_attribute("data-rejected", "true")
+        await expect(rejected.locator(".who")).to_have_text("Tool write_file rejected")
+        await expect(page.get_by_test_id("state-messages")).to_contain_text(
+            "Tool write_file rejected"
+        )
+        approval = page.get_by_test_id("timeline").locator("li[data-kind=approval]")
+        await expect(approval).to_contain_text("Waited for approval")

@@ -129,8 +129,8 @@ async def test_a_user_or_a_visitor_without_credentials_sees_no_operator_view(
     assert cluster.deploy(revision(tmp_path / "chat", idp_b, 1), replica).exit_code == 0
     token = idp_b.mint(ALICE)
     nav_links = ["Chat", "Threads", "Memory"]
-    # A signed-in user has their own connections too.
-    user_links = [*nav_links, "Connections"]
+    # A signed-in user has their own connections and usage too.
+    user_links = [*nav_links, "Connections", "Usage"]
 
     async with open_console(replica.url) as console:
         page = console.page

@@ -75,6 +75,7 @@ async def test_threads_are_listed_searched_opened_and_deleted(
         await expect(files.locator("pre")).to_contain_text("a note")
         checkpoints = page.get_by_test_id("timeline").locator("> li")
         history = await client.threads.get_history(chatted, limit=50)
+        await page.get_by_label("Show middleware steps").check()  # every checkpoint
         await expect(checkpoints).to_have_count(len(history))
         newest = history[0]["metadata"]
         assert newest is not None
@@ -92,8 +93,6 @@ async def test_threads_are_listed_searched_opened_and_deleted(
         await expect(page.get_by_role("link", name="Continue in chat")).to_have_attribute(
             "href", f"#/chat/{chatted}"
         )
-        await page.get_by_role("heading", name="Timeline").scroll_into_view_if_needed()
-        await console.screenshot("thread-timeline")
 
         # A reload comes back to the same thread.
         await page.reload()

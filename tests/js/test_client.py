@@ -67,6 +67,7 @@ async def test_the_js_client_reads_and_writes_every_resource(
         "status": "success",
         "metadata": {"via": "create"},
         "last": "joined",
+        "usage": {"calls": 1, "models": ["openai:scripted"], "tokens": True},
     }, report
     assert steps["runs.list"] == [{"keys": ["run_id", "status"], "status": "success"}] * 2, report
     assert steps["runs.wait.stateless"] == "no thread", report

@@ -214,7 +214,10 @@ async def test_a_replica_frozen_during_the_deletion_lets_go_of_the_agent_when_it
 
     await eventually(gone, 30, "the woken replica to stop serving the deleted agent")
     assert "agent 'doomed' was deleted while this replica was not listening" in second.output()
-    await eventually(let_go, 30, f"the connections on {schema} to close")
+    try:
+        await eventually(let_go, 30, f"the connections on {schema} to close")
+    except AssertionError as exc:  # what the woken replica was doing
+        raise AssertionError(f"{exc}\n{second.output()[-4000:]}") from None
     assert await waiting.ended() is None
     said_deleted(waiting)
     # It keeps serving the other agent.

@@ -141,11 +141,15 @@ async def test_a_thread_is_its_owners_alone(two_users: TwoUsers) -> None:
         await bob.runs.wait(
             own["thread_id"], "demo", input=user("@say {system}"), checkpoint=at_checkpoint
         )
-    values = await bob.runs.wait(
-        own["thread_id"], "demo", input=user("@say {system}"),
-        checkpoint_id=checkpoint_id, config=Config(configurable={"thread_id": tid}),
-    )  # fmt: skip
-    assert "alice's secret" not in json.dumps(values)
+    # Her checkpoint's id on his thread: no such checkpoint there (404), nothing runs.
+    with pytest.raises(httpx.HTTPStatusError, match="404") as elsewhere:
+        await bob.runs.wait(
+            own["thread_id"], "demo", input=user("@say {system}"),
+            checkpoint_id=checkpoint_id, config=Config(configurable={"thread_id": tid}),
+        )  # fmt: skip
+    assert f"not found on thread {own['thread_id']}" in elsewhere.value.response.text
+    assert "alice's secret" not in elsewhere.value.response.text
+    assert await bob.runs.list(own["thread_id"]) == []
 
     # Search and count show bob his own threads only, whatever he filters on.
     assert ids(await bob.threads.search(limit=100)) == {own["thread_id"]}

@@ -165,8 +165,17 @@ async def test_each_user_connects_and_sees_only_their_own(notes: Notes) -> None:
     await notes.connect("alice")
     await notes.connect("bob")
     alice, bob = notes.client("alice"), notes.client("bob")
-    assert answer(await ask(alice, notes, WHOAMI)) == "I am alice"
+    thread_id = (await alice.threads.create())["thread_id"]
+    assert answer(await ask(alice, notes, WHOAMI, thread_id)) == "I am alice"
     assert answer(await ask(bob, notes, WHOAMI)) == "I am bob"
+    # The call is metered as an MCP call of the user-owned server, in the run's trace.
+    [run] = await alice.runs.list(thread_id)
+    http = await notes.http("alice")
+    trace = await http.get(f"/threads/{thread_id}/runs/{run['run_id']}/trace")
+    assert [(step["kind"], step["name"]) for step in trace.json()["steps"]][1:] == [
+        ("mcp", "notes/whoami"),
+        ("model", "openai:scripted"),
+    ]
     mine = f"{call('my_notes')}\n@say {{last_tool_result}}"
     assert "oat milk" in answer(await ask(alice, notes, mine))
     bobs = answer(await ask(bob, notes, mine))
@@ -200,6 +209,13 @@ async def test_a_user_not_connected_gets_the_consent_request_and_the_run_goes_on
     assert url in value["message"]
     thread: Any = await carol.threads.get(thread_id)
     assert thread["status"] == "interrupted"
+    # The call that paused for consent did not fail: its step in the run's trace says none.
+    [run] = await carol.runs.list(thread_id)
+    http = await notes.http("carol")
+    trace = (await http.get(f"/threads/{thread_id}/runs/{run['run_id']}/trace")).json()
+    [paused] = [step for step in trace["steps"] if step["kind"] == "mcp"]
+    assert paused["name"] == "notes/whoami"
+    assert "error" not in paused
     done = await notes.consent(url, "carol")
     assert done.status_code == 200
     assert "goes on by itself" in done.text
@@ -625,3 +641,39 @@ async def test_no_token_in_the_environment_of_the_agents_sandbox(
         assert len(secrets) >= 2
         for secret in secrets:
             assert secret not in said, "a token in the sandbox's environment"
+
+
+async def test_a_call_as_the_user_is_traced_and_never_shows_the_token(notes: Notes) -> None:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind
+
+    from agentctl.observability import configure_tracing, shutdown_tracing
+
+    await notes.connect("alice")
+    exporter = InMemorySpanExporter()
+    configure_tracing(None, "agentctl-test", capture_content=True, exporter=exporter)
+    try:
+        assert answer(await ask(notes.client("alice"), notes, WHOAMI)) == "I am alice"
+    finally:
+        shutdown_tracing()
+    spans = exporter.get_finished_spans()
+    [tool] = [span for span in spans if span.name == "execute_tool whoami"]
+    [called] = [span for span in spans if span.name == "tools/call whoami"]
+    assert called.kind == SpanKind.CLIENT
+    assert called.parent is not None
+    assert called.parent.span_id == tool.context.span_id
+    assert dict(called.attributes or {}) == {
+        "mcp.method.name": "tools/call",
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "whoami",
+        "network.transport": "tcp",
+        "network.protocol.name": "http",
+        "agentctl.mcp.server": "notes",
+        "server.address": "127.0.0.1",
+        "server.port": urlsplit(notes.provider.mcp_url).port,
+    }
+    # Even with content captured, no span holds a token of the user's.
+    exported = json.dumps([dict(span.attributes or {}) for span in spans], default=str)
+    assert "alice" in exported  # the tool's result
+    for secret in [*notes.provider.auth.access_tokens, *notes.provider.auth.refresh_tokens]:
+        assert secret not in exported

@@ -480,6 +480,27 @@ async def test_release(storage: Storage) -> None:
     assert (claimed.run_id, claimed.attempt) == (runs[0].run_id, 2)
 
 
+async def test_run_starts(storage: Storage) -> None:
+    """Run starts (for runs-per-minute budgets): per user or all, newest first, at most
+    `limit`; forgotten before a moment."""
+    base = now() - timedelta(minutes=10)
+    for seconds, user in [(0, "a"), (30, "a"), (40, None), (50, "b"), (55, "a")]:
+        await storage.runs.note_start(user, base + timedelta(seconds=seconds))
+    since = base + timedelta(seconds=20)
+    assert await storage.runs.starts(since, limit=10) == [
+        base + timedelta(seconds=s) for s in (55, 50, 40, 30)
+    ]
+    assert await storage.runs.starts(since, user_id="a", limit=10) == [
+        base + timedelta(seconds=s) for s in (55, 30)
+    ]
+    assert await storage.runs.starts(base, user_id="a", limit=2) == [
+        base + timedelta(seconds=s) for s in (55, 30)
+    ]
+    assert await storage.runs.starts(base, user_id="c", limit=5) == []
+    assert await storage.runs.forget_starts(since) == 1
+    assert len(await storage.runs.starts(base, limit=10)) == 4
+
+
 async def test_cancel_pending(storage: Storage) -> None:
     thread = await add_thread(storage)
     kept, dropped, running = [await add_run(storage, thread.thread_id) for _ in range(3)]
@@ -1119,7 +1140,8 @@ async def test_a_database_of_before_gets_the_connection_tables(
     """A database at the schema version before connections is migrated when opened: its
     data stays, the new tables are there."""
     module = {"sqlite": sqlite_database, "postgres": postgres_database}[kind]
-    monkeypatch.setattr(module, "MIGRATIONS", module.MIGRATIONS[:-1])
+    before = next(i for i, script in enumerate(module.MIGRATIONS) if "user_connections" in script)
+    monkeypatch.setattr(module, "MIGRATIONS", module.MIGRATIONS[:before])
     task = A2ATask("t1", new_id(), "ann", "TASK_STATE_COMPLETED", 1, {"id": "t1"})
     async with contextlib.AsyncExitStack() as stack:
         if kind == "sqlite":

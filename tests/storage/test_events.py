@@ -492,3 +492,224 @@ async def test_unreachable_redis_is_reported_naming_redis_url() -> None:
     assert "s3cret" not in str(caught.value)
     with pytest.raises(RedisUnavailable, match="REDIS_URL"):
         await connect_redis("http://127.0.0.1:6379")
+
+
+async def test_a_compact_log_reads_back_what_was_appended(backend: Backend) -> None:
+    """A run's token metadata and its `values` messages are stored once per thread (SQLite:
+    once the run is folded; Redis: as they come), and every read — `read`, `page`, a live
+    subscriber on another process, a follower — gets each event's bytes as appended."""
+    from agentctl import serde
+    from agentctl.storage import compact
+    from agentctl.storage.sqlite.events import SqliteEventLog
+
+    log, other = backend.log, backend.other
+    if isinstance(log, SqliteEventLog):
+        log.fold_after = None  # folded below, by hand
+    metadata = {"run_id": "r1", "langgraph_node": "model", "versions": {"x": "y" * 600}}
+    messages: list[dict[str, Any]] = []
+    datas: list[tuple[str, bytes]] = [("metadata", b'{"run_id":"r1"}')]
+    for turn in range(4):
+        messages.append({"type": "human", "content": f"question {turn}", "id": f"h{turn}"})
+        datas.append(("values", serde.dumps({"messages": messages, "todos": []})))
+        for word in ("an", "answer", f"#{turn}"):
+            chunk = {"type": "AIMessageChunk", "content": word, "id": f"a{turn}"}
+            datas.append(("messages", serde.dumps([chunk, metadata])))
+        messages.append({"type": "ai", "content": f"an answer #{turn}", "id": f"a{turn}"})
+        datas.append(("values|sub:1", serde.dumps({"messages": messages})))
+    datas.append((END_EVENT, b'{"run_id":"r1","status":"success"}'))
+    subscription = other.subscribe("t")
+    await other.read("t", after=None)  # the subscription's baseline (Redis)
+    appended = [await log.append("t", "r1", name, data) for name, data in datas]
+    live = [await subscription.next() for _ in appended]
+    subscription.close()
+    assert live == appended
+    if isinstance(log, SqliteEventLog):
+        first, end = event_position(appended[0].id), event_position(appended[-1].id)
+        assert log.fold("t", "r1", first, end) > 0
+        log._parts.clear()  # read from the table, not what this process keeps
+        stored = [bytes(r[0]) for r in log.conn.execute("SELECT data FROM events ORDER BY ms, seq")]
+    else:
+        entries = cast(Any, await backend.redis.xrange(f"{backend.log.prefix}:events:t"))  # type: ignore[attr-defined]
+        stored = [bytes(fields[b"data"]) for _, fields in entries]
+    assert sum(compact.compacted(data) for data in stored) >= 12  # every token and values
+    assert sum(map(len, stored)) < sum(len(data) for _, data in datas) / 2
+    assert [(e.event, e.data) for e in await log.read("t", after=None)] == datas
+    assert await other.read("t", after=appended[3].id) == appended[4:]
+    paged = await log.page("t", after=appended[0].id, limit=5, max_bytes=1 << 20)
+    assert paged == appended[1:6]
+    followed = await collect(other, "t", run_id="r1", last_event_id="-", limit=100)
+    assert followed == appended
+    # A page's bound in bytes is on the events as read back, not on their compact form.
+    two = len(datas[0][1]) + len(datas[1][1])
+    assert await log.page("t", after=None, limit=100, max_bytes=two) == appended[:2]
+
+
+async def test_redis_values_events_send_what_they_add_and_read_back_exactly(
+    redis_backend: Backend,
+) -> None:
+    """A conversation's values events, appended by two attempts of a run (the first one
+    fenced off midway, a refused append and a refused one in a batch among others, whose
+    messages the next ones repeat) and by another run on another process: each sends only
+    the messages the thread's previous one did not hold, each message is stored once, and
+    every event reads back as appended: also after a refused append, after the thread was
+    deleted elsewhere (the entry relied on is gone: stored as it was sent), and read by a
+    process that never saw them."""
+    from agentctl import serde
+    from agentctl.storage import compact
+    from agentctl.storage.fence import Fence, StaleAttempt
+    from agentctl.storage.redis import RedisEventLog
+
+    log, other = cast(RedisEventLog, redis_backend.log), cast(RedisEventLog, redis_backend.other)
+    redis = redis_backend.redis
+    messages: list[dict[str, Any]] = []
+
+    def fenced(attempt: int) -> Fence:
+        async def extend(_: Fence) -> bool:
+            return True
+
+        return Fence("r1", attempt, f"w{attempt}", extend=extend, stop=lambda: None)
+
+    def grown(text: str) -> bytes:
+        messages.append({"type": "ai", "content": f"{text} " + "x" * 200, "id": text})
+        return serde.dumps({"messages": messages})
+
+    def one_more(text: str) -> bytes:  # the conversation with one more message, not kept
+        return serde.dumps({"messages": [*messages, {"type": "ai", "content": text, "id": text}]})
+
+    async def appended_by(log: RedisEventLog, run_id: str, count: int, **kw: Any) -> list[Event]:
+        start = len(messages)
+        return [
+            await log.append("t", run_id, "values", grown(f"m{start + i}"), **kw)
+            for i in range(count)
+        ]
+
+    async def read_back_everywhere(appended: list[Event]) -> None:
+        log._parts.clear()
+        fresh = RedisEventLog(redis, prefix=log.prefix, ttl_seconds=600)  # parts from Redis
+        for reader in (log, other, fresh):
+            assert await reader.read("t", after=None) == appended
+        followed = await collect(fresh, "t", run_id=None, last_event_id="-", limit=len(appended))
+        assert followed == appended
+        await fresh.close()
+
+    first, second = fenced(1), fenced(2)
+    appended = await appended_by(log, "r1", 30, fence=first)
+    # The next one is cut against the last one's conversation: it sends only its message.
+    (_, argv), _ = log._argv("t", "r1", "values", one_more("next"), 1, 0)
+    assert argv[9] == appended[-1].id
+    assert len(argv[10:]) == 2
+    await log.supersede("r1", 1)  # the run taken over: attempt 1 is fenced off
+    with pytest.raises(StaleAttempt):
+        await log.append("t", "r1", "values", grown("stale"), fence=first)
+    appended += await appended_by(log, "r1", 20, fence=second)
+    # In one batch, a refused append between two of attempt 2's.
+    batch = [grown("b1"), grown("stale in a batch"), grown("b2")]
+    results = await asyncio.gather(
+        log.append("t", "r1", "values", batch[0], fence=second),
+        log.append("t", "r1", "values", batch[1], fence=first),
+        log.append("t", "r1", "values", batch[2], fence=second),
+        return_exceptions=True,
+    )
+    assert isinstance(results[1], StaleAttempt)
+    appended += [results[0], results[2]]  # type: ignore[list-item]
+    appended += await appended_by(log, "r1", 10, fence=second)
+    await read_back_everywhere(appended)  # the refused ones' messages were sent again
+    appended += await appended_by(other, "r2", 20)  # another run, on another process
+    appended += await appended_by(log, "r3", 10)
+    stored = cast(Any, await redis.xrange(log.key("t")))
+    assert all(compact.compacted(fields[b"data"]) for _, fields in stored[1:])  # one message: not
+    assert await redis.hlen(f"{log.key('t')}:parts") == len(messages)  # each message once
+    assert (
+        sum(len(fields[b"data"]) for _, fields in stored) < sum(len(e.data) for e in appended) / 10
+    )
+    await read_back_everywhere(appended)
+
+    # Deleted elsewhere, then the same conversation goes on: the next one is stored as it
+    # was sent (the parts it would rely on are gone), the one after compact again.
+    await other.delete("t")
+    again = [await log.append("t", "r4", "values", grown(f"n{i}")) for i in range(3)]
+    stored = cast(Any, await redis.xrange(log.key("t")))
+    assert [compact.compacted(fields[b"data"]) for _, fields in stored] == [False, True, True]
+    assert await other.read("t", after=None) == again
+
+    # The parts live as long as the stream: an append that sends none refreshes them too.
+    await redis.expire(f"{log.key('t')}:parts", 5)
+    await log.append("t", "r4", "updates", b"{}")
+    assert await redis.ttl(f"{log.key('t')}:parts") > 500
+
+
+async def test_runs_stored_before_folds_were_kept_are_folded_after_the_upgrade(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database made before `event_folds` existed (its runs' events as streamed, folded
+    by no one) is migrated with each ended run in it: they are folded after the start."""
+    from agentctl import serde
+    from agentctl.storage import compact
+    from agentctl.storage.sqlite import SqliteStorage
+    from agentctl.storage.sqlite import database as sqlite_database
+
+    before = next(i for i, s in enumerate(sqlite_database.MIGRATIONS) if "event_folds" in s)
+    monkeypatch.setattr(sqlite_database, "MIGRATIONS", sqlite_database.MIGRATIONS[:before])
+    older = SqliteStorage(tmp_path / "agentctl.db", tmp_path / "store.db", fold_after=None)
+    metadata = {"run_id": "r1", "langgraph_node": "model", "versions": {"x": "y" * 600}}
+    tokens = [
+        ("messages", serde.dumps([{"type": "AIMessageChunk", "content": w}, metadata]))
+        for w in ("an", "old", "answer")
+    ]
+    appended = [
+        await older.events.append("t", run, name, data)
+        for run in ("r1", "r2")
+        for name, data in [*tokens, (END_EVENT, b"{}")]
+    ]
+    unfinished = await older.events.append("t", "r3", *tokens[0])  # never ended: left alone
+    await older.close()
+    monkeypatch.undo()
+
+    storage = SqliteStorage(tmp_path / "agentctl.db", tmp_path / "store.db", fold_after=3600)
+    try:
+
+        async def folded() -> bool:
+            rows = storage.conn.execute("SELECT run_id, data FROM events ORDER BY ms, seq")
+            return [compact.compacted(bytes(data)) for _, data in rows] == [
+                True, True, True, False, True, True, True, False, False
+            ]  # fmt: skip
+
+        await eventually(folded, 10, "the runs of before to be folded")
+        assert await storage.events.read("t", after=None) == [*appended, unfinished]
+    finally:
+        await storage.close()
+
+
+async def test_sqlite_stores_values_events_compact_as_they_come(tmp_path: Path) -> None:
+    """A `values` event, which repeats the whole conversation, is stored compact when it is
+    appended, each message written once per thread; a run's tokens wait for its fold. Read
+    back, every event is what was appended."""
+    from agentctl import serde
+    from agentctl.storage import compact
+
+    async with open_backend("sqlite", cast(pytest.FixtureRequest, None), tmp_path) as backend:
+        log = backend.log
+        metadata = {"run_id": "r1", "langgraph_node": "model", "versions": {"x": "y" * 600}}
+        messages: list[dict[str, Any]] = []
+        datas: list[tuple[str, bytes]] = []
+        for turn in range(20):
+            messages.append({"type": "human", "content": f"question {turn}", "id": f"h{turn}"})
+            datas.append(("values", serde.dumps({"messages": messages})))
+            chunk = {"type": "AIMessageChunk", "content": f"#{turn}", "id": f"a{turn}"}
+            datas.append(("messages", serde.dumps([chunk, metadata])))
+            messages.append({"type": "ai", "content": f"answer #{turn}", "id": f"a{turn}"})
+            datas.append(("values", serde.dumps({"messages": messages})))
+        appended = [await log.append("t", "r1", name, data) for name, data in datas]
+        assert [(e.event, e.data) for e in appended] == datas  # as sent live
+        conn = log.conn  # type: ignore[attr-defined]
+        log.db.flush()  # type: ignore[attr-defined]
+        stored = [(e, bytes(d)) for e, d in conn.execute("SELECT event, data FROM events")]
+        compacted = [compact.compacted(d) for e, d in stored if e == "values"]
+        compactable = [compact.encode(e, d) is not None for e, d in datas if e == "values"]
+        assert compacted == compactable
+        assert sum(compacted) > 30
+        assert not any(compact.compacted(d) for e, d in stored if e == "messages")
+        (parts,) = conn.execute("SELECT count(*) FROM event_parts").fetchone()
+        assert parts == len(messages)  # each message once
+        log._parts.clear()  # type: ignore[attr-defined]  # read from the table
+        assert [(e.event, e.data) for e in await log.read("t", after=None)] == datas

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import pytest
 from redis.asyncio import Redis
 
 from agentctl.errors import Unprocessable
+from agentctl.metering.ledger import Ledger, Tokens
 from agentctl.settings import Settings
 from agentctl.storage.base import (
     Assistant,
@@ -329,3 +331,18 @@ async def test_a_drop_waits_for_the_other_replicas_to_let_go(opener: Opener) -> 
             "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (stuck_schema,)
         ).fetchone()
     assert left == (0,)
+
+
+async def test_usage_and_traces_are_kept_per_namespace(opener: Opener) -> None:
+    """Each agent of a platform keeps what its runs spent in its own storage."""
+    one, two = await opener.open("one"), await opener.open("two")
+    run = await add_run(one, (await add_thread(one)).thread_id)
+    ledger = Ledger(run.run_id, run.thread_id, "one", user_id="ann")
+    ledger.count("openai:gpt-4o-mini", Tokens(10, 5))
+    await one.runs.finish(run.run_id, "success", usage=ledger)
+    today = datetime.now(UTC).date()
+    [row] = await one.usage.summary("user", today, today)
+    assert (row.key, row.tokens.total, row.runs) == ("ann", 15, 1)
+    assert await one.usage.trace(run.run_id) is not None
+    assert await two.usage.summary("user", today, today) == []
+    assert await two.usage.trace(run.run_id) is None

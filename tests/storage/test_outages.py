@@ -59,8 +59,9 @@ async def test_an_append_sent_again_is_stored_once(client: Redis, redis_prefix: 
     log = RedisEventLog(client, prefix=redis_prefix)
     first = await log.append("thread", "run", "values", b"{}")
     # The same append sent again, as after a connection that dropped before the answer.
-    again = await log._send([log._argv("thread", "run", "values", b"{}", "", log._number)])
-    assert again[0].decode() == first.id
+    argv, _ = log._argv("thread", "run", "values", b"{}", "", log._number)
+    again = await log._send([argv])
+    assert again == [[first.id.encode()]]  # stored before: not again
     second = await log.append("thread", "run", "values", b"{}")
     assert [event.id for event in await log.read("thread", after=None)] == [first.id, second.id]
     await log.delete("thread")

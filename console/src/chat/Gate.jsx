@@ -4,6 +4,7 @@
 // an optional message). Once every call has a decision the run resumes with them.
 import { useEffect, useId, useRef, useState } from "react";
 import { Alert } from "../Alert.jsx";
+import { useAutoFocus } from "../focus.js";
 import { pretty } from "./text.js";
 
 const ALL_DECISIONS = ["approve", "edit", "reject"];
@@ -16,6 +17,17 @@ const FORMS = [
 function allowedFor(request, action) {
   const config = (request.review_configs ?? []).find((c) => c.action_name === action.name);
   return config?.allowed_decisions ?? ALL_DECISIONS;
+}
+
+/** langchain's default description: this prefix, then "Tool: <name>\nArgs: <args>". */
+const DEFAULT_PREFIX = "Tool execution requires approval";
+const REPEATED_CALL = /\n\s*Tool: [^\n]*\nArgs: [\s\S]*$/;
+
+/** What the gate says of a call beyond what the card shows already (its name, and its
+ * arguments once, as JSON): the default description repeats both, so says nothing more. */
+export function descriptionOf(action) {
+  const text = (action.description ?? "").replace(REPEATED_CALL, "").trim();
+  return text === DEFAULT_PREFIX ? "" : text;
 }
 
 /** The arguments a person typed, or an error message saying why they are not a JSON object. */
@@ -33,6 +45,7 @@ export function parseArguments(text) {
 }
 
 function EditForm({ action, onDone, onCancel }) {
+  const focus = useAutoFocus();
   const [text, setText] = useState(pretty(action.args));
   const [error, setError] = useState(null);
   const field = useId();
@@ -48,7 +61,7 @@ function EditForm({ action, onDone, onCancel }) {
       <textarea
         id={field}
         rows={Math.min(16, text.split("\n").length + 1)}
-        autoFocus
+        ref={focus}
         value={text}
         spellCheck={false}
         aria-invalid={Boolean(error)}
@@ -69,6 +82,7 @@ function EditForm({ action, onDone, onCancel }) {
 }
 
 function RejectForm({ action, onDone, onCancel }) {
+  const focus = useAutoFocus();
   const [message, setMessage] = useState("");
   const field = useId();
   const submit = (event) => {
@@ -78,7 +92,7 @@ function RejectForm({ action, onDone, onCancel }) {
   return (
     <form className="gate-form" aria-label={`Reject ${action.name}`} onSubmit={submit}>
       <label htmlFor={field}>Message to the agent (optional)</label>
-      <input id={field} value={message} autoFocus onChange={(event) => setMessage(event.target.value)} />
+      <input id={field} value={message} ref={focus} onChange={(event) => setMessage(event.target.value)} />
       <div className="gate-buttons">
         <button type="submit" className="danger">
           Reject the call
@@ -94,7 +108,7 @@ function RejectForm({ action, onDone, onCancel }) {
 function ActionReview({ action, allowed, decision, onDecide, busy }) {
   const [mode, setMode] = useState(null);
   const title = useId();
-  // The opened form's field takes the focus (autoFocus); Cancel gives it back to its button.
+  // The opened form's field takes the focus (useAutoFocus); Cancel gives it back to its button.
   const buttons = { edit: useRef(null), reject: useRef(null) };
   const closed = useRef(null);
   useEffect(() => {
@@ -114,7 +128,7 @@ function ActionReview({ action, allowed, decision, onDecide, busy }) {
       <h3 id={title}>
         <code>{action.name}</code> waits for approval
       </h3>
-      {action.description ? <p className="gate-description">{action.description}</p> : null}
+      {descriptionOf(action) ? <p className="gate-description">{descriptionOf(action)}</p> : null}
       <pre aria-label={`Arguments of ${action.name}`}>{pretty(action.args)}</pre>
       {decision ? (
         <p className="gate-decided">Decision: {decision.type}</p>

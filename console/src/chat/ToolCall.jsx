@@ -1,11 +1,13 @@
 // One tool call of the agent: its name, arguments and result (the ToolMessage answering it).
 import { Disclosure } from "./Disclosure.jsx";
+import { isRejection } from "./rejection.js";
 import { pretty, textOf } from "./text.js";
 
 const STATES = {
   pending: "running",
   completed: "done",
   error: "failed",
+  rejected: "rejected",
 };
 
 export function ToolResult({ result }) {
@@ -13,7 +15,7 @@ export function ToolResult({ result }) {
   return (
     <>
       <h3 className="tool-heading">Result</h3>
-      <pre className={result.status === "error" ? "error" : undefined}>{textOf(result)}</pre>
+      <pre className={result.status === "error" && !isRejection(result) ? "error" : undefined}>{textOf(result)}</pre>
     </>
   );
 }
@@ -22,7 +24,8 @@ export function ToolResult({ result }) {
  * without result waits on it; null when the run waits for nothing. */
 export function ToolCall({ toolCall, waiting = null }) {
   const { call, result } = toolCall;
-  const state = waiting && toolCall.state === "pending" ? "waiting" : toolCall.state;
+  let state = waiting && toolCall.state === "pending" ? "waiting" : toolCall.state;
+  if (isRejection(result)) state = "rejected";
   const label = state === "waiting" ? `waiting for ${waiting}` : (STATES[state] ?? state);
   return (
     <Disclosure

@@ -22,14 +22,17 @@ export function titleOf(thread) {
 const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
 
 /** What `values` holds that `before` (the previous checkpoint's, or null) did not: the
- * messages added (by id) and the names of the other keys that changed. */
+ * messages added (by id) and the names of the other keys that changed ("messages" too when
+ * a message kept its id but not its content: an edit). */
 export function changesOf(values, before) {
   const now = values || {};
   const then = before || {};
-  const seen = new Set((then.messages || []).map((message) => message.id));
+  const seen = new Map((then.messages || []).map((message) => [message.id, message]));
   const added = (now.messages || []).filter((message) => !message.id || !seen.has(message.id));
+  const edited = (now.messages || []).some((message) => message.id && seen.has(message.id) && !same(seen.get(message.id), message));
   const keys = new Set([...Object.keys(now), ...Object.keys(then)]);
   keys.delete("messages");
-  const changed = [...keys].filter((key) => !same(now[key], then[key])).sort();
-  return { added, changed };
+  const changed = [...keys].filter((key) => !same(now[key], then[key]));
+  if (edited) changed.push("messages");
+  return { added, changed: changed.sort() };
 }

@@ -3,13 +3,15 @@
 // requests to connect an account. The thread is kept in the address (#/chat/<thread id>) so
 // a reload comes back to it.
 import { useStream } from "@langchain/langgraph-sdk/react";
-import { useCallback, useEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "react";
 import { Alert } from "../Alert.jsx";
 import { describeError } from "../api.js";
+import { ChatThreads } from "../chat/ChatThreads.jsx";
 import { Connect, isConnectionRequest } from "../chat/Connect.jsx";
 import { Files } from "../chat/Files.jsx";
 import { Gate, isApprovalRequest } from "../chat/Gate.jsx";
 import { Messages } from "../chat/Messages.jsx";
+import { Shortcuts, useShortcuts } from "../chat/Shortcuts.jsx";
 import { textOf } from "../chat/text.js";
 import { useNewRun } from "../chat/useNewRun.js";
 import { useConsole } from "../context.js";
@@ -27,11 +29,12 @@ function resumeValue(interrupts, interrupt, answer) {
 /** A run in these states can still be joined to stream what it sends. */
 const UNFINISHED = new Set(["pending", "running"]);
 
-function Composer({ stream }) {
+function Composer({ stream, onSend, onStop }) {
   const [draft, setDraft] = useState("");
   const send = (event) => {
     event.preventDefault();
     if (!draft.trim() || stream.isLoading) return;
+    onSend();
     stream.submit({ messages: [{ type: "human", content: draft }] }, RUN);
     setDraft("");
   };
@@ -45,6 +48,7 @@ function Composer({ stream }) {
         rows={2}
         value={draft}
         placeholder="Message the agent"
+        aria-keyshortcuts="/"
         onChange={(event) => setDraft(event.target.value)}
         onKeyDown={(event) => {
           // Not while an input method composes a word: its Enter picks the word.
@@ -55,7 +59,7 @@ function Composer({ stream }) {
         Send
       </button>
       {stream.isLoading ? (
-        <button type="button" onClick={() => stream.stop()}>
+        <button type="button" className="danger" onClick={onStop} aria-keyshortcuts="Escape" title="Stop (Esc)">
           Stop
         </button>
       ) : null}
@@ -71,24 +75,61 @@ function failureOf(error, runError) {
   return "The last run failed";
 }
 
-/** The status line (announced): the agent works, waits (`waiting` says for what), or has
- * answered. */
-function useStatus(stream, waiting) {
-  const [answered, setAnswered] = useState(false); // a run of this page has ended
-  const wasLoading = useRef(false);
-  useEffect(() => {
-    if (wasLoading.current !== stream.isLoading) setAnswered(!stream.isLoading);
-    wasLoading.current = stream.isLoading;
-  }, [stream.isLoading]);
-  if (stream.isLoading) return "The agent is working…";
-  if (waiting) return waiting;
+/** The status line (announced once per outcome, never per token): the agent works, was
+ * stopped, failed, waits (`waiting` says for what), or has answered. */
+function useStatus(stream, waiting, stopped, failure) {
+  // A run of this page has ended: known in the same render as the end, so the line never
+  // reads "idle" for a moment between "working" and "answered".
+  const sawLoading = useRef(false);
+  if (stream.isLoading) sawLoading.current = true;
+  const answered = sawLoading.current;
+  if (stream.isLoading) return ["working", "The agent is working…"];
+  if (stopped) return ["stopped", "You stopped the agent: its answer is incomplete."];
+  if (failure) return ["failed", `${failure}.`];
+  if (waiting) return ["waiting", waiting];
   const last = answered ? stream.messages.findLast((message) => message.type === "ai" && textOf(message)) : null;
-  if (!last) return "";
-  return (
+  if (!last) return ["idle", ""];
+  return [
+    "answered",
     <>
       The agent answered.<span className="visually-hidden"> {textOf(last)}</span>
-    </>
-  );
+    </>,
+  ];
+}
+
+/** Follows the page's end as content grows (`signature` changes), unless the reader has
+ * scrolled up: then `away` is true (a "Jump to latest" shows) until they are back. */
+function useFollow(signature) {
+  const pinned = useRef(true);
+  const [away, setAway] = useState(false);
+  useEffect(() => {
+    const onScroll = () => {
+      const root = document.documentElement;
+      pinned.current = window.innerHeight + window.scrollY >= root.scrollHeight - 48;
+      setAway(!pinned.current);
+    };
+    window.addEventListener("scroll", onScroll, { passive: true });
+    return () => window.removeEventListener("scroll", onScroll);
+  }, []);
+  useLayoutEffect(() => {
+    if (pinned.current) window.scrollTo(0, document.documentElement.scrollHeight);
+  }, [signature]);
+  const jump = () => {
+    pinned.current = true;
+    setAway(false);
+    window.scrollTo(0, document.documentElement.scrollHeight);
+  };
+  return [away, jump];
+}
+
+/** The AI messages of the run under way that have text: what Stop keeps. */
+function partialAnswer(messages) {
+  const asked = messages.findLastIndex((message) => message.type === "human");
+  const afterId = asked >= 0 ? (messages[asked].id ?? null) : null;
+  return messages
+    .slice(asked + 1)
+    .filter((message) => message.type === "ai" && textOf(message))
+    .map((message) => ({ afterId, message }));
 }
 
 /** What the run waits for, as the status line says it: `[label for tool calls, status]`. */
@@ -103,14 +144,17 @@ function waitingFor(gates, connections) {
 
 /** One mount of the thread's stream. `join`: a run started elsewhere to stream once the
  * thread is loaded; `onNewRun(run)`: such a run appeared while a connection was pending. */
-function Conversation({ id, join, onNewRun }) {
+function Conversation({ id, join, onNewRun, onCreated, onChanged, newChat, focusPrompt }) {
   const { info, client } = useConsole();
   const runError = useRef(null);
   const stream = useStream({
     client,
     assistantId: info.assistant_id ?? info.graph,
     threadId: id,
-    onThreadId: (threadId) => navigate("chat", threadId, { replace: true }),
+    onThreadId: (threadId) => {
+      onCreated(threadId);
+      navigate("chat", threadId, { replace: true });
+    },
     reconnectOnMount: true,
     filterSubagentMessages: true,
     onError: (error) => {
@@ -121,7 +165,33 @@ function Conversation({ id, join, onNewRun }) {
   const gates = interrupts.filter(isApprovalRequest);
   const connections = interrupts.filter(isConnectionRequest);
   const [toolsWait, waiting] = waitingFor(gates, connections);
-  const status = useStatus(stream, waiting);
+  // Stop keeps what the agent had written (the server keeps no unfinished message).
+  const [stopped, setStopped] = useState(false);
+  const [kept, setKept] = useState([]);
+  const stop = () => {
+    if (!stream.isLoading) return;
+    setKept((before) => [...before, ...partialAnswer(stream.messages)]);
+    setStopped(true);
+    stream.stop();
+  };
+  const failure = stream.error && !stopped ? failureOf(stream.error, runError.current) : null;
+  const [outcome, status] = useStatus(stream, waiting, stopped, failure);
+  const last = stream.messages.at(-1);
+  const [away, jump] = useFollow(
+    `${stream.messages.length}:${last ? textOf(last).length : 0}:${kept.length}:${interrupts.length}:${outcome}`,
+  );
+  useShortcuts({ onNewChat: newChat, onStop: stop });
+  useEffect(() => {
+    if (!focusPrompt.current) return;
+    focusPrompt.current = false;
+    document.getElementById("prompt")?.focus();
+  }, [focusPrompt]);
+  // The chats' list shows a new thread and an answered one's new order.
+  const wasLoading = useRef(false);
+  useEffect(() => {
+    if (wasLoading.current && !stream.isLoading) onChanged();
+    wasLoading.current = stream.isLoading;
+  }, [stream.isLoading, onChanged]);
   const resume = (interrupt, answer) =>
     stream.submit(null, {
       ...RUN,
@@ -156,7 +226,7 @@ function Conversation({ id, join, onNewRun }) {
         <h1 id="chat-title" className="visually-hidden" tabIndex={-1}>
           Chat
         </h1>
-        <Messages stream={stream} waiting={toolsWait} />
+        <Messages stream={stream} waiting={toolsWait} kept={kept} />
         {gates.map((interrupt, index) => (
           <Gate
             key={interrupt.id ?? index}
@@ -173,15 +243,38 @@ function Conversation({ id, join, onNewRun }) {
             onConnected={(request) => resume(request, { connected: true })}
           />
         ))}
-        {stream.error ? (
+        {failure ? (
           <Alert className="run-error">
-            {failureOf(stream.error, runError.current)}: {describeError(stream.error)}
+            {failure}: {describeError(stream.error)}
           </Alert>
         ) : null}
-        <Composer stream={stream} />
-        <p className="status" role="status" data-testid="status" data-loading={String(stream.isLoading)}>
-          {status}
-        </p>
+        <div className="composer-bar">
+          {away ? (
+            <button type="button" className="secondary jump" onClick={jump}>
+              Jump to latest <span aria-hidden="true">↓</span>
+            </button>
+          ) : null}
+          <Composer
+            stream={stream}
+            onStop={stop}
+            onSend={() => {
+              setStopped(false);
+              jump();
+            }}
+          />
+          <div className="status-line">
+            <p
+              className="status"
+              role="status"
+              data-testid="status"
+              data-outcome={outcome}
+              data-loading={String(stream.isLoading)}
+            >
+              {status}
+            </p>
+            <Shortcuts />
+          </div>
+        </div>
       </section>
       <Files files={stream.values?.files} />
     </div>
@@ -193,5 +286,36 @@ export function Chat({ id }) {
   // the thread's state from the server, then streams that run.
   const [followed, setFollowed] = useState({ mount: 0, run: null });
   const follow = useCallback((run) => setFollowed(({ mount }) => ({ mount: mount + 1, run })), []);
-  return <Conversation key={followed.mount} id={id} join={followed.run} onNewRun={follow} />;
+  // Another thread (or New chat) is a new conversation; the thread a new chat just created
+  // is the same one.
+  const created = useRef(null);
+  const focusPrompt = useRef(false);
+  const [session, setSession] = useState({ id, count: 0 });
+  if (session.id !== id) setSession({ id, count: id && id === created.current ? session.count : session.count + 1 });
+  const [version, setVersion] = useState(0);
+  const changed = useCallback(() => setVersion((count) => count + 1), []);
+  const onCreated = useCallback((threadId) => {
+    created.current = threadId;
+    setVersion((count) => count + 1);
+  }, []);
+  const newChat = useCallback(() => {
+    focusPrompt.current = true; // the new conversation's composer takes the focus
+    if (id) navigate("chat");
+    else setSession(({ count }) => ({ id: null, count: count + 1 }));
+  }, [id]);
+  return (
+    <div className="chat-page">
+      <ChatThreads current={id} version={version} onNewChat={newChat} />
+      <Conversation
+        key={`${session.count}.${followed.mount}`}
+        id={id}
+        join={followed.run}
+        onNewRun={follow}
+        onCreated={onCreated}
+        onChanged={changed}
+        newChat={newChat}
+        focusPrompt={focusPrompt}
+      />
+    </div>
+  );
 }

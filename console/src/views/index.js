@@ -7,6 +7,7 @@ import { Connections } from "./Connections.jsx";
 import { Memory } from "./Memory.jsx";
 import { Operator } from "./Operator.jsx";
 import { Threads } from "./Threads.jsx";
+import { Usage } from "./Usage.jsx";
 
 const always = () => true;
 
@@ -20,6 +21,13 @@ export const VIEWS = [
     title: "Connections",
     shown: ({ caller, info }) => caller !== "anonymous" || Boolean(info.credentials?.anonymous),
     Component: Connections,
+  },
+  // A user's own usage and budgets, or everyone's for the operator.
+  {
+    id: "usage",
+    title: "Usage",
+    shown: ({ caller, info }) => caller !== "anonymous" || Boolean(info.credentials?.anonymous),
+    Component: Usage,
   },
   {
     id: "operator",

@@ -92,6 +92,7 @@ def dev(
         first = prepare(config, environ, quiet=False)
         limits = Limits.from_env(environ)
         log_level = read("AGENTCTL_LOG_LEVEL", environ)
+        trace = _trace(first.project.env)  # the shell's variables, or the project's .env
         sock = listen_socket(host, port)
         try:
             server = DevServer(
@@ -112,7 +113,27 @@ def dev(
                 runner.run(server.run())
         finally:
             sock.close()
+            if trace:
+                from agentctl.observability.tracing import shutdown_tracing
+
+                shutdown_tracing()  # exports the spans not yet sent
     click.echo("stopped")
+
+
+def _trace(env: Mapping[str, str]) -> bool:
+    """Export traces when OTEL_EXPORTER_OTLP_ENDPOINT is set, as `serve` does."""
+    from agentctl.observability.tracing import configure_tracing
+    from agentctl.settings import read
+
+    endpoint = read("OTEL_EXPORTER_OTLP_ENDPOINT", env)
+    if not endpoint:
+        return False
+    service = read("OTEL_SERVICE_NAME", env)
+    capture = read("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", env)
+    configure_tracing(endpoint, service, capture_content=capture)
+    content = ", with message content" if capture else ""
+    step("Tracing", f"to {endpoint} as {service}{content}")
+    return True
 
 
 @contextmanager

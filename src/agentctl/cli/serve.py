@@ -32,13 +32,23 @@ def serve(host: str | None, port: int | None, max_runs: int | None) -> None:
     runs in flight get AGENTCTL_SHUTDOWN_GRACE_SECONDS to finish; the rest are handed to
     another replica.
     """
+    from agentctl.errors import SettingsError
+    from agentctl.metering import prices
     from agentctl.observability.logs import configure_logging
     from agentctl.observability.tracing import configure_tracing, shutdown_tracing
     from agentctl.server.http import listen_socket
 
     settings = Settings.from_env(host=host, port=port, max_runs=max_runs)
     configure_logging(settings.log_format, settings.log_level)
-    configure_tracing(settings.otel_exporter_otlp_endpoint, settings.otel_service_name)
+    try:
+        prices.configure(settings.prices_file)
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+    configure_tracing(
+        settings.otel_exporter_otlp_endpoint,
+        settings.otel_service_name,
+        capture_content=settings.otel_instrumentation_genai_capture_message_content,
+    )
     sock = listen_socket(settings.host, settings.port)
     try:
         with signals(interrupt=lambda: True), asyncio.Runner(loop_factory=loop_factory()) as r:

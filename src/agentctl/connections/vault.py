@@ -29,6 +29,7 @@ from agentctl.connections.flows import CompletedFlow, ConsentRequest, Flows
 from agentctl.connections.mcp_client import Unauthorized, call_tool, list_tools
 from agentctl.connections.sealing import TokenBox, Unreadable
 from agentctl.errors import ConnectionFailed, NotFound, UserError
+from agentctl.observability import tracing
 from agentctl.project.model import McpServer
 from agentctl.storage.base import ConnectionStore, ConsentFlow, UserConnection
 
@@ -396,7 +397,13 @@ class Connections:
         connected (consent needed)."""
 
         async def call(url: str, transport: str, headers: dict[str, str]) -> dict[str, Any]:
-            return await call_tool(url, transport, headers, tool, arguments)
+            # its span's trace context goes with the call: the server's spans are its children
+            with tracing.mcp_client_span("tools/call", tool, url, server) as traced:
+                headers = {**headers, **traced.headers}
+                result = await call_tool(url, transport, headers, tool, arguments)
+                if result.get("isError"):
+                    traced.failed()
+                return result
 
         return await self._as_user(user_id, server, call)
 

@@ -23,7 +23,7 @@ from croniter import CroniterBadDateError, CroniterError, croniter
 
 from agentctl.aio import stop_task
 from agentctl.engine.engine import RunEngine
-from agentctl.errors import ThreadBusyError
+from agentctl.errors import BudgetExceeded, ThreadBusyError
 from agentctl.storage.base import (
     BY_OPERATOR,
     OWNER,
@@ -197,7 +197,13 @@ class CronScheduler:
         return runs
 
     async def fire(self, cron: Cron) -> Run | None:
-        """Submit one run of `cron` now."""
+        """Submit one run of `cron` now; none while a budget of its user or of the agent is
+        spent (logged: the cron fires again at its next date)."""
+        try:
+            await self.engine.admit(cron.user_id or None)
+        except BudgetExceeded as exc:
+            log.warning("cron %s skipped a run: %s", cron.cron_id, exc)
+            return None
         payload = cron.payload
         kwargs: dict[str, Any] = {k: payload[k] for k in RUN_FIELDS if payload.get(k) is not None}
         if cron.user_id:

@@ -28,13 +28,18 @@ from agentctl import serde
 from agentctl.aio import wait_all
 from agentctl.engine import executor
 from agentctl.engine.admission import DEFAULT_MAX_LAG, Admission
+from agentctl.engine.budgets import budget_checker
 from agentctl.engine.deployment import Deployment
 from agentctl.engine.records import run_view
 from agentctl.engine.streams import mark_start
 from agentctl.engine.webhooks import Webhooks, payload_of
 from agentctl.engine.wire import END_EVENT, within
 from agentctl.errors import ThreadBusyError
-from agentctl.observability import bind_run, run_finished, run_span, run_started
+from agentctl.metering import ledger as ledgers
+from agentctl.metering.budgets import BudgetChecker, Standing
+from agentctl.metering.ledger import Ledger
+from agentctl.observability import bind_run, run_finished, run_span, run_started, tokens_used
+from agentctl.project.model import Budgets
 from agentctl.storage import fence as fencing
 from agentctl.storage.base import Message, Run, RunStatus, Storage, ThreadUpdate, now
 from agentctl.storage.fence import Fence, StaleAttempt
@@ -74,8 +79,17 @@ class RunEngine:
         max_event_bytes: int | None = None,
         webhooks: Webhooks | None = None,
         restarted_by: str = "the server",
+        budgets: Budgets | None = None,
+        metering: bool = True,
     ) -> None:
         self.storage = storage
+        # Whether runs count their tokens and store their usage and trace (`metering/`).
+        self.metering = metering
+        if not metering:
+            log.info("AGENTCTL_METERING is off: runs store no usage and no trace, and token "
+                     "and cost budgets count nothing")  # fmt: skip
+        # The agent's `[budgets]` held to, with the operator's (`budgets`, the stricter wins).
+        self.budgets: BudgetChecker = budget_checker(storage, budgets)
         # What starts this replica again ("`agentctl dev`"), for the message of a stop.
         self.restarted_by = restarted_by
         self.deployment = deployment
@@ -178,6 +192,20 @@ class RunEngine:
 
     # -- accepting runs ----------------------------------------------------------------
 
+    async def admit(self, user_id: str | None) -> None:
+        """Before a run of `user_id` (None: of no user) is created: raise `BudgetExceeded`
+        when a budget of the user or of the agent is spent (`metering/budgets.py`)."""
+        if self.deployment.ready:
+            project = self.deployment.runtime.project
+            await self.budgets.admit(project.budgets, project.name, user_id)
+
+    async def budget_standing(self, user_id: str | None) -> list[Standing]:
+        """Every budget that applies to `user_id` (None: the agent's), with its use now."""
+        if not self.deployment.ready:
+            return []
+        project = self.deployment.runtime.project
+        return await self.budgets.standing(project.budgets, project.name, user_id)
+
     async def submit(self, run: Run) -> Run:
         """Apply the run's multitask strategy against the thread's runs in flight, store the
         run as `pending` and wake a worker. Raises `ThreadBusyError` for `reject`."""
@@ -200,6 +228,9 @@ class RunEngine:
         if not run.temporary:  # a temporary run's thread is new: its log is empty
             await mark_start(self.storage, run)
         await self.storage.runs.create(run)
+        if self.deployment.ready:  # a start, for the runs-per-minute budgets
+            await self.budgets.started(self.deployment.runtime.project.budgets,
+                                       run.kwargs.get("user_id"))  # fmt: skip
         self._wake.set()
         await self._wake_others()
         return run
@@ -451,6 +482,55 @@ class RunEngine:
         """Execute the run to its end and record how it ended; returns its status."""
         runtime = self.deployment.runtime  # the run keeps this revision to the end
         graph = runtime.graph
+        # What this attempt spends and does, counted by the runtime's middleware (this
+        # task's own context: its subagents and tools see it), stored when it ends.
+        user_id = run.kwargs.get("user_id")
+        ledger = None
+        if self.metering:
+            ledger = Ledger(run.run_id, run.thread_id, runtime.name, user_id=user_id)
+            # Before each model call: stop once a budget of the user or the agent is spent.
+            project = runtime.project
+            ledger.guard = self.budgets.guard_for(project.budgets, project.name, user_id)
+        ledgers.current.set(ledger)
+        # A cancel may land anywhere from here on, before the graph runs as well: the run
+        # records that it stopped wherever it was.
+        try:
+            config, resume = await self._prepare(run, fence)
+
+            async def publish(event: str, data: Any) -> None:
+                await fence.check()
+                data = within(run.run_id, event, serde.dumps(data), self.max_event_bytes)
+                await self.storage.events.append(
+                    run.thread_id, run.run_id, event, data, fence=fence
+                )
+
+            with run_span(run, runtime.name) as trace:
+                try:
+                    async with asyncio.timeout(self.run_timeout):
+                        outcome = await executor.execute(
+                            run,
+                            graph,
+                            config,
+                            publish,
+                            resume=resume,
+                            models=runtime.project.models,
+                        )
+                except TimeoutError:
+                    message = f"the run exceeded {self.run_timeout} s"
+                    failure = {"error": "TimeoutError", "message": message}
+                    outcome = executor.Outcome("timeout", failure)
+                    await publish("error", outcome.error)
+                trace.outcome(outcome.status, outcome.error)
+        except asyncio.CancelledError:
+            action = self._cancel_actions.get(self._current())
+            if action == "interrupt" or action == "rollback":
+                await self._finish_cancelled(run, graph, action, fence)
+            raise
+        await self._finish(run, graph, outcome, fence)
+        return outcome.status
+
+    async def _prepare(self, run: Run, fence: Fence) -> tuple[dict[str, Any], bool]:
+        """The run's config and whether it resumes from a checkpoint; its thread marked busy."""
         assistant = await self.storage.assistants.get(run.assistant_id)
         config = executor.run_config(run, assistant, self.deployment)
         resume = await executor.resumes_from_checkpoint(self.storage, run)
@@ -461,41 +541,19 @@ class RunEngine:
                 run.thread_id, ThreadUpdate(metadata=labels, status="busy"), fence=fence
             )
         )
-
-        async def publish(event: str, data: Any) -> None:
-            await fence.check()
-            data = within(run.run_id, event, serde.dumps(data), self.max_event_bytes)
-            await self.storage.events.append(run.thread_id, run.run_id, event, data, fence=fence)
-
-        with run_span(run) as trace:
-            try:
-                async with asyncio.timeout(self.run_timeout):
-                    outcome = await executor.execute(
-                        run, graph, config, publish, resume=resume, models=runtime.project.models
-                    )
-            except TimeoutError:
-                message = f"the run exceeded {self.run_timeout} s"
-                failure = {"error": "TimeoutError", "message": message}
-                outcome = executor.Outcome("timeout", failure)
-                await publish("error", outcome.error)
-            except asyncio.CancelledError:
-                action = self._cancel_actions.get(self._current())
-                if action == "interrupt" or action == "rollback":
-                    await self._finish_cancelled(run, graph, action, fence)
-                raise
-            trace.outcome(outcome.status, outcome.error)
-        await self._finish(run, graph, outcome, fence)
-        return outcome.status
+        return config, resume
 
     async def _finish(self, run: Run, graph: Any, outcome: executor.Outcome, fence: Fence) -> None:
         """Record how the run ended, then tell its clients. The status write is fenced: an
         attempt that lost the run ends nothing."""
         self._finishing.add(self._current())
+        ledger = self._spent()
         await ride_out(
             lambda: self.storage.runs.finish(
-                run.run_id, outcome.status, error=outcome.error, fence=fence
+                run.run_id, outcome.status, error=outcome.error, fence=fence, usage=ledger
             )
         )
+        self.budgets.forget(run.kwargs.get("user_id"))  # what it spent is read again
         await ride_out(lambda: self._settle_thread(run, graph, outcome.status, fence))
         await self._append_end(run, outcome.status, fence=fence)
         values = await self._final_values(run, graph)
@@ -507,8 +565,15 @@ class RunEngine:
     ) -> None:
         self._finishing.add(self._current())
         storage = self.storage
+        ledger = self._spent()
         after: Fence | None = fence
         if action == "rollback":
+            if ledger is not None and ledger.by_model:  # what it spent stays spent
+                await ride_out(
+                    lambda: storage.runs.set_status(
+                        run.run_id, "interrupted", "cancelled", fence=fence, usage=ledger
+                    )
+                )
             await ride_out(lambda: storage.runs.delete(run.run_id, fence=fence))
             # The run is gone: no other attempt of it can write any more.
             after = None
@@ -516,8 +581,11 @@ class RunEngine:
             await ride_out(lambda: storage.checkpointer.adelete_for_run(run.thread_id, run.run_id))
         else:
             await ride_out(
-                lambda: storage.runs.set_status(run.run_id, "interrupted", "cancelled", fence=fence)
+                lambda: storage.runs.set_status(
+                    run.run_id, "interrupted", "cancelled", fence=fence, usage=ledger
+                )
             )
+            self.budgets.forget(run.kwargs.get("user_id"))  # what it spent is read again
         settled: RunStatus = "interrupted" if action == "interrupt" else "success"
         await ride_out(lambda: self._settle_thread(run, graph, settled, after))
         await self._append_end(run, "interrupted", cancelled=True, fence=after)
@@ -525,6 +593,15 @@ class RunEngine:
         await self._delete_if_temporary(run)
         if action == "interrupt":  # a rolled back run is gone: nothing to tell of
             self._notify(run, "interrupted", values=values)
+
+    @staticmethod
+    def _spent() -> Ledger | None:
+        """The ledger of the attempt ending in this task (None when it failed before it
+        began), its tokens counted into the metrics."""
+        ledger = ledgers.current.get()
+        if ledger is not None:
+            tokens_used(ledger.agent, ledger)
+        return ledger
 
     async def _final_values(self, run: Run, graph: Any) -> Any:
         """The thread's values after `run`, for its webhook (None when it has none)."""

@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from langgraph._internal import _constants
 from langgraph.types import Command
@@ -19,6 +19,7 @@ from agentctl.engine.wire import (
     langgraph_modes,
     normalize_modes,
 )
+from agentctl.errors import BudgetExceeded
 from agentctl.runtime.memory import OPERATOR_KEY, USER_ID_KEY
 from agentctl.runtime.model_errors import model_failure
 from agentctl.storage.base import BY_OPERATOR, Assistant, Run, RunStatus, Storage
@@ -32,6 +33,7 @@ log = logging.getLogger("agentctl.engine")
 STRICT_RESUME_KEY: str | None = getattr(_constants, "CONFIG_KEY_STRICT_RESUME", None)
 
 Publish = Callable[[str, Any], Awaitable[None]]
+E = TypeVar("E", bound=BaseException)
 
 
 @dataclass
@@ -163,8 +165,12 @@ async def execute(
             raise StaleAttempt(run.run_id, run.attempt) from exc
         if service_down(exc):
             raise  # not the agent's failure: the run is retried once the service is back
-        failure = model_failure(exc, models)
-        if failure is None:
+        budget = _in_chain(exc, BudgetExceeded)
+        failure = None if budget is not None else model_failure(exc, models)
+        if budget is not None:  # a budget spent (its guard), not a failure: no traceback
+            log.info("run %s stopped: %s", run.run_id, budget)
+            outcome = Outcome("error", {"error": type(budget).__name__, "message": str(budget)})
+        elif failure is None:
             log.warning("run %s failed: %s: %s", run.run_id, type(exc).__name__, exc,
                         exc_info=True)  # fmt: skip
             outcome = Outcome("error", {"error": type(exc).__name__, "message": str(exc)})
@@ -178,14 +184,19 @@ async def execute(
 
 def _stale(exc: BaseException) -> bool:
     """Whether `exc` is, or was caused by, a refused write of a stale attempt."""
+    return _in_chain(exc, StaleAttempt) is not None
+
+
+def _in_chain(exc: BaseException, kind: type[E]) -> E | None:
+    """`exc` or the first of its causes that is a `kind`, else None."""
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
-        if isinstance(current, StaleAttempt):
-            return True
+        if isinstance(current, kind):
+            return current
         seen.add(id(current))
         current = current.__cause__ or current.__context__
-    return False
+    return None
 
 
 def _client_events(

@@ -6,10 +6,11 @@ from typing import Any
 
 from agentctl.engine.streams import LOG_START
 from agentctl.engine.wire import ANSWERS_INTERRUPT
+from agentctl.observability.tracing import TRACE_CONTEXT
 from agentctl.storage.base import BY_OPERATOR, Run
 
 # What the server keeps in a run's kwargs for itself.
-PRIVATE_KWARGS = frozenset({"user_id", BY_OPERATOR, LOG_START, ANSWERS_INTERRUPT})
+PRIVATE_KWARGS = frozenset({"user_id", BY_OPERATOR, LOG_START, ANSWERS_INTERRUPT, TRACE_CONTEXT})
 
 
 def run_view(run: Run) -> dict[str, Any]:
@@ -26,4 +27,5 @@ def run_view(run: Run) -> dict[str, Any]:
         "multitask_strategy": run.multitask_strategy,
         "attempt": run.attempt,
         "cancel_reason": run.cancel_reason,
+        "usage": run.usage,
     }

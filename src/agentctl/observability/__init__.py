@@ -3,7 +3,9 @@
 - `logs`: `configure_logging` (json or text on stderr, uvicorn included), `bind_run`.
 - `metrics`: a Prometheus registry per application; run, stream and HTTP metrics.
 - `tracing`: OpenTelemetry spans per request and per run, exported over OTLP/HTTP
-  (the `otel` extra; imported only when an endpoint is configured).
+  (the `otel` extra; imported only when an endpoint is configured); the trace context
+  stored with runs and sent with MCP calls. The spans of model and tool calls inside a run
+  are the runtime's (`runtime/genai_spans.py`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from agentctl.observability.metrics import (
     run_started,
     stream_closed,
     stream_opened,
+    tokens_used,
     webhook_delivered,
 )
 from agentctl.observability.tracing import (
@@ -42,5 +45,6 @@ __all__ = [
     "shutdown_tracing",
     "stream_closed",
     "stream_opened",
+    "tokens_used",
     "webhook_delivered",
 ]

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from agentctl.observability.routes import route_template
 
 if TYPE_CHECKING:
+    from agentctl.metering.ledger import Ledger
     from agentctl.storage.base import Run
 
 RUN_STATUSES = ("success", "error", "interrupted", "timeout")
@@ -90,6 +91,14 @@ class Metrics:
             ["outcome"],
             registry=registry,
         )
+        self.model_tokens = Counter(
+            "agentctl_model_tokens",
+            "Tokens of the model calls of the runs this replica executed, by agent, model "
+            "(provider:model as agent.toml names it) and kind: input (cached included), "
+            "output, cached (input read from the provider's prompt cache)",
+            ["agent", "model", "kind"],
+            registry=registry,
+        )
         for outcome in WEBHOOK_OUTCOMES:  # each shows (at 0) before its first delivery
             self.webhook_deliveries.labels(outcome=outcome)
         # Children of the known statuses made once: the hooks then take no label lookup, and
@@ -135,6 +144,17 @@ def run_finished(run: Run, status: str, seconds: float) -> None:
     metrics = _bound.get()
     if metrics is not None:
         metrics.finished(status, seconds)
+
+
+def tokens_used(agent: str, ledger: Ledger) -> None:
+    """An attempt of a run of `agent` ended, its model calls' tokens counted in `ledger`."""
+    metrics = _bound.get()
+    if metrics is None:
+        return
+    for model, tokens in ledger.by_model.items():
+        for kind, count in (("input", tokens.input), ("output", tokens.output),
+                            ("cached", tokens.cached)):  # fmt: skip
+            metrics.model_tokens.labels(agent=agent, model=model, kind=kind).inc(count)
 
 
 def webhook_delivered(outcome: str) -> None:

@@ -22,4 +22,17 @@ def route_template(scope: Scope) -> str:
                 route = candidate
                 break
     path = getattr(route, "path", None)
+    if not (isinstance(path, str) and path):
+        # FastAPI routes a plain Starlette route of an included router (`/mcp`) through
+        # the router: the template is that of its route which matches.
+        path = _inner_template(route, scope)
     return path if isinstance(path, str) and path else UNMATCHED
+
+
+def _inner_template(router: object, scope: Scope) -> str | None:
+    for candidate in getattr(getattr(router, "original_router", None), "routes", ()):
+        match, _ = candidate.matches(scope)
+        path = getattr(candidate, "path", None)
+        if match is not Match.NONE and isinstance(path, str):
+            return path
+    return None

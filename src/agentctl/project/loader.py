@@ -16,18 +16,20 @@ from agentctl.project.files import check_bundled, is_hidden, read_text, relative
 from agentctl.project.mcp import MCP_FILE, load_mcp
 from agentctl.project.model import (
     AUTH_PROVIDERS,
+    BUDGET_KEYS,
     DECISIONS,
     SANDBOX_PROVIDERS,
     SANDBOX_SCOPES,
     ApprovalGate,
     AuthConfig,
+    Budgets,
     McpServer,
     Project,
     SandboxConfig,
     Skill,
     Subagent,
 )
-from agentctl.project.rules import rule, valid_name, wrong_type
+from agentctl.project.rules import kind_of, rule, valid_name, wrong_type
 from agentctl.project.secret_scan import find_leaks
 from agentctl.project.skills import load_skills
 from agentctl.project.toml_schema import MAIN_SCHEMA, SUBAGENT_SCHEMA, check_schema, read_toml
@@ -79,6 +81,7 @@ def load_project(
     sandbox = _sandbox(config_file, sections.get("sandbox", {}), problems)
     auth = _auth(config_file, data or {}, sections.get("auth"), problems)
     gates = approval_gates(config_file, (data or {}).get("interrupt_on"), problems)
+    budgets = _budgets(config_file, sections.get("budgets"), (data or {}).get("budgets"), problems)
     instructions = _instructions(root, root / INSTRUCTIONS_FILE, problems, limits)
     skills = load_skills(root, root / SKILLS_DIR, problems, limits)
     user_template = _user_template(root, problems, limits)
@@ -108,6 +111,7 @@ def load_project(
         sandbox=sandbox,
         auth=auth,
         interrupt_on=gates,
+        budgets=budgets,
         skills=skills,
         user_template=user_template,
         subagents=subagents,
@@ -248,6 +252,62 @@ _OIDC_FIXES = {
     "client_id": "set it to the id of the public client the web console signs in with, or "
     "leave client_id out",
 }
+
+
+# The largest limit a budget takes (beyond it, no budget is needed).
+MAX_BUDGET = 10**15
+_BUDGET_MEANINGS = {
+    "tokens": "input and output tokens {who} may use per UTC day",
+    "cost": "US dollars {who} may spend per UTC day",
+    "runs": "runs {who} may start per minute",
+}
+
+
+def _budgets(
+    file: str, section: dict[str, str] | None, table: Any, problems: list[Problem]
+) -> Budgets:
+    """`[budgets]`: positive numbers (integers but for costs); unknown keys and a section
+    that is no table are reported by the schema check."""
+    if section is None or not isinstance(table, dict):
+        return Budgets()
+    values: dict[str, Any] = {}
+    for key in BUDGET_KEYS:
+        if key in table:
+            value = table[key]
+            if _budget_value(key, value):
+                values[key] = value
+            else:
+                problems.append(_budget_problem(file, key, value))
+    return Budgets(**values)
+
+
+def _budget_value(key: str, value: Any) -> bool:
+    """Whether `value` is a limit `key` takes: a positive integer (a positive number for a
+    cost), finite, at most MAX_BUDGET."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    if isinstance(value, float) and "_cost_" not in key:
+        return False
+    return 0 < value <= MAX_BUDGET  # false for NaN too
+
+
+def _budget_problem(file: str, key: str, value: Any) -> Problem:
+    who, what = key.split("_")[:2]
+    expected = "a positive number" if what == "cost" else "a positive integer"
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if number and value > MAX_BUDGET:
+        expected += f" up to {MAX_BUDGET:,}"
+    meaning = _BUDGET_MEANINGS[what].format(
+        who="one user" if who == "user" else "all users together"
+    )
+    return rule("budget-invalid").problem(
+        file,
+        f"[budgets].{key}",
+        expected=expected,
+        actual=str(value) if number else kind_of(value),
+        example=f"{key} = {MAIN_SCHEMA['budgets'][key]}",
+        meaning=meaning,
+    )
 
 
 def _declared_in(data: dict[str, Any], section: str, key: str) -> bool:

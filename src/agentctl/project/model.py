@@ -47,6 +47,30 @@ class AuthConfig:
     client_id: str | None = None
 
 
+BUDGET_KEYS: tuple[str, ...] = (
+    "user_tokens_per_day",
+    "user_cost_per_day",
+    "user_runs_per_minute",
+    "agent_tokens_per_day",
+    "agent_cost_per_day",
+    "agent_runs_per_minute",
+)
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """`[budgets]`: what each user, and the agent as a whole, may spend (None: no limit).
+    Tokens are input + output tokens of every model call, costs are in USD, days are UTC
+    days; runs per minute count the runs started in the last 60 seconds."""
+
+    user_tokens_per_day: int | None = None
+    user_cost_per_day: float | None = None
+    user_runs_per_minute: int | None = None
+    agent_tokens_per_day: int | None = None
+    agent_cost_per_day: float | None = None
+    agent_runs_per_minute: int | None = None
+
+
 @dataclass(frozen=True)
 class ApprovalGate:
     """A tool call that pauses the run until a person decides."""
@@ -120,6 +144,7 @@ class Project:
     sandbox: SandboxConfig = SandboxConfig()
     auth: AuthConfig | None = None
     interrupt_on: dict[str, ApprovalGate] = field(default_factory=dict)
+    budgets: Budgets = Budgets()
     skills: tuple[Skill, ...] = ()
     user_template: str | None = None  # None: no user/ folder, so no per-user memory
     subagents: tuple[Subagent, ...] = ()

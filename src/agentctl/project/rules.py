@@ -83,6 +83,11 @@ _RULES = [
         '"{value}" is not a valid name',
         "use 1 to 64 letters, digits, '-' or '_', starting with a letter or digit",
     ),
+    Rule(
+        "budget-invalid",
+        "must be {expected}, not {actual}",
+        "write it as {example} ({meaning}), or remove the key for no limit",
+    ),
     # Models.
     Rule(
         "model-format",

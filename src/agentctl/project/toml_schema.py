@@ -34,9 +34,21 @@ MAIN_SCHEMA: Schema = {
     },
     # Keys are tool names; values are checked by the loader (see `approval_gates`).
     "interrupt_on": {},
+    # Numbers, checked by the loader (see `budgets`).
+    "budgets": {
+        "user_tokens_per_day": "200000",
+        "user_cost_per_day": "5.0",
+        "user_runs_per_minute": "10",
+        "agent_tokens_per_day": "5000000",
+        "agent_cost_per_day": "100.0",
+        "agent_runs_per_minute": "120",
+    },
 }
 # Sections whose keys are the user's own names, not ours.
 OPEN_SECTIONS = ("interrupt_on",)
+# Sections whose values are not strings: their keys are checked here, their values by the
+# loader.
+NUMBER_SECTIONS = ("budgets",)
 SUBAGENT_SCHEMA: Schema = {
     "agent": {
         "name": '"researcher"',
@@ -94,6 +106,8 @@ def check_schema(
             where = f"[{section}].{key}"
             if key not in keys:
                 problems.append(rule("unknown-key").problem(file, where, allowed=", ".join(keys)))
+            elif section in NUMBER_SECTIONS:
+                continue
             elif not isinstance(value, str):
                 problems.append(wrong_type(file, where, "a string", value, f"{key} = {keys[key]}"))
             else:

@@ -17,12 +17,14 @@ from agentctl.project.model import McpServer, Project, Skill
 from agentctl.project.tools import builtin_tools, unknown_tool_hint
 from agentctl.runtime import memory
 from agentctl.runtime.fencing import HoldsRun
+from agentctl.runtime.genai_spans import GenAiSpans
 from agentctl.runtime.mcp_tools import load_mcp_tools
+from agentctl.runtime.metering import Meters
 from agentctl.runtime.models import create_models
 from agentctl.runtime.namespaces import shared_namespace, subagent_seeds_namespace
 from agentctl.runtime.peers import Peers
 from agentctl.runtime.subagent_memory import is_seed
-from agentctl.runtime.tracing import tracer_callbacks
+from agentctl.runtime.tracing import keep_traced_calls_on_the_loop, tracer_callbacks
 from agentctl.runtime.user_tools import UserConnections, UserTools
 
 if TYPE_CHECKING:
@@ -92,6 +94,7 @@ async def load_agent(
     the sandbox or an approval gate cannot work.
     """
     env = project.env if env is None else env
+    keep_traced_calls_on_the_loop()
     sandbox = None
     if project.sandbox.enabled:
         from agentctl.sandbox import ScopedSandbox, sandbox_pool  # imports agentctl.runtime
@@ -104,19 +107,24 @@ async def load_agent(
     # Building the models (a provider package's first import) and compiling the graph take
     # seconds on a busy machine: off the event loop, which keeps serving runs and heartbeats.
     models = await asyncio.to_thread(create_models, project.models, env)
+    names = {id(model): name for name, model in models.items()}
     agents = None if peers is None else partial(peers.connection, caller=project)
     user_tools = _user_tools(project.mcp_servers, connections)
     main_tools = await load_mcp_tools(project.mcp_servers, env, agents)
     subagent_names = [sub.name for sub in project.subagents]
+    subagent_models = {sub.name: sub.model or project.model for sub in project.subagents}
+    subagent_models[GENERAL_PURPOSE_SUBAGENT["name"]] = project.model
     subagents: list[dict[str, Any]] = [
         {
             **GENERAL_PURPOSE_SUBAGENT,
             "tools": main_tools,
             "permissions": memory.subagent_permissions(None),
             "middleware": [
+                GenAiSpans(GENERAL_PURPOSE_SUBAGENT["name"]),
                 HoldsRun(),
                 FilesystemMiddleware(backend=memory.subagent_backend(project.name, None)),
                 *user_tools,
+                Meters(names, project.model),
             ],
         }
     ]
@@ -133,16 +141,24 @@ async def load_agent(
             "model": models[sub.model or project.model],
             "tools": [*main_tools, *own_tools],
             "permissions": memory.subagent_permissions(sub.name),
-            "middleware": [HoldsRun(), FilesystemMiddleware(backend=backend), *own_user_tools],
+            "middleware": [
+                GenAiSpans(sub.name),
+                HoldsRun(),
+                FilesystemMiddleware(backend=backend),
+                *own_user_tools,
+                Meters(names, sub.model or project.model),
+            ],
         }
         if sub.skills:
             spec["skills"] = [f"{memory.MEMORIES}/subagents/{sub.name}/skills/"]
         subagents.append(spec)
     check_gated_tools(project, tool_names)
     user_memory = project.user_template is not None
-    middleware: list[Any] = [HoldsRun(), *user_tools]
+    middleware: list[Any] = [GenAiSpans(project.name, subagent_models), HoldsRun(), *user_tools]
     if user_memory:
         middleware.append(memory.SeedUserMemory(project.name, project.user_template or ""))
+    # Innermost: it sees the tools and the model the call is made with.
+    middleware.append(Meters(names, project.model))
     graph = await asyncio.to_thread(
         create_deep_agent,
         model=models[project.model],

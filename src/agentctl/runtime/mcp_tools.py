@@ -1,19 +1,25 @@
 """Tools of remote MCP servers, loaded once per revision; an unreachable server is an error.
 
 User-owned servers (`oauth` in mcp.json) are not listed here: that needs a user's token, so
-their tools are offered per run, for the run's user."""
+their tools are offered per run, for the run's user.
+
+With tracing on, each tool call is a client span `tools/call {tool}` whose trace context goes
+to the server in the call's `traceparent` header (an agent of the platform, called
+in-process, continues the trace in its own spans)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, quote_plus
 
 from langchain_core.tools import ToolException
 
 from agentctl.errors import McpLoadError
+from agentctl.observability import tracing
 from agentctl.project.mcp import expand
 from agentctl.project.model import McpServer
+from agentctl.runtime.metering import MCP_SERVER
 from agentctl.runtime.peers import AgentConnector, PeerRefused
 
 
@@ -32,7 +38,15 @@ async def load_mcp_tools(
     from langchain_mcp_adapters.client import MultiServerMCPClient
 
     connections = {server.name: _connection(server, env, agents) for server in servers}
-    client = MultiServerMCPClient(connections, tool_name_prefix=False, handle_tool_errors=True)
+    # Where each server is, for its spans (an agent called in-process is at no address).
+    urls = {name: None if "httpx_client_factory" in c else c.get("url")
+            for name, c in connections.items()}  # fmt: skip
+    client = MultiServerMCPClient(
+        connections,
+        tool_name_prefix=False,
+        handle_tool_errors=True,
+        tool_interceptors=[_Traced(urls)],
+    )
     tools: list[Any] = []
     offered_by: dict[str, str] = {}
     for server in servers:
@@ -56,6 +70,10 @@ async def load_mcp_tools(
                     f' and "{server.name}" — remove one of them'
                 )
             offered_by[tool.name] = server.name
+            # Its calls are metered as this server's (`runtime.metering`).
+            tool.metadata = {**(tool.metadata or {}), MCP_SERVER: server.name}
+            if server.agent is not None:
+                tool.metadata["agent"] = server.agent
             if server.agent is not None and agents is not None:
                 tool.handle_tool_error = _also_refusals(tool.handle_tool_error)
         tools += listed
@@ -78,6 +96,25 @@ def _connection(
         "url": expand(server.url, env),
         "headers": {name: expand(value, env) for name, value in server.headers.items()},
     }
+
+
+class _Traced:
+    """A tool call's client span, its trace context sent in the call's headers."""
+
+    def __init__(self, urls: Mapping[str, str | None]) -> None:
+        self.urls = urls
+
+    async def __call__(self, request: Any, handler: Callable[[Any], Awaitable[Any]]) -> Any:
+        if not tracing.tracing_enabled():
+            return await handler(request)
+        server = request.server_name
+        url = self.urls.get(server)
+        with tracing.mcp_client_span("tools/call", request.name, url, server) as call:
+            result = await handler(request.override(headers={**(request.headers or {}),
+                                                             **call.headers}))  # fmt: skip
+            if getattr(result, "isError", False):
+                call.failed()
+            return result
 
 
 def _also_refusals(handler: Any) -> Callable[[ToolException], Any]:

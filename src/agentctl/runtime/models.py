@@ -10,6 +10,7 @@ from agentctl.bundle.requirements import install_command
 from agentctl.errors import MissingEnvError, MissingPackageError
 from agentctl.project.envfile import is_set
 from agentctl.runtime.credentials import model_kwargs
+from agentctl.runtime.metering import Unmetered
 
 
 def check_model(model: str, env: Mapping[str, str]) -> None:
@@ -29,12 +30,22 @@ def check_model(model: str, env: Mapping[str, str]) -> None:
 
 def create_models(models: Iterable[str], env: Mapping[str, str]) -> dict[str, Any]:
     """One chat model per distinct `provider:model`, each checked before it is created and
-    given its key and endpoint from `env` (see `credentials`)."""
+    given its key and endpoint from `env` (see `credentials`), reporting its usage when it
+    streams."""
     from langchain.chat_models import init_chat_model
 
     created: dict[str, Any] = {}
     for model in models:
         if model not in created:
             check_model(model, env)
-            created[model] = init_chat_model(model, **model_kwargs(model, env))
+            chat = init_chat_model(model, **model_kwargs(model, env))
+            # A run's tokens are counted, streamed or not: langchain-openai's models (and the
+            # providers built on them) ask for usage when streaming (`stream_options.
+            # include_usage`) only from OpenAI's own endpoint, and one is always given here.
+            # Anthropic's and Ollama's report it anyway.
+            if "stream_usage" in type(chat).model_fields:
+                chat.stream_usage = True
+            # The calls no agent's model step meters (a middleware's own) are metered too.
+            chat.callbacks = [*(chat.callbacks or []), Unmetered(model)]
+            created[model] = chat
     return created

@@ -42,3 +42,18 @@ def tracer_callbacks(env: Mapping[str, str]) -> list[Any]:
 
     key, endpoint, project = wanted
     return [LangChainTracer(project_name=project, client=Client(api_url=endpoint, api_key=key))]
+
+
+async def _on_the_loop(default: Any, ctx: Any, func: Any, /, *args: Any, **kwargs: Any) -> Any:
+    return ctx.run(func, *args, **kwargs)
+
+
+def keep_traced_calls_on_the_loop() -> None:
+    """langchain wraps each middleware's model and tool hook in LangSmith's `traceable`,
+    which by default hands the set-up and the end of every call to a thread (and runs the
+    call in a task of its own), traced or not: a dozen thread hops a run. Both steps only
+    build a run record and queue it for LangSmith's client, which sends from its own
+    thread, so they run here inline, through LangSmith's documented runtime override."""
+    import langsmith
+
+    langsmith.set_runtime_overrides(aio_to_thread=_on_the_loop)

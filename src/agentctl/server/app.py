@@ -18,7 +18,7 @@ from agentctl.server.fields import check_url
 from agentctl.server.limits import BodyLimit
 from agentctl.server.origins import OriginGuard, OriginPolicy
 from agentctl.server.platform_host import Platform
-from agentctl.server.routes import ROUTERS, agents
+from agentctl.server.routes import ROUTERS, agents, console
 
 
 def running(
@@ -70,7 +70,8 @@ def create_app(server: Server) -> FastAPI:
 
 def create_platform_app(platform: Platform, origins: OriginPolicy) -> FastAPI:
     """The platform's own routes, at its root (`routes/agents.py`): `server/dispatch.py`
-    hands it what no agent serves. The deployment key only (but `/ok`, `/info`). Its
+    hands it what no agent serves. The deployment key only (but `/ok`, `/info` and the
+    console's files). Its
     lifespan starts and stops the platform (every agent's server)."""
     app = FastAPI(
         lifespan=running(platform.start, platform.stop),
@@ -88,5 +89,6 @@ def create_platform_app(platform: Platform, origins: OriginPolicy) -> FastAPI:
     app.add_middleware(Authentication, policy=lambda: operator_only)
     app.add_middleware(OriginGuard, policy=origins)
     errors.install(app)
+    app.include_router(console.router)  # the overview of the platform's agents, at /ui/
     app.include_router(agents.router)
     return app

@@ -11,7 +11,9 @@ from agentctl.bundle.dependencies import PLATFORM_API_KEY
 from agentctl.engine import Deployment, RunEngine
 from agentctl.engine.admission import DEFAULT_MAX_LAG
 from agentctl.engine.webhooks import Webhooks, WebhookSettings
-from agentctl.project.model import Project
+from agentctl.metering import prices
+from agentctl.metering.budgets import operator_budgets, setting_name
+from agentctl.project.model import BUDGET_KEYS, Budgets, Project
 from agentctl.runtime import load_agent
 from agentctl.sandbox import open_sandboxes
 from agentctl.sealing import key_material
@@ -52,10 +54,15 @@ async def open_embedded_server(
     project's environment say, loopback allowed); `restarted_by`: what starts it again,
     which resumes the runs a stop interrupted ("`agentctl dev`")."""
     access = dev_access(project)
+    await asyncio.to_thread(prices.current)  # the prices file and table, read off the loop
     webhooks = webhooks or dev_webhooks(project.env)
     data_dir.mkdir(parents=True, exist_ok=True)
     if storage is None:
-        storage = SqliteStorage(data_dir / DATABASE_FILE, data_dir / STORE_FILE)
+        storage = SqliteStorage(
+            data_dir / DATABASE_FILE,
+            data_dir / STORE_FILE,
+            fold_after=read("AGENTCTL_EVENT_FOLD_SECONDS", project.env),
+        )
     sandboxes = None
     connections = None
     try:
@@ -92,6 +99,8 @@ async def open_embedded_server(
         max_event_bytes=limits.max_event_mb * MIB,
         webhooks=Webhooks(webhooks),
         restarted_by=restarted_by,
+        budgets=dev_budgets(project.env),
+        metering=read("AGENTCTL_METERING", project.env),
     )
     return Server(
         storage=storage,
@@ -117,6 +126,13 @@ def dev_webhooks(env: Mapping[str, str]) -> WebhookSettings:
         timeout=read("AGENTCTL_WEBHOOK_TIMEOUT_SECONDS", env),
         attempts=read("AGENTCTL_WEBHOOK_ATTEMPTS", env),
     )
+
+
+def dev_budgets(env: Mapping[str, str]) -> Budgets:
+    """The operator's budgets in `agentctl dev`: the `AGENTCTL_BUDGET_*` variables of `env`
+    (the project's .env and the environment), as `serve` reads them."""
+    names = [setting_name(key) for key in BUDGET_KEYS]
+    return operator_budgets({name: read(name, env) for name in names})
 
 
 def dev_access(project: Project) -> AccessPolicy:

@@ -107,7 +107,7 @@ def install(app: FastAPI) -> None:
         if service is not None:
             outages.down(service, exc)
             return json_error(exc.status, str(exc), {"Retry-After": str(RETRY_AFTER_SECONDS)})
-        return json_error(exc.status, str(exc))
+        return json_error(exc.status, str(exc), getattr(exc, "headers", None))
 
     async def unexpected(request: Request, exc: Exception) -> Response:
         service = service_down(exc)

@@ -6,7 +6,8 @@ Which statuses an operation gives follows from its shape, once, here: 403 for an
 page or `Host` that is not allowed), 401 unless public, 404 with a path parameter or an
 `assistant_id` to look up, 422 with any parameter or body, 408 and 413 with a body, 503 for
 any (too many connections, or PostgreSQL or Redis not answering). What only a
-route knows (409 on conflicts) it declares itself with `responses=CONFLICT`.
+route knows (409 on conflicts, 429 on budgets) it declares itself with `responses=CONFLICT`
+or `STARTS_RUN`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ CONFLICT: dict[int | str, dict[str, Any]] = {
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorOut, "description": "No such record"}
 }
+# A route that starts a run: a busy thread, or a budget spent (with `Retry-After`).
+STARTS_RUN: dict[int | str, dict[str, Any]] = {
+    **CONFLICT,
+    429: {"model": ErrorOut, "description": "A budget of the user or of the agent is spent "
+          "(`[budgets]`); `Retry-After` says in how many seconds it frees"},
+}  # fmt: skip
 UNAVAILABLE: dict[int | str, dict[str, Any]] = {
     503: {"model": OkOut, "description": "Not ready: stopping, or a service does not answer"}
 }
@@ -38,6 +45,7 @@ DESCRIPTIONS = {
     "408": "The request body was sent too slowly",
     "413": "The request body is over the size limit, or carries too many messages",
     "422": "A malformed body or parameter; the detail names the field",
+    "429": "A budget is spent; `Retry-After` says in how many seconds it frees",
     "503": "Too many open connections, or a service the server needs does not answer",
 }
 _FASTAPI_ERRORS = ("HTTPValidationError", "ValidationError")

@@ -14,6 +14,7 @@ from agentctl.engine import Deployment, RunEngine
 from agentctl.engine.admission import max_lag_setting
 from agentctl.engine.webhooks import Webhooks, WebhookSettings
 from agentctl.errors import SettingsError
+from agentctl.metering.budgets import operator_budgets
 from agentctl.platform.deployments import Deployments
 from agentctl.platform.secrets import SecretBox
 from agentctl.project.model import Project
@@ -100,6 +101,8 @@ async def open_agent_server(
             lease=settings.lease_seconds,
             max_event_bytes=settings.max_event_mb * MIB,
             webhooks=Webhooks(hooks),
+            budgets=operator_budgets(vars(settings)),
+            metering=settings.metering,
         )
         server = Server(
             storage=storage,

@@ -49,6 +49,74 @@ class ThreadOut(BaseModel):
     interrupts: dict[str, list[InterruptOut]]
 
 
+class UsageCounts(BaseModel):
+    """Tokens (cached ones are part of the input), model calls and their cost in US
+    dollars: None when no price is known for any model counted (docs/usage.md)."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    total_tokens: int
+    model_calls: int
+    cost_usd: float | None
+
+
+class RunUsageOut(UsageCounts):
+    """What a run's model calls spent, in all and per model (`provider:model`)."""
+
+    models: dict[str, UsageCounts]
+    unpriced_models: list[str] | None = None  # present when some model has no known price
+
+
+class UsageRowOut(UsageCounts):
+    key: str | None  # the day (YYYY-MM-DD), user, model, thread or agent; None: no user
+    runs: int
+    unpriced_models: list[str] | None = None
+
+
+class UsageTotalOut(UsageCounts):
+    runs: int
+
+
+class UsageOut(BaseModel):
+    group_by: str | None
+    since: str
+    until: str
+    user_id: str | None
+    thread_id: str | None
+    rows: list[UsageRowOut]
+    total: UsageTotalOut
+    unpriced_models: list[str]
+
+
+class TraceStepOut(BaseModel):
+    """A model call, tool call, subagent (`task`) or MCP call of a run, nested under the
+    step it began in (`parent_id`). Times in milliseconds since the run's attempt began."""
+
+    id: int
+    parent_id: int | None
+    kind: Literal["model", "tool", "subagent", "mcp"]
+    name: str
+    started_ms: float
+    duration_ms: float | None
+    model: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
+    total_tokens: int | None = None
+    model_calls: int | None = None
+    finish_reason: str | None = None
+    error: str | None = None
+
+
+class TraceOut(BaseModel):
+    run_id: Uuid
+    started_at: float  # epoch seconds
+    duration_ms: float
+    truncated: bool  # steps past the limit were not recorded
+    steps: list[TraceStepOut]
+
+
 class RunOut(BaseModel):
     run_id: Uuid
     thread_id: Uuid
@@ -61,6 +129,7 @@ class RunOut(BaseModel):
     multitask_strategy: str
     attempt: int
     cancel_reason: str | None = None
+    usage: RunUsageOut | None = None
 
 
 class CronOut(BaseModel):

@@ -13,9 +13,10 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Literal, Protocol
 
+from agentctl.metering.ledger import Ledger, Tokens
 from agentctl.storage.fence import Fence
 
 RunStatus = Literal["pending", "running", "success", "error", "interrupted", "timeout"]
@@ -87,6 +88,9 @@ class Run:
     updated_at: datetime = field(default_factory=now)
     error: dict[str, Any] | None = None
     cancel_reason: str | None = None
+    # What its model calls spent, priced (`metering.prices.priced_usage`); None when it
+    # called none (or has not ended).
+    usage: dict[str, Any] | None = None
 
     @property
     def owner(self) -> str:
@@ -343,6 +347,10 @@ class RunStore(Protocol):
 
     # The writes of a run's own attempt pass its `fence`: one that attempt no longer holds
     # is refused (`Fence.refused`: the attempt stops, `StaleAttempt` is raised).
+    #
+    # `usage`: the ledger of the attempt ending, stored in the same transaction as its end
+    # (and refused with it): the run's `usage`, its usage rows per model (`UsageStore`,
+    # kept when the run or its thread is deleted) and its trace (deleted with the run).
 
     async def finish(
         self,
@@ -351,6 +359,7 @@ class RunStore(Protocol):
         *,
         error: dict[str, Any] | None = None,
         fence: Fence | None = None,
+        usage: Ledger | None = None,
     ) -> None: ...
 
     async def set_status(
@@ -360,6 +369,7 @@ class RunStore(Protocol):
         reason: str | None = None,
         *,
         fence: Fence | None = None,
+        usage: Ledger | None = None,
     ) -> None:
         """Set a status without finishing (e.g. cancel a pending run)."""
 
@@ -367,6 +377,70 @@ class RunStore(Protocol):
 
     async def next_wakeup(self) -> datetime | None:
         """When the earliest delayed pending run becomes runnable."""
+
+    # Run starts, for the runs-per-minute budgets: kept apart from the runs (which a
+    # stateless run deletes with its thread), for a few minutes.
+
+    async def note_start(self, user_id: str | None, at: datetime) -> None:
+        """A run of `user_id` (None: of no user) started at `at`."""
+
+    async def starts(
+        self, since: datetime, *, user_id: str | None = None, limit: int
+    ) -> builtins.list[datetime]:
+        """When runs started since `since` (only `user_id`'s, when given), newest first, at
+        most `limit`."""
+
+    async def forget_starts(self, before: datetime) -> int:
+        """Forget the starts before `before`; how many."""
+
+
+UsageGroup = Literal["day", "user", "model", "thread"]
+
+
+@dataclass
+class UsageRow:
+    """What runs spent, summed over one key of a grouping (`UsageStore.summary`)."""
+
+    key: str | None  # the day (YYYY-MM-DD), user, model or thread; None: all, or no user
+    tokens: Tokens
+    cost_usd: float | None  # of the priced models; None when none was priced
+    runs: int
+    unpriced_models: tuple[str, ...] = ()  # models counted with no known price
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            **self.tokens.as_json(),
+            "cost_usd": self.cost_usd,
+            "runs": self.runs,
+            "unpriced_models": list(self.unpriced_models),
+        }
+
+
+class UsageStore(Protocol):
+    """What runs spent, per run and model, stored when each ended (kept when the run or
+    its thread is deleted), and the runs' traces."""
+
+    async def summary(
+        self,
+        group_by: UsageGroup | None,
+        since: date,
+        until: date,
+        *,
+        user_id: str | None = None,
+        thread_id: str | None = None,
+    ) -> builtins.list[UsageRow]:
+        """The usage of runs that ended from day `since` to day `until` (UTC, both
+        included), of `user_id` and of `thread_id` when given, summed per key of
+        `group_by` (in key order; one row, or none, when None)."""
+
+    async def spent_on_budgets(self, user_id: str | None, since: datetime) -> tuple[int, float]:
+        """What the runs of `user_id` (None: of every user) that ended since `since` spent,
+        as budgets count it: input + output tokens, and dollars of the priced models; one
+        sum of an index (every user's: the index alone)."""
+
+    async def trace(self, run_id: str) -> dict[str, Any] | None:
+        """The run's trace (`Ledger.trace_json()`), None when none was stored."""
 
 
 class EventLog(Protocol):
@@ -684,6 +758,10 @@ class Storage(Protocol):
     @property
     def connections(self) -> ConnectionStore:
         """Users' connections to user-owned MCP servers (per agent, as all here)."""
+
+    @property
+    def usage(self) -> UsageStore:
+        """What this agent's runs spent, and their traces."""
 
     @property
     def agents(self) -> AgentRegistry:

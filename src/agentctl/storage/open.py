@@ -37,7 +37,10 @@ async def open_storage(settings: Settings, namespace: str | None = None) -> tupl
 
         folder = _folder(settings, space)
         folder.mkdir(parents=True, exist_ok=True)
-        return SqliteStorage(folder / "agentctl.db", folder / "store.db"), _nothing
+        embedded = SqliteStorage(
+            folder / "agentctl.db", folder / "store.db", fold_after=settings.event_fold_seconds
+        )
+        return embedded, _nothing
     redis_url = _redis_url(settings)
     from agentctl.storage.postgres import PostgresStorage
     from agentctl.storage.redis import connect_redis

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from agentctl.testing.server import API_KEY, DEFAULT_MODEL, ScriptedModelServer
-from agentctl.testing.serving import stop_signals
+from agentctl.testing.serving import StopSignals
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -39,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         print(f"error: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
-    stop = stop_signals()
+    stop = StopSignals()
     try:
         print(
             f"Scripted model server listening on {server.base_url}\n"

@@ -53,20 +53,24 @@ class AnthropicWire:
             body.get("stream") is True,
         )
 
+    def usage(self, reply: Reply, chat: Chat) -> wire.Usage:
+        return wire.usage_of(chat, reply)
+
     def body(self, reply: Reply, chat: Chat, model: str) -> dict[str, Any]:
         return {
             **_message(model),
             "content": _blocks(reply),
             "stop_reason": _stop_reason(reply),
-            "usage": _usage(*wire.token_counts(chat, reply)),
+            "usage": _usage(wire.usage_of(chat, reply)),
         }
 
     def stream(self, reply: Reply, chat: Chat, model: str) -> list[bytes]:
         """``message_start``, then per block ``content_block_start``, deltas and
         ``content_block_stop``, then ``message_delta`` (stop reason, usage) and
         ``message_stop``."""
-        prompt, completion = wire.token_counts(chat, reply)
-        start = {**_message(model), "content": [], "stop_reason": None, "usage": _usage(prompt, 1)}
+        counted = wire.usage_of(chat, reply)
+        first = _usage(wire.Usage(counted.input, 1, counted.cached))
+        start = {**_message(model), "content": [], "stop_reason": None, "usage": first}
         events = [_event("message_start", {"message": start}), _event("ping", {})]
         for index, block in enumerate(_blocks(reply)):
             if block["type"] == "text":
@@ -87,8 +91,8 @@ class AnthropicWire:
             )
             events.append(_event("content_block_stop", {"index": index}))
         stop = {"stop_reason": _stop_reason(reply), "stop_sequence": None}
-        usage = _usage(prompt, completion)
-        events.append(_event("message_delta", {"delta": stop, "usage": usage}))
+        # As the API does: the message's usage so far, cumulative (langchain reads this one).
+        events.append(_event("message_delta", {"delta": stop, "usage": _usage(counted)}))
         events.append(_event("message_stop", {}))
         return events
 
@@ -170,12 +174,13 @@ def _message(model: str) -> dict[str, Any]:
     }
 
 
-def _usage(prompt: int, completion: int) -> dict[str, Any]:
+def _usage(counted: wire.Usage) -> dict[str, Any]:
+    """Anthropic's ``usage``: its ``input_tokens`` are those not read from the cache."""
     return {
-        "input_tokens": prompt,
-        "output_tokens": completion,
+        "input_tokens": counted.input - counted.cached,
+        "output_tokens": counted.output,
         "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
+        "cache_read_input_tokens": counted.cached,
     }
 
 

@@ -41,7 +41,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from agentctl.testing.serving import LoopbackServer, stop_signals
+from agentctl.testing.serving import LoopbackServer, StopSignals
 from agentctl.testing.signing import new_rsa_key, public_jwk, public_pem, sign
 
 if TYPE_CHECKING:
@@ -409,7 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"error: cannot listen on 127.0.0.1:{args.port}: {exc} — pass --port", file=sys.stderr
         )
         return 1
-    stop = stop_signals()
+    stop = StopSignals()
     try:
         users = args.users or list(DEFAULT_USERS)
         if isinstance(idp, IdpAServer):

@@ -34,7 +34,7 @@ from starlette.applications import Starlette
 
 from agentctl.testing.oauth_resource import IntrospectionVerifier, notes_app
 from agentctl.testing.oauth_server import AuthorizationServer
-from agentctl.testing.serving import Startable, serve_built, stop_signals
+from agentctl.testing.serving import Startable, StopSignals, serve_built
 
 __all__ = [
     "DEFAULT_NOTES",
@@ -343,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    stop = stop_signals()
+    stop = StopSignals()
     try:
         entry = {
             "mcpServers": {

@@ -36,6 +36,9 @@ class OllamaWire:
             body.get("stream") is not False,
         )
 
+    def usage(self, reply: Reply, chat: Chat) -> wire.Usage:
+        return wire.usage_of(chat, reply, cache=False)  # Ollama reports no cache
+
     def body(self, reply: Reply, chat: Chat, model: str) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.content}
         if reply.tool_calls:

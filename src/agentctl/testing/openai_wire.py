@@ -42,6 +42,9 @@ class OpenAIWire:
             include_usage=isinstance(options, dict) and bool(options.get("include_usage")),
         )
 
+    def usage(self, reply: Reply, chat: Chat) -> wire.Usage | None:
+        return wire.usage_of(chat, reply) if not chat.stream or chat.include_usage else None
+
     def body(self, reply: Reply, chat: Chat, model: str) -> dict[str, Any]:
         """Non-streaming ``chat.completion`` object."""
         message: dict[str, Any] = {
@@ -110,13 +113,14 @@ def _head(model: str, kind: str) -> dict[str, Any]:
 
 
 def usage(chat: Chat, reply: Reply) -> dict[str, Any]:
-    """OpenAI ``usage`` object estimated from the request and the reply."""
-    prompt, completion = wire.token_counts(chat, reply)
+    """OpenAI ``usage`` object estimated from the request and the reply (``prompt_tokens``
+    include the ``cached_tokens``)."""
+    counted = wire.usage_of(chat, reply)
     return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "prompt_tokens": counted.input,
+        "completion_tokens": counted.output,
+        "total_tokens": counted.total,
+        "prompt_tokens_details": {"cached_tokens": counted.cached, "audio_tokens": 0},
         "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
     }
 

@@ -5,10 +5,11 @@ played is the number of ``assistant`` messages after that user message. Grammar 
 
     line     := modifier* action
     modifier := "@sleep" SECONDS | "@slow" SECONDS
-    action   := "@say" TEXT | "@fail" STATUS [MESSAGE] | call (" && " call)*
+    action   := "@say" (TEXT | JSON_STRING) | "@fail" STATUS [MESSAGE] | call (" && " call)*
     call     := "@call" NAME [JSON_OBJECT]
 
-Lines that do not start with a directive are ignored.
+Lines that do not start with a directive are ignored. ``@say`` followed by a JSON string
+(``@say "# Title\\n\\n**bold**"``) says that string, line breaks included.
 """
 
 from __future__ import annotations
@@ -54,6 +55,18 @@ _DECODER = json.JSONDecoder()
 
 class ScriptError(ValueError):
     """A directive line is malformed."""
+
+
+def _say_text(rest: str) -> str:
+    """``@say``'s text: a whole JSON string decoded (so a line can say several), else as is."""
+    if rest.startswith('"'):
+        try:
+            text, end = _DECODER.raw_decode(rest)
+        except json.JSONDecodeError:
+            return rest
+        if isinstance(text, str) and not rest[end:].strip():
+            return text
+    return rest
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +182,7 @@ def _parse_line(line: str) -> Step:
         elif keyword == "slow":
             slow, rest = _seconds(keyword, rest)
         elif keyword == "say":
-            return Step(Say(rest), sleep, slow)
+            return Step(Say(_say_text(rest)), sleep, slow)
         elif keyword == "fail":
             return Step(_parse_fail(rest), sleep, slow)
         else:

@@ -9,6 +9,7 @@ import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, Self
 
@@ -16,11 +17,11 @@ import orjson
 import uvicorn
 
 from agentctl.testing import anthropic_wire, ollama_wire, openai_wire
-from agentctl.testing.script import Reply, ScriptError, decide, unknown_tools
+from agentctl.testing.script import Reply, ScriptError, decide, message_text, unknown_tools
 from agentctl.testing.serving import Startable
-from agentctl.testing.wire import Chat, Wire, WireError
+from agentctl.testing.wire import Chat, Usage, Wire, WireError
 
-__all__ = ["DEFAULT_MODEL", "PROVIDERS", "ScriptedModelApp", "ScriptedModelServer"]
+__all__ = ["DEFAULT_MODEL", "PROVIDERS", "Reported", "ScriptedModelApp", "ScriptedModelServer"]
 
 logger = logging.getLogger("agentctl.testing")
 
@@ -52,6 +53,19 @@ _JSON_TYPE = (b"content-type", b"application/json")
 _CLOSE = (b"connection", b"close")
 _NO_RETRY = [(b"x-should-retry", b"false")]
 _START_TIMEOUT = 10.0
+_WIRE_NAMES = {id(_OPENAI): "openai", id(_ANTHROPIC): "anthropic", id(_OLLAMA): "ollama"}
+
+
+@dataclass(frozen=True, slots=True)
+class Reported:
+    """The usage one answer reported, as langchain counts it (`Usage`), with the wire it
+    was on, whether it streamed, and the first line of the request's last user message
+    (a test's marker of the run that made it)."""
+
+    wire: str
+    stream: bool
+    usage: Usage
+    marker: str = ""
 
 
 class ScriptedModelApp:
@@ -63,6 +77,7 @@ class ScriptedModelApp:
         self.keep_alive = keep_alive
         self.requests = 0
         self.keys: list[str] = []  # the credential of each chat request, "" when none
+        self.reported: list[Reported] = []  # the usage of each answer that reported one
         # Called with the client's (host, port) and each chat request, before it is
         # answered, on the server's thread: e.g. to tell which process made each call.
         self.observer: Callable[[tuple[str, int] | None, Chat], None] | None = None
@@ -155,6 +170,9 @@ class ScriptedModelApp:
             await _error(send, wire, error.status, error.message, "scripted_failure", _NO_RETRY)
             return
         model = chat.model or self.model
+        usage = wire.usage(reply, chat)
+        if usage is not None:
+            self.reported.append(Reported(_WIRE_NAMES[id(wire)], chat.stream, usage, _marker(chat)))
         if not chat.stream:
             await _json(send, 200, wire.body(reply, chat, model))
             return
@@ -198,6 +216,14 @@ class ScriptedModelApp:
             disconnect.exception()  # retrieve any error: either way the client is gone
             return "disconnected"
         return "stopping" if stopping.is_set() else None
+
+
+def _marker(chat: Chat) -> str:
+    """The first line of the request's last user message."""
+    for message in reversed(chat.messages):
+        if message.get("role") == "user":
+            return message_text(message.get("content")).split("\n", 1)[0]
+    return ""
 
 
 def _credential(scope: Scope) -> str:
@@ -303,6 +329,21 @@ class ScriptedModelServer(Startable):
     def keys(self) -> list[str]:
         """The API key each chat request carried, in order ("" when it carried none)."""
         return list(self.app.keys)
+
+    @property
+    def reported(self) -> list[Reported]:
+        """The usage each answer reported, in order (a stream not asked for it is left out)."""
+        return list(self.app.reported)
+
+    def usage(self, marker: str | None = None) -> Usage:
+        """The tokens reported in all, or to the requests whose last user message begins
+        with the line `marker`."""
+        picked = [r.usage for r in self.app.reported if marker is None or r.marker == marker]
+        return Usage(
+            sum(u.input for u in picked),
+            sum(u.output for u in picked),
+            sum(u.cached for u in picked),
+        )
 
     @property
     def env(self) -> dict[str, str]:

@@ -8,6 +8,8 @@ a base class for objects that serve their own `app()` while entered; `Startable`
 
 from __future__ import annotations
 
+import os
+import select
 import signal
 import socket
 import threading
@@ -20,20 +22,35 @@ from typing import Any, Self
 
 import uvicorn
 
-__all__ = ["LoopbackServer", "Startable", "serve", "serve_built", "stop_signals"]
+__all__ = ["LoopbackServer", "Startable", "StopSignals", "serve", "serve_built"]
 
 
-def stop_signals() -> threading.Event:
-    """An event set when the process gets SIGTERM or SIGINT (Ctrl-C), from now on: a
-    command serving in background threads waits on it."""
-    stop = threading.Event()
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    return stop
+class StopSignals:
+    """Told when the process gets SIGTERM or SIGINT (Ctrl-C), from its creation on: a
+    command serving in background threads waits on it. The handler only writes a byte to a
+    pipe: a signal landing while the main thread holds a lock (as `threading.Event.set` and
+    `wait` do) must not take it again, or a second signal would deadlock the process."""
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._write, False)
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, self._on_signal)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        # Told once is enough: the next ones are ignored, so that a storm of them cannot
+        # nest this handler in itself.
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+        os.write(self._write, b"\0")
+
+    def wait(self, timeout: float) -> bool:
+        """Whether a stop signal came (waiting up to `timeout` seconds for one)."""
+        readable, _, _ = select.select([self._read], [], [], timeout)
+        return bool(readable)
 
 
 @contextmanager

@@ -19,6 +19,7 @@ from agentctl.testing.script import Reply, message_text
 
 __all__ = [
     "Chat",
+    "Usage",
     "Wire",
     "WireError",
     "estimate_tokens",
@@ -28,6 +29,7 @@ __all__ = [
     "optional_list",
     "split",
     "token_counts",
+    "usage_of",
     "words",
 ]
 
@@ -49,11 +51,31 @@ class Chat:
     include_usage: bool = True
 
 
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """The tokens an answer reports, counted as langchain counts them (``usage_metadata``):
+    ``input`` includes the ``cached`` ones, whatever the wire says (Anthropic's own
+    ``input_tokens`` leaves out the tokens read from the cache)."""
+
+    input: int
+    output: int
+    cached: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output
+
+
 class Wire(Protocol):
     """One provider's wire format: how a request is read and a reply or an error written."""
 
     stream_type: bytes
     """``content-type`` of a streamed answer."""
+
+    def usage(self, reply: Reply, chat: Chat) -> Usage | None:
+        """The tokens the answer to `chat` reports; None when it reports none (a stream
+        that was not asked for its usage)."""
+        ...
 
     def parse(self, request: Any) -> Chat:
         """Read a request body; raise `WireError` naming the bad field."""
@@ -93,6 +115,18 @@ def token_counts(chat: Chat, reply: Reply) -> tuple[int, int]:
         1 + estimate_tokens(call.name + call.arguments) for call in reply.tool_calls
     )
     return prompt, max(completion, 1)
+
+
+def cached_tokens(prompt: int) -> int:
+    """Deterministic count of a prompt's tokens read from the provider's cache: a quarter."""
+    return prompt // 4
+
+
+def usage_of(chat: Chat, reply: Reply, *, cache: bool = True) -> Usage:
+    """The usage of a request and its reply: estimated tokens, a quarter of the prompt read
+    from the cache when the wire has a cache (`cache`)."""
+    prompt, completion = token_counts(chat, reply)
+    return Usage(prompt, completion, cached_tokens(prompt) if cache else 0)
 
 
 def words(text: str) -> list[str]:

@@ -137,7 +137,14 @@ await step("runs.createAndJoin", async () => {
   });
   const values = await client.runs.join(threadId, run.run_id);
   const done = await client.runs.get(threadId, run.run_id);
-  return { status: done.status, metadata: done.metadata, last: lastText(values) };
+  // What its model calls spent: one more key of the SDK's Run, read as it is.
+  const usage = done.usage;
+  return {
+    status: done.status,
+    metadata: done.metadata,
+    last: lastText(values),
+    usage: { calls: usage.model_calls, models: Object.keys(usage.models), tokens: usage.total_tokens > 0 },
+  };
 });
 await step("runs.list", async () =>
   (await client.runs.list(threadId, { limit: 10, status: "success", select: ["run_id", "status"] })).map(

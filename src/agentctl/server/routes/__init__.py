@@ -8,6 +8,7 @@ from agentctl.server.routes import (
     a2a,
     agent,
     assistants,
+    budgets,
     connections,
     console,
     crons,
@@ -22,6 +23,7 @@ from agentctl.server.routes import (
     streams,
     system,
     threads,
+    usage,
 )
 
 # Routes are matched in this order: the runs' first, as they are the busiest. No run path
@@ -36,10 +38,12 @@ ROUTERS: list[APIRouter] = [
     crons.router,
     store.router,
     system.router,
+    budgets.router,
     agent.router,
     mcp.router,
     connections.router,
     a2a.router,
+    usage.router,
     platform.router,
     operator.router,
     console.router,

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Annotated, Any
+from datetime import date
+from typing import Annotated, Any, Literal
 
 import httpx
 from fastapi import APIRouter, Query, Request
@@ -30,10 +31,21 @@ from agentctl.server.revision_views import (
     revision_view,
     revisions_page,
 )
-from agentctl.server.schemas import OkOut, RevisionOut
+from agentctl.server.schemas import OkOut, RevisionOut, UsageOut
+from agentctl.server.services.usage import (
+    by_agent,
+    merged,
+    merged_total,
+    usage_answer,
+    usage_query,
+)
+from agentctl.server.services.usage import summary as usage_summary
 from agentctl.server.views import json_response
 
 router = APIRouter(tags=["platform"], responses=NOT_FOUND)
+
+# The run counts the overview shows per agent: queued, running, and how many ended in error.
+RUN_COUNTS = ("pending", "running", "success", "error", "timeout", "interrupted")
 
 
 def platform_of(request: Request) -> Platform:
@@ -82,6 +94,9 @@ async def info(request: Request) -> Response:
             "public_url": public,
             "agents": agents,
             "deploys": True,
+            # The console at the platform's root is its overview: the deployment key only.
+            "platform": True,
+            "credentials": {"bearer": False, "api_key": True, "anonymous": False, "oidc": None},
         },
         headers=platform_url(request, public).cache_headers(),
     )
@@ -131,6 +146,70 @@ async def list_agents(request: Request) -> Response:
             }
         )
     return json_response(listed)
+
+
+@router.get("/platform/overview", response_model=dict[str, Any])
+async def overview(request: Request, deploys: Annotated[int, Query(ge=1, le=200)] = 20) -> Response:
+    """Every agent side by side (its active revision, runs running and queued, runs that
+    failed, where its console is) and the latest `deploys` deploys across agents, newest
+    first: what the platform's console shows at its root."""
+    platform = operator_platform(request)
+    public = platform.settings.public_url
+    agents: list[dict[str, Any]] = []
+    history: list[dict[str, Any]] = []
+    for name, agent in sorted(platform.agents.items()):
+        storage = agent.server.storage
+        counts = await storage.runs.count_by_status()
+        records, _ = await storage.revisions.list(limit=deploys, offset=0)
+        active = await storage.revisions.active()
+        current = next((record for record in records if record.number == active), None)
+        if current is None and active is not None:
+            current = await storage.revisions.get(active)
+        url = agent_url(request, name, public).url
+        agents.append(
+            {
+                "name": name,
+                "url": url,
+                "console_url": f"{url}/ui/",
+                "active_revision": None if current is None else revision_view(current, active),
+                "runs": {status: counts.get(status, 0) for status in RUN_COUNTS},
+            }
+        )
+        history.extend({**revision_view(record, active), "agent": name} for record in records)
+    history.sort(key=lambda view: str(view["created_at"]), reverse=True)
+    return json_response(
+        {
+            "agents": agents,
+            "unservable": dict(sorted(platform.unservable.items())),
+            "deploys": history[:deploys],
+        }
+    )
+
+
+@router.get("/platform/usage", response_model=UsageOut)
+async def platform_usage(
+    request: Request,
+    group_by: Literal["agent", "day", "model", "user"] | None = None,
+    since: date | None = None,
+    until: date | None = None,
+    user_id: str | None = None,
+) -> Response:
+    """What every agent's runs spent (each agent's own storage), summed per agent, day,
+    model or user (as `GET /usage` on one agent)."""
+    platform = operator_platform(request)
+    query = usage_query(caller_of(request), since, until, user_id)
+    agents = sorted(platform.agents.items())
+    per_agent = None if group_by == "agent" else group_by  # each agent's total is its row
+    found = await asyncio.gather(
+        *(usage_summary(agent.server.storage, per_agent, query) for _, agent in agents)
+    )
+    totals = {name: total for (name, _), (_, total) in zip(agents, found, strict=True)}
+    if group_by == "agent":
+        rows = by_agent(totals)
+    else:
+        rows = merged(row for agent_rows, _ in found for row in agent_rows)
+    total = merged_total(by_agent(totals))
+    return json_response(usage_answer(group_by, query, rows, total))
 
 
 @router.delete("/platform/agents/{name}", response_model=dict[str, Any])

@@ -34,9 +34,10 @@ router = APIRouter(include_in_schema=False)
 assets = Assets(lambda: read_assets(resources.files("agentctl.server") / "console"))
 
 
-async def policy(server: Server) -> str:
-    """The content security policy of the console's files on `server`."""
-    origins = await provider_origins(server)
+async def policy(server: Server | None) -> str:
+    """The content security policy of the console's files on `server` (None: the
+    platform's root, whose console signs in with the deployment key only)."""
+    origins = [] if server is None else await provider_origins(server)
     return POLICY.format(provider="".join(f" {origin}" for origin in origins))
 
 
@@ -73,5 +74,7 @@ async def console_file(request: Request, name: str = "index.html") -> Response:
     asset = (await assets.loaded()).get(name)
     if asset is None:
         raise NotFound(f"the console has no file {name!r} — open {CONSOLE_PREFIX}/")
-    headers = {**SECURITY_HEADERS, "Content-Security-Policy": await policy(server_of(request))}
+    # The platform's root application serves the console too (its overview), for no agent.
+    server = server_of(request) if hasattr(request.app.state, "server") else None
+    headers = {**SECURITY_HEADERS, "Content-Security-Policy": await policy(server)}
     return asset_response(request, asset, headers)

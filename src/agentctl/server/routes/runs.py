@@ -15,7 +15,7 @@ from agentctl.server.access import caller_of
 from agentctl.server.context import server_of
 from agentctl.server.errors import not_found
 from agentctl.server.fields import Limit, Offset
-from agentctl.server.openapi import CONFLICT, NOT_FOUND
+from agentctl.server.openapi import CONFLICT, NOT_FOUND, STARTS_RUN
 from agentctl.server.routes.common import (
     checked_event_id,
     query_modes,
@@ -29,7 +29,7 @@ from agentctl.server.run_streams import (
     wait_for_result,
     waiting_response,
 )
-from agentctl.server.schemas import RUN_LIST, RunOut
+from agentctl.server.schemas import RUN_LIST, RunOut, TraceOut
 from agentctl.server.services.runs import start_run
 from agentctl.server.sse import EventStream
 from agentctl.server.views import json_response, run_view
@@ -40,7 +40,7 @@ router = APIRouter(tags=["runs"])
 # What `select` may name on a run list (the SDKs' `RunSelectField`, and `attempt`).
 RUN_FIELDS = (
     "run_id", "thread_id", "assistant_id", "created_at", "updated_at", "status", "metadata",
-    "kwargs", "multitask_strategy", "cancel_reason", "attempt",
+    "kwargs", "multitask_strategy", "cancel_reason", "attempt", "usage",
 )  # fmt: skip
 
 
@@ -52,19 +52,19 @@ def _created(run: Run) -> Response:
 # -- runs on a thread --------------------------------------------------------------------
 
 
-@router.post("/threads/{thread_id}/runs", response_model=RunOut, responses=CONFLICT)
+@router.post("/threads/{thread_id}/runs", response_model=RunOut, responses=STARTS_RUN)
 async def create_run(thread_id: str, body: RunCreate, request: Request) -> Response:
     return _created(await start_run(server_of(request), caller_of(request), body, thread_id))
 
 
-@router.post("/threads/{thread_id}/runs/stream", response_class=EventStream, responses=CONFLICT)
+@router.post("/threads/{thread_id}/runs/stream", response_class=EventStream, responses=STARTS_RUN)
 async def stream_run(thread_id: str, body: RunCreate, request: Request) -> Response:
     server = server_of(request)
     run = await start_run(server, caller_of(request), body, thread_id)
     return run_stream_response(server, run, cancel_on_disconnect=body.on_disconnect == "cancel")
 
 
-@router.post("/threads/{thread_id}/runs/wait", response_model=Any, responses=CONFLICT)
+@router.post("/threads/{thread_id}/runs/wait", response_model=Any, responses=STARTS_RUN)
 async def wait_run(thread_id: str, body: RunCreate, request: Request) -> Response:
     server = server_of(request)
     run = await start_run(server, caller_of(request), body, thread_id, wait=True)
@@ -93,6 +93,22 @@ async def list_runs(
 async def get_run(thread_id: str, run_id: str, request: Request) -> Response:
     run = await lookup.get_run(server_of(request), thread_id, run_id, caller_of(request))
     return json_response(run_view(run))
+
+
+@router.get("/threads/{thread_id}/runs/{run_id}/trace", response_model=TraceOut)
+async def get_run_trace(thread_id: str, run_id: str, request: Request) -> Response:
+    """The run's model calls, tool calls, subagents and MCP calls, with their durations and
+    tokens: stored when the run ends (404 before)."""
+    server = server_of(request)
+    run = await lookup.get_run(server, thread_id, run_id, caller_of(request))
+    trace = await server.storage.usage.trace(run.run_id)
+    if trace is None:
+        raise NotFound(
+            f"run {run_id} has no trace yet — it is stored when the run ends ({run.status} now)"
+            if run.status in ACTIVE_RUN_STATUSES
+            else f"run {run_id} has no trace — it ended before traces were kept"
+        )
+    return json_response(trace)
 
 
 @router.delete("/threads/{thread_id}/runs/{run_id}", status_code=204, responses=CONFLICT)
@@ -155,19 +171,19 @@ async def cancel_run(
 # -- stateless runs ----------------------------------------------------------------------
 
 
-@router.post("/runs", response_model=RunOut, responses=CONFLICT)
+@router.post("/runs", response_model=RunOut, responses=STARTS_RUN)
 async def create_stateless_run(body: RunCreate, request: Request) -> Response:
     return _created(await start_run(server_of(request), caller_of(request), body, None))
 
 
-@router.post("/runs/stream", response_class=EventStream, responses=CONFLICT)
+@router.post("/runs/stream", response_class=EventStream, responses=STARTS_RUN)
 async def stream_stateless_run(body: RunCreate, request: Request) -> Response:
     server = server_of(request)
     run = await start_run(server, caller_of(request), body, None)
     return run_stream_response(server, run, cancel_on_disconnect=body.on_disconnect == "cancel")
 
 
-@router.post("/runs/wait", response_model=Any, responses=CONFLICT)
+@router.post("/runs/wait", response_model=Any, responses=STARTS_RUN)
 async def wait_stateless_run(body: RunCreate, request: Request) -> Response:
     server = server_of(request)
     run = await start_run(server, caller_of(request), body, None, wait=True)
@@ -176,7 +192,7 @@ async def wait_stateless_run(body: RunCreate, request: Request) -> Response:
     return waiting_response(result, run, "join")
 
 
-@router.post("/runs/batch", response_model=list[RunOut], responses=CONFLICT)
+@router.post("/runs/batch", response_model=list[RunOut], responses=STARTS_RUN)
 async def create_batch(
     request: Request, body: Annotated[list[RunCreate], Body(max_length=100)]
 ) -> Response:

@@ -7,12 +7,15 @@ from agentctl.engine.egress import Refused
 from agentctl.engine.engine import thread_labels
 from agentctl.engine.wire import ANSWERS_INTERRUPT, normalize_modes
 from agentctl.errors import BadRequest, Conflict, NotFound, Unprocessable
+from agentctl.observability.tracing import TRACE_CONTEXT, trace_context
 from agentctl.server import lookup
 from agentctl.server.access import Caller
 from agentctl.server.context import Server
 from agentctl.server.errors import not_found
 from agentctl.server.limits import check_event_size, check_messages
 from agentctl.server.run_requests import RunCreate
+from agentctl.server.services.state import check_checkpoint
+from agentctl.server.state_view import thread_config
 from agentctl.storage.base import Run, Thread, new_id
 
 
@@ -30,7 +33,8 @@ async def start_run(
     executes as `caller`'s user (their memory), whatever the request's config says.
     `run_id`: the new run's id, when the caller chose it (A2A task ids name their run).
     `answers_interrupt`: the input answers the thread's interrupt if one waits when the run
-    starts (decided then, once the runs before it have ended)."""
+    starts (decided then, once the runs before it have ended). With tracing on, the run
+    keeps the request's trace context, which its span continues when it executes."""
     check_messages(server.limits, "input", body.input)
     if body.command is not None:
         check_messages(server.limits, "command.update", body.command.update)
@@ -43,6 +47,8 @@ async def start_run(
             "/threads/{thread_id}, or leave on_completion out"
         )
     assistant = await lookup.get_assistant(server, body.assistant_id)
+    # Over a budget of the user's or the agent's: 429 before anything is created.
+    await server.engine.admit(caller.user)
     # A thread the run creates has the run's metadata and names its graph and assistant;
     # an existing one gets the names when the run starts (engine).
     labels = {**(body.metadata or {}), **thread_labels(assistant.graph_id, assistant.assistant_id)}
@@ -72,6 +78,15 @@ async def start_run(
         thread = await server.storage.threads.get(thread_id)
         if thread is not None and not caller.owns(thread.metadata):
             raise not_found("thread", thread_id)
+        # From a checkpoint (time travel): one the thread has, else nothing to start from
+        # (the executor gives `checkpoint_id` precedence, as here).
+        ref = body.checkpoint or {}
+        config = thread_config(
+            thread_id,
+            checkpoint_ns=ref.get("checkpoint_ns") or None,
+            checkpoint_id=body.checkpoint_id or ref.get("checkpoint_id") or None,
+        )
+        await check_checkpoint(server, thread_id, config)
         if thread is None:
             if body.if_not_exists != "create":
                 raise NotFound(
@@ -87,6 +102,9 @@ async def start_run(
         )  # fmt: skip
         if answers_interrupt:
             run.kwargs[ANSWERS_INTERRUPT] = True
+    carried = trace_context()  # the request's: the run's span continues its trace
+    if carried:
+        run.kwargs[TRACE_CONTEXT] = carried
     return await server.engine.submit(run)  # ThreadBusyError: 409
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from langgraph.errors import InvalidUpdateError
 
 from agentctl import serde
-from agentctl.errors import Conflict, Unprocessable
+from agentctl.errors import Conflict, NotFound, Unprocessable
 from agentctl.server.context import Server
 from agentctl.server.state_view import checkpoint_view, thread_config
 from agentctl.storage.base import ThreadStatus, ThreadUpdate
@@ -17,6 +17,16 @@ from agentctl.storage.base import ThreadStatus, ThreadUpdate
 STATE_UPDATE_EVENT = "state_update"
 
 Values = dict[str, Any] | list[dict[str, Any]] | None
+
+
+async def check_checkpoint(server: Server, thread_id: str, config: dict[str, Any]) -> None:
+    """404 when `config` names a checkpoint the thread does not have: langgraph would start
+    from an empty state instead, leaving a checkpoint whose parent is nowhere."""
+    checkpoint_id = config["configurable"].get("checkpoint_id")
+    if checkpoint_id and await server.storage.checkpointer.aget_tuple(config) is None:
+        raise NotFound(
+            f"checkpoint_id: checkpoint {checkpoint_id!r} not found on thread {thread_id}"
+        )
 
 
 async def update_thread_state(
@@ -30,6 +40,7 @@ async def update_thread_state(
             f"thread {thread_id} is running a task — wait for it or cancel it before "
             "updating its state"
         )
+    await check_checkpoint(server, thread_id, config)
     graph = server.deployment.runtime.graph
     try:
         new_config = await graph.aupdate_state(config, values, as_node=as_node)

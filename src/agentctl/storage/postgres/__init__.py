@@ -20,6 +20,7 @@ from agentctl.storage.postgres.database import Pool, migrate, open_pool
 from agentctl.storage.postgres.revisions import PostgresRevisions
 from agentctl.storage.postgres.runs import PostgresRuns
 from agentctl.storage.postgres.threads import PostgresThreads
+from agentctl.storage.postgres.usage import PostgresUsage
 from agentctl.storage.sql.threads import ThreadData
 
 __all__ = ["PostgresStorage"]
@@ -62,6 +63,7 @@ class PostgresStorage:
         self.agents = PostgresAgents(pool)
         self.a2a_tasks = PostgresA2ATasks(pool)
         self.connections = PostgresConnections(pool)
+        self.usage = PostgresUsage(pool)
 
     @classmethod
     async def open(

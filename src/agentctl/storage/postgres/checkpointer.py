@@ -8,17 +8,18 @@ shared by every checkpoint naming that version, and pending writes in `checkpoin
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from contextvars import ContextVar
-from typing import Any, TypeVar
+from typing import Any
 
+from langgraph.checkpoint.base import WRITES_IDX_MAP, get_serializable_checkpoint_metadata
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.store.postgres.aio import AsyncPostgresStore
 from psycopg import AsyncCursor
 from psycopg.errors import DivisionByZero
 from psycopg.rows import DictRow, dict_row
+from psycopg.types.json import Jsonb
 
 from agentctl.storage.fence import current
 from agentctl.storage.outages import ride_out
@@ -28,12 +29,52 @@ from agentctl.storage.sql.runs import fence_params
 
 _TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 
-_UPSERT_BLOBS = """
-    INSERT INTO checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, blob)
-    VALUES (%s, %s, %s, %s, %s, %s)
-    ON CONFLICT (thread_id, checkpoint_ns, channel, version)
-    DO UPDATE SET type = excluded.type, blob = excluded.blob
-"""
+# The first common table expression of a save: one row, or an error (division by zero) when
+# the attempt executing here no longer holds its run, which it locks against a requeue until
+# the save commits (storage/fence.py). Unfenced, one row.
+_HELD = f"held AS MATERIALIZED (SELECT 1 / COUNT(*) AS ok FROM ({RUNS.holds} FOR SHARE) AS h)"
+_UNFENCED = "held AS MATERIALIZED (SELECT 1 AS ok)"
+
+
+def _blobs(name: str, conflict: str) -> str:
+    return (
+        f"{name} AS (INSERT INTO checkpoint_blobs"
+        " (thread_id, checkpoint_ns, channel, version, type, blob)"
+        " SELECT %s, %s, b.channel, b.version, b.type, b.blob FROM held, unnest(%s::text[],"
+        " %s::text[], %s::text[], %s::bytea[]) AS b(channel, version, type, blob)"
+        f" ON CONFLICT (thread_id, checkpoint_ns, channel, version) {conflict})"
+    )
+
+
+# A checkpoint in one statement, with the rows the library's `aput` writes: the channel
+# values at new versions (kept when stored already), the delta snapshots at versions that
+# are not new (see `aput`: replaced), then the checkpoint itself.
+_PUT_CHECKPOINT = (
+    "WITH {held}, "
+    + _blobs("new_blobs", "DO NOTHING")
+    + ", "
+    + _blobs("snapshots", "DO UPDATE SET type = excluded.type, blob = excluded.blob")
+    + " INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id,"
+    " checkpoint, metadata) SELECT %s, %s, %s, %s, %s, %s FROM held"
+    " ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id)"
+    " DO UPDATE SET checkpoint = excluded.checkpoint, metadata = excluded.metadata"
+)
+# A task's pending writes in one statement; as the library, the special channels' writes
+# (errors, interrupts, ...) replace what was stored, the others keep it.
+_PUT_WRITES = (
+    "WITH {held} INSERT INTO checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id,"
+    " task_id, task_path, idx, channel, type, blob)"
+    " SELECT %s, %s, %s, %s, %s, w.idx, w.channel, w.type, w.blob FROM held,"
+    " unnest(%s::int4[], %s::text[], %s::text[], %s::bytea[]) AS w(idx, channel, type, blob)"
+    " ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) {conflict}"
+)
+_REPLACE = "DO UPDATE SET channel = excluded.channel, type = excluded.type, blob = excluded.blob"
+_STATEMENTS = {
+    (what, fenced, conflict): sql.format(held=_HELD if fenced else _UNFENCED, conflict=conflict)
+    for what, sql in (("checkpoint", _PUT_CHECKPOINT), ("writes", _PUT_WRITES))
+    for fenced in (False, True)
+    for conflict in (_REPLACE, "DO NOTHING")
+}
 
 # Blobs of the thread that no checkpoint left on it names any more.
 _DELETE_UNUSED_BLOBS = """
@@ -43,27 +84,23 @@ _DELETE_UNUSED_BLOBS = """
         AND c.checkpoint -> 'channel_versions' ->> b.channel = b.version)
 """
 
-
-T = TypeVar("T")
-# Fails (division by zero) unless the attempt holds its run; locks the run's row.
-_HOLDS = f"SELECT 1 / COUNT(*) FROM ({RUNS.holds} FOR SHARE) AS held"
-# Set while the library saves a checkpoint or pending writes: the writes that are fenced.
-_saving: ContextVar[bool] = ContextVar("agentctl_saving", default=False)
+Row = tuple[Any, ...]
 
 
-async def _saved(save: Callable[[], Awaitable[T]]) -> T:
-    token = _saving.set(True)
-    try:
-        return await save()
-    finally:
-        _saving.reset(token)
+def _columns(rows: Sequence[Row], first: int) -> list[list[Any]]:
+    """The columns of `rows` from index `first` on, as arrays for `unnest`."""
+    return [list(column) for column in zip(*(row[first:] for row in rows), strict=True)] or [
+        [] for _ in range(4)
+    ]
 
 
 class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
     """`AsyncPostgresSaver` on a pool. Each call checks out a connection of its own, so calls
     run concurrently (the library serializes all of an instance's calls with one lock,
-    which only a single shared connection needs). The writes of a run's attempt are fenced
-    (storage/fence.py)."""
+    which only a single shared connection needs). A checkpoint, or a task's pending writes,
+    is saved in one statement (one round trip, one implicit transaction) that writes the
+    library's rows and checks the fence of the attempt executing here, if any
+    (storage/fence.py): a stale attempt's save writes nothing and raises `StaleAttempt`."""
 
     def __init__(self, pool: Pool) -> None:
         super().__init__(pool)
@@ -71,23 +108,9 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
 
     @asynccontextmanager
     async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
-        """The library's cursor: the checkpoints and pending writes it saves are made only
-        while the attempt executing here (if any) holds its run."""
-        fence = current.get() if _saving.get() else None
+        """The library's cursor (for its reads and deletes), on a connection of the pool."""
         async with self.pool.connection() as conn:
-            if fence is not None:
-                # One transaction with the check, sent in one pipeline as the unfenced
-                # writes are: no round trip of its own. The check comes last and fails the
-                # transaction when the attempt no longer holds its run; it locks the run's
-                # row against a requeue until the commit.
-                try:
-                    async with conn.pipeline(), conn.transaction():
-                        async with conn.cursor(binary=True, row_factory=dict_row) as cur:
-                            yield cur
-                        await conn.execute(_HOLDS, fence_params(fence))
-                except DivisionByZero:
-                    raise fence.refused() from None
-            elif pipeline and self.supports_pipeline:
+            if pipeline and self.supports_pipeline:
                 async with conn.pipeline(), conn.cursor(binary=True, row_factory=dict_row) as cur:
                     yield cur
             elif pipeline:
@@ -100,45 +123,102 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
                 async with conn.cursor(binary=True, row_factory=dict_row) as cur:
                     yield cur
 
+    async def _save(self, what: str, conflict: str, params: Sequence[Any]) -> None:
+        """Run one save statement, fenced by the attempt executing here (if any); wait out
+        an outage of the database (saves are upserts: saving again what was saved is
+        harmless), so a run goes on from the step it was at once the database is back."""
+        fence = current.get()
+        sql = _STATEMENTS[(what, fence is not None, conflict)]
+        args = params if fence is None else (*fence_params(fence), *params)
+
+        async def save() -> None:
+            async with self.pool.connection() as conn:
+                try:
+                    await conn.execute(sql, args, binary=True)
+                except DivisionByZero:
+                    assert fence is not None
+                    raise fence.refused() from None
+
+        await ride_out(save)
+
     async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
-        """Save a checkpoint. A `DeltaChannel` snapshot of a channel whose version is not
-        new (the server snapshots delta channels into the latest checkpoint before pruning
-        the rest) is stored under that version: the library would keep only its inline
-        marker and lose the value. A snapshot at a version is that version's value, so the
-        other checkpoints at that version read the same as before."""
+        """Save a checkpoint as the library does, in one statement. A `DeltaChannel`
+        snapshot of a channel whose version is not new (the server snapshots delta channels
+        into the latest checkpoint before pruning the rest) is stored under that version:
+        the library would keep only its inline marker and lose the value. A snapshot at a
+        version is that version's value, so the other checkpoints at that version read the
+        same as before."""
+        configurable = config["configurable"]
+        thread_id = configurable["thread_id"]
+        checkpoint_ns = configurable["checkpoint_ns"]
         versions = checkpoint["channel_versions"]
+        # As the library: primitive values inline in the checkpoint, the others (and delta
+        # snapshots, marked inline with `True`) in blobs.
+        inline = dict(checkpoint["channel_values"])
+        blob_values: dict[str, Any] = {}
+        for key, value in checkpoint["channel_values"].items():
+            if isinstance(value, _DeltaSnapshot):
+                blob_values[key] = inline.pop(key)
+                inline[key] = True
+            elif value is not None and not isinstance(value, str | int | float | bool):
+                blob_values[key] = inline.pop(key)
+        new = {k: v for k, v in new_versions.items() if k in blob_values}
         snapshots = {
             k: v
-            for k, v in checkpoint["channel_values"].items()
+            for k, v in blob_values.items()
             if isinstance(v, _DeltaSnapshot) and k not in new_versions and k in versions
         }
-
-        async def put() -> Any:
-            if snapshots:
-                configurable = config["configurable"]
-                rows = self._dump_blobs(
-                    configurable["thread_id"],
-                    configurable.get("checkpoint_ns", ""),
-                    snapshots,
-                    {k: versions[k] for k in snapshots},
-                )
-                async with self._cursor(pipeline=True) as cur:
-                    await cur.executemany(_UPSERT_BLOBS, rows)
-            return await super(PoolPostgresSaver, self).aput(
-                config, checkpoint, metadata, new_versions
-            )
-
-        return await ride_out(lambda: _saved(put))
+        new_rows = self._dump_blobs(thread_id, checkpoint_ns, blob_values, new)
+        snapshot_rows = self._dump_blobs(
+            thread_id, checkpoint_ns, snapshots, {k: versions[k] for k in snapshots}
+        )
+        copy = {**checkpoint, "channel_values": inline}
+        params = (
+            thread_id, checkpoint_ns, *_columns(new_rows, 2),
+            thread_id, checkpoint_ns, *_columns(snapshot_rows, 2),
+            thread_id, checkpoint_ns, checkpoint["id"], configurable.get("checkpoint_id"),
+            Jsonb(copy), Jsonb(get_serializable_checkpoint_metadata(config, metadata)),
+        )  # fmt: skip
+        await self._save("checkpoint", _REPLACE, params)
+        return {
+            "configurable": {
+                "thread_id": thread_id,
+                "checkpoint_ns": checkpoint_ns,
+                "checkpoint_id": checkpoint["id"],
+            }
+        }
 
     async def aput_writes(
         self, config: Any, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
     ) -> None:
-        """Save a task's pending writes; both saves wait out an outage of the database (they
-        are upserts: saving again what was saved is harmless), so a run goes on from the step
-        it was at once the database is back."""
-        await ride_out(lambda: _saved(lambda: super(PoolPostgresSaver, self).aput_writes(
-            config, writes, task_id, task_path
-        )))  # fmt: skip
+        """Save a task's pending writes as the library does, in one statement."""
+        if not writes:
+            return  # as the library: nothing to save
+        configurable = config["configurable"]
+        replace = all(channel in WRITES_IDX_MAP for channel, _ in writes)
+        rows = self._dump_writes(
+            configurable["thread_id"],
+            configurable["checkpoint_ns"],
+            configurable["checkpoint_id"],
+            task_id,
+            task_path,
+            writes,
+        )
+        # One row per index, as the library's statement per write leaves it: the last
+        # when replacing, else the first.
+        unique: dict[int, Row] = {}
+        for row in rows:
+            if replace or row[5] not in unique:
+                unique[row[5]] = row
+        params = (
+            configurable["thread_id"],
+            configurable["checkpoint_ns"],
+            configurable["checkpoint_id"],
+            task_id,
+            task_path,
+            *_columns(list(unique.values()), 5),
+        )
+        await self._save("writes", _REPLACE if replace else "DO NOTHING", params)
 
     async def acopy_thread(self, source: str, target: str) -> None:
         """Copy every checkpoint, channel value and pending write of thread `source` to

@@ -231,14 +231,60 @@ MIGRATIONS: list[str] = [
         listed_at TIMESTAMPTZ NOT NULL
     );
     """,
+    # 7: what runs spent: each run's `usage`, a row per run and model (kept when the run
+    # or its thread is deleted: spend is spend) and each run's trace (deleted with the run).
+    """
+    ALTER TABLE runs ADD COLUMN usage JSONB;
+    CREATE TABLE usage (
+        run_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        assistant_id TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        user_id TEXT,
+        day TEXT NOT NULL,
+        at TIMESTAMPTZ NOT NULL,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,
+        cached_tokens BIGINT NOT NULL,
+        model_calls BIGINT NOT NULL,
+        cost_usd DOUBLE PRECISION,
+        PRIMARY KEY (run_id, model)
+    );
+    CREATE INDEX usage_by_day ON usage (day);
+    CREATE INDEX usage_by_user ON usage (user_id, at);
+    CREATE INDEX usage_by_time ON usage (at);
+    CREATE INDEX usage_by_thread ON usage (thread_id, day);
+    CREATE TABLE run_traces (
+        run_id TEXT PRIMARY KEY,
+        thread_id TEXT NOT NULL,
+        trace TEXT NOT NULL
+    );
+    CREATE INDEX run_traces_by_thread ON run_traces (thread_id);
+    """,
+    # 8: run starts, kept a few minutes for the runs-per-minute budgets (`[budgets]`): unlike
+    # the runs table, they outlive their run and its thread (a stateless run deletes both);
+    # and the usage rows by time covering what the agent's daily budgets sum (all users):
+    # the sum reads the index alone.
+    """
+    DROP INDEX usage_by_time;
+    CREATE INDEX usage_by_time ON usage (at) INCLUDE (input_tokens, output_tokens, cost_usd);
+    CREATE TABLE run_starts (
+        user_id TEXT,
+        started_at TIMESTAMPTZ NOT NULL
+    );
+    CREATE INDEX run_starts_by_time ON run_starts (started_at);
+    CREATE INDEX run_starts_by_user ON run_starts (user_id, started_at);
+    """,
 ]
 
 
 async def open_pool(database_url: str, *, size: int, schema: str | None = None) -> Pool:
     """A pool of at most `size` connections (one kept open, more opened as needed and
     closed after ten idle minutes), configured as the langgraph libraries expect
-    (autocommit, dict rows, no prepared statements), on `schema` alone when given; open
-    when returned. Raises `RuntimeFailure` saying why when the database cannot be reached."""
+    (autocommit, dict rows, each statement prepared at its first use), on `schema` alone
+    when given; open when returned. Raises `RuntimeFailure` saying why when the database
+    cannot be reached."""
     try:  # one connection first: its error says why (the pool's would only time out)
         await (await AsyncConnection.connect(database_url, connect_timeout=10)).close()
     except psycopg.Error as exc:
@@ -396,6 +442,18 @@ class PostgresTable(Table):
         async with self.pool.connection() as conn:
             cursor = await conn.execute(query, params)
         return cursor.rowcount
+
+    async def write_all(
+        self, queries: Sequence[Query], *, durable: bool = False, appends: bool = True
+    ) -> int:
+        first, *rest = queries
+        async with self.pool.connection() as conn, conn.transaction():
+            changed = (await conn.execute(first.sql, first.params)).rowcount
+            if changed and rest:
+                async with conn.pipeline():  # the others sent together: one round trip
+                    for query in rest:
+                        await conn.execute(query.sql, query.params)
+        return changed
 
     async def write_rows(
         self, query: str, params: Sequence[Any] = (), *, durable: bool = False

@@ -49,5 +49,6 @@ class PostgresThreads(PostgresTable, SqlThreadStore):
         async with self.pool.connection() as conn, conn.transaction():
             await conn.execute(self.sql.delete_runs, (thread_id,))
             await conn.execute(self.sql.delete_tasks, (thread_id,))
+            await conn.execute(self.sql.delete_traces, (thread_id,))
             cursor = await conn.execute(self.sql.delete, (thread_id,))
         return cursor.rowcount == 1

@@ -2,9 +2,19 @@
 
 A thread's events are the entries of stream `{prefix}:events:{thread_id}` (fields run_id,
 event, data); the stream ids (`<ms>-<seq>`) are the event ids, so a client's `Last-Event-ID`
-is a stream position. One Lua script appends (XADD), refreshes the stream's TTL and
-publishes the entry to the thread's channel in one round trip, atomically, so the order
-on the channel is the order in the stream.
+is a stream position. An entry holds the compact form of its event (storage/compact.py: a
+token's metadata and a `values` event's messages are kept once per thread, in the hash
+`{stream}:parts`), read back exactly as it was sent. One Lua script appends (XADD),
+refreshes the stream's TTL and publishes the entry (as it was sent) to the thread's channel
+in one round trip, atomically, so the order on the channel is the order in the stream.
+
+A `values` event repeats the whole conversation: it is compacted against the conversation
+of the thread's previous one (its *head*, storage/compact.py), and sends only the parts
+that one did not hold, so a turn costs what it adds. A head is kept (per process) only
+from an append whose answer said it was stored as sent, with its parts; the next append
+names that event, and the script stores the event as it was sent instead when that entry
+is gone (the thread deleted, expired, or Redis emptied meanwhile), never an entry whose
+parts are missing. The parts hash lives as long as its stream: every append refreshes both.
 
 An append waits out an outage of Redis: it is sent again until Redis answers, so a run
 goes on where it was and its clients get every event once Redis is back. Appends are
@@ -34,6 +44,7 @@ import uuid
 from typing import Any, cast
 
 from agentctl.errors import RuntimeFailure
+from agentctl.storage import compact
 from agentctl.storage.base import Event, event_position
 from agentctl.storage.fence import Fence
 from agentctl.storage.outages import LONGEST_DELAY, REDIS, outages, ride_out, service_down
@@ -44,15 +55,19 @@ from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 log = logging.getLogger("agentctl.storage")
 
-# KEYS[1] stream, KEYS[2] its writers hash, KEYS[3] the run's fence; ARGV: run_id, event,
-# data, ttl seconds, channel, writer, number, attempt ("" when not fenced). The message is
-# "<id> <len(run_id)> <len(event)>\n" + run_id + event + data. The fence holds the latest
-# attempt of the run that appended: an earlier attempt's append is refused.
+# KEYS[1] stream, KEYS[2] its writers hash, KEYS[3] the run's fence, KEYS[4] the stream's
+# parts; ARGV: run_id, event, data, ttl seconds, channel, writer, number, attempt ("" when
+# not fenced), the data to store ("": `data` itself), the id of the entry whose parts it
+# also refers to ("" when none: it sends them all), then the parts it sends (digest, bytes,
+# ...). The message is "<id> <len(run_id)> <len(event)>\n" + run_id + event + data.
+# The fence holds the latest attempt of the run that appended: an earlier attempt's append
+# is refused. Returns the entry's id when it was stored as asked, else {id}: stored before
+# (this append sent again), or stored as `data` because the entry it relies on is gone.
 APPEND = """
 local last = redis.call('HGET', KEYS[2], ARGV[6])
 if last then
   local number, stored = string.match(last, '^(%d+) (.*)$')
-  if tonumber(number) >= tonumber(ARGV[7]) then return stored end
+  if tonumber(number) >= tonumber(ARGV[7]) then return {stored} end
 end
 if ARGV[8] ~= '' then
   local latest = tonumber(redis.call('GET', KEYS[3]) or '0')
@@ -60,13 +75,24 @@ if ARGV[8] ~= '' then
   if latest > attempt then return redis.error_reply('STALE attempt') end
   if latest < attempt then redis.call('SET', KEYS[3], ARGV[8], 'EX', ARGV[4]) end
 end
-local id = redis.call('XADD', KEYS[1], '*', 'run_id', ARGV[1], 'event', ARGV[2], 'data', ARGV[3])
+local stored, asked = ARGV[3], true
+if ARGV[9] ~= '' then stored = ARGV[9] end
+if ARGV[10] ~= '' and (redis.call('EXISTS', KEYS[4]) == 0
+    or #redis.call('XRANGE', KEYS[1], ARGV[10], ARGV[10]) == 0) then
+  stored, asked = ARGV[3], false
+end
+if asked then
+  for i = 11, #ARGV, 2 do redis.call('HSETNX', KEYS[4], ARGV[i], ARGV[i + 1]) end
+end
+local id = redis.call('XADD', KEYS[1], '*', 'run_id', ARGV[1], 'event', ARGV[2], 'data', stored)
 redis.call('HSET', KEYS[2], ARGV[6], ARGV[7] .. ' ' .. id)
 redis.call('EXPIRE', KEYS[1], ARGV[4])
 redis.call('EXPIRE', KEYS[2], ARGV[4])
+redis.call('EXPIRE', KEYS[4], ARGV[4])
 redis.call('PUBLISH', ARGV[5], id .. ' ' .. #ARGV[1] .. ' ' .. #ARGV[2] .. '\\n'
   .. ARGV[1] .. ARGV[2] .. ARGV[3])
-return id
+if asked then return id end
+return {id}
 """
 APPEND_SHA = hashlib.sha1(APPEND.encode()).hexdigest()
 # KEYS[1] a run's fence; ARGV: the first attempt still allowed, ttl seconds.
@@ -98,8 +124,9 @@ PAGE = 1000  # stream entries per XRANGE
 Position = tuple[int, int]
 Entries = list[tuple[bytes, dict[bytes, bytes]]]
 STALE = "STALE attempt"  # the script's error for a refused append
-# (stream, writers hash, fence), (run_id, event, data, ttl, channel, writer, number, attempt)
-Argv = tuple[tuple[str, str, str], tuple[str | bytes | int, ...]]
+# (stream, writers hash, fence, parts hash), (run_id, event, data, ttl, channel, writer, number,
+# attempt, stored data, ...): the APPEND script's keys and arguments
+Argv = tuple[tuple[str, str, str, str], tuple[str | bytes | int, ...]]
 # thread_id, run_id, event, data, attempt ("" when not fenced), number, its future
 Queued = tuple[str, str, str, bytes, int | str, int, "asyncio.Future[Event]"]
 
@@ -189,6 +216,10 @@ class RedisEventLog:
         self._flusher: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._page = client.register_script(PAGE_OF_ENTRIES)
+        self._parts = compact.PartCache()
+        # The head of the last values event of a thread this process stored as asked, and
+        # that event's id.
+        self._heads: compact.Heads[tuple[str, compact.Head]] = compact.Heads()
         self._pubsub = PubSub(
             client,
             name=f"{prefix}:events",
@@ -230,14 +261,16 @@ class RedisEventLog:
             while self._queued:
                 batch, self._queued = self._queued, []
                 results = await ride_out(functools.partial(self._send_all, batch))
-                for item, result in zip(batch, results, strict=True):
-                    _, run_id, event, data, *_, future = item
+                for item, (result, head) in zip(batch, results, strict=True):
+                    thread_id, run_id, event, data, *_, future = item
+                    self._keep_head(thread_id, event, result, head)
                     if future.done():
                         continue
                     if isinstance(result, Exception):
                         future.set_exception(result)
                     else:
-                        future.set_result(Event(_text(result), run_id, event, data))
+                        entry_id = result[0] if isinstance(result, list) else result
+                        future.set_result(Event(_text(entry_id), run_id, event, data))
         except Exception as exc:
             for *_, future in batch:
                 if not future.done():
@@ -248,31 +281,66 @@ class RedisEventLog:
                 if not future.done():
                     future.set_exception(RuntimeFailure("the event log was closed"))
 
-    async def _send_all(self, batch: list[Queued]) -> list[Any]:
-        """Each append's id or error; raises when Redis cannot be reached for any of them
-        (then the whole batch is sent again: what was stored already is skipped)."""
-        results = await self._send([self._argv(*item[:6]) for item in batch])
+    async def _send_all(self, batch: list[Queued]) -> list[tuple[Any, compact.Head | None]]:
+        """Each append's answer (its id, {id}, or the error) and its event's head; raises
+        when Redis cannot be reached for any of them (then the whole batch is sent again:
+        what was stored already is skipped). The appends of a batch are compacted against
+        the heads of appends answered before it, never against each other's."""
+        prepared = [self._argv(*item[:6]) for item in batch]
+        results = await self._send([argv for argv, _ in prepared])
         for result in results:
             if isinstance(result, Exception) and service_down(result):
                 raise result
-        return results
+        return [(result, head) for result, (_, head) in zip(results, prepared, strict=True)]
 
     def _argv(
         self, thread_id: str, run_id: str, event: str, data: bytes, attempt: int | str, number: int
-    ) -> Argv:
+    ) -> tuple[Argv, compact.Head | None]:
+        """The script's keys and arguments for an append, and its event's head (a values
+        event's conversation, which the next one of the thread can be cut against)."""
         channel = self.channel(thread_id)
         key = self.key(thread_id)
-        argv = (run_id, event, data, self.ttl_seconds, channel, self._writer, number, attempt)
-        return (key, f"{key}:writers", self.fence_key(run_id)), argv
+        argv: tuple[str | bytes | int, ...] = (
+            run_id, event, data, self.ttl_seconds, channel, self._writer, number, attempt
+        )  # fmt: skip
+        last = self._heads.get(thread_id, event)
+        head = last[1] if last is not None else None
+        encoded = compact.encode_after(event, data, head)
+        if encoded is None:
+            argv += (b"", b"")
+            new_head = None
+        else:
+            stored, parts, new_head = encoded
+            # The entry whose parts it refers to without sending them: the previous one's,
+            # when cut against it.
+            relied: str | bytes = b""
+            if last is not None and not parts.keys() >= set(compact.needed(stored)):
+                relied = last[0]
+            argv += (stored, relied, *(item for pair in parts.items() for item in pair))
+        keys = (key, f"{key}:writers", self.fence_key(run_id), f"{key}:parts")
+        return (keys, argv), new_head
+
+    def _keep_head(
+        self, thread_id: str, event: str, result: Any, head: compact.Head | None
+    ) -> None:
+        """Keep the head of an append answered as stored as asked (its parts are in the
+        parts hash) for the thread's next such event. An append refused or failed drops the
+        thread's heads: its next values event sends all its parts."""
+        if isinstance(result, Exception):
+            self._heads.forget(thread_id)
+        elif event.split("|", 1)[0] == "values":
+            stored_as_asked = not isinstance(result, list)  # {id} says otherwise (APPEND)
+            kept = (_text(result), head) if head is not None and stored_as_asked else None
+            self._heads.keep(thread_id, event, kept)
 
     async def _send(self, batch: list[Argv]) -> list[Any]:
-        """The script's result (an id) or the error, for each append of `batch`."""
+        """The script's answer (an id, or {id}) or the error, for each append of `batch`."""
         if len(batch) == 1:
             keys, argv = batch[0]
             try:
-                return [await self._client.evalsha(APPEND_SHA, 3, *keys, *argv)]
+                return [await self._client.evalsha(APPEND_SHA, 4, *keys, *argv)]
             except NoScriptError:
-                return [await self._client.eval(APPEND, 3, *keys, *argv)]
+                return [await self._client.eval(APPEND, 4, *keys, *argv)]
             except RedisError as exc:
                 return [exc]
         results = await self._pipeline(batch, APPEND_SHA)
@@ -287,9 +355,9 @@ class RedisEventLog:
         async with self._client.pipeline(transaction=False) as pipe:
             for keys, argv in batch:
                 if sha is None:
-                    pipe.eval(APPEND, 3, *keys, *argv)
+                    pipe.eval(APPEND, 4, *keys, *argv)
                 else:
-                    pipe.evalsha(sha, 3, *keys, *argv)
+                    pipe.evalsha(sha, 4, *keys, *argv)
             return list(await pipe.execute(raise_on_error=False))
 
     # -- reading ---------------------------------------------------------------------------
@@ -308,8 +376,29 @@ class RedisEventLog:
     ) -> list[Event]:
         await self._after_baseline(thread_id)
         args = (_start(after), limit, max_bytes)
-        entries = cast(Entries, await self._page(keys=[self.key(thread_id)], args=args))
-        return [_entry(entry_id, _fields(fields)) for entry_id, fields in entries]
+        key = self.key(thread_id)
+        entries = cast(Entries, await self._page(keys=[key], args=args))
+        events = await self._expanded(key, [_entry(i, _fields(f)) for i, f in entries])
+        return compact.bounded(events, max_bytes)
+
+    async def _expanded(self, key: str, events: list[Event]) -> list[Event]:
+        """`events` of stream `key` as they were sent: compact ones filled with their parts
+        (from this process's cache, else the stream's parts hash)."""
+        wanted = compact.all_needed(event.data for event in events)
+        if not wanted:
+            return events
+        found, missing = self._parts.split(key, wanted)
+        if missing:
+            values = cast(list[bytes | None], await self._client.hmget(f"{key}:parts", missing))
+            read = {d: part for d, part in zip(missing, values, strict=True) if part is not None}
+            self._parts.keep(key, read)
+            found.update(read)
+        return [
+            Event(e.id, e.run_id, e.event, compact.decode(e.data, found))
+            if compact.compacted(e.data)
+            else e
+            for e in events
+        ]
 
     async def _after_baseline(self, thread_id: str) -> None:
         """Wait for the baseline of a live feed of the thread that is starting, so that what
@@ -325,7 +414,7 @@ class RedisEventLog:
             entries = cast(Entries, await self._client.xrange(key, start, "+", count=PAGE))
             events.extend(_entry(entry_id, fields) for entry_id, fields in entries)
             if len(entries) < PAGE:
-                return events
+                return await self._expanded(key, events)
             start = f"({events[-1].id}"
 
     def fence_key(self, run_id: str) -> str:
@@ -349,7 +438,9 @@ class RedisEventLog:
 
     async def delete(self, thread_id: str) -> None:
         key = self.key(thread_id)
-        await self._client.delete(key, f"{key}:writers")
+        await self._client.delete(key, f"{key}:writers", f"{key}:parts")
+        self._parts.forget(key)
+        self._heads.forget(thread_id)
 
     # -- live subscriptions ----------------------------------------------------------------
 

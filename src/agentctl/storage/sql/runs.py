@@ -10,16 +10,18 @@ import builtins
 from datetime import datetime
 from typing import Any
 
+from agentctl.metering.ledger import Ledger
 from agentctl.storage.base import ACTIVE_RUN_STATUSES, Run, RunStatus, now
 from agentctl.storage.fence import Fence
 from agentctl.storage.sql.dialect import Dialect, Query, Row
 from agentctl.storage.sql.records import TableSql, columns, names
 from agentctl.storage.sql.table import RecordTable
+from agentctl.storage.sql.usage import UsageSql
 
 _COLUMNS = columns(
     "run_id, thread_id, assistant_id, status, metadata:json, multitask_strategy, kwargs:json, "
     "attempt, temporary:flag, not_before:time, created_at:time, updated_at:time, "
-    "error:json_or_null, cancel_reason"
+    "error:json_or_null, cancel_reason, usage:json_or_null"
 )
 COLUMNS = names(_COLUMNS)
 # `status IN (...)` of the runs still to finish, as SQL.
@@ -41,7 +43,7 @@ class RunSql(TableSql[Run]):
         super().__init__(d := dialect, Run, _COLUMNS, "runs", "run_id")
         p = d.param
         oldest_first = f"ORDER BY created_at, {d.text('run_id')}"
-        self.insert = f"INSERT INTO runs ({COLUMNS}, owner) VALUES ({d.params(15)})"
+        self.insert = f"INSERT INTO runs ({COLUMNS}, owner) VALUES ({d.params(len(_COLUMNS) + 1)})"
         self.active = (
             f"SELECT {COLUMNS} FROM runs WHERE thread_id = {p} AND status IN ({ACTIVE}) "
             f"{oldest_first}"
@@ -62,11 +64,23 @@ class RunSql(TableSql[Run]):
             f"updated_at = {p} WHERE run_id = {p} AND status = 'pending'"
         )
         self.delete_pending = f"DELETE FROM runs WHERE run_id = {p} AND status = 'pending'"
-        self.finish = f"UPDATE runs SET status = {p}, error = {p}, updated_at = {p} WHERE "
-        self.set_status = (
-            f"UPDATE runs SET status = {p}, cancel_reason = COALESCE({p}, cancel_reason), "
+        # A run's usage is set by the end of the attempt that spent it (kept when None).
+        self.finish = (
+            f"UPDATE runs SET status = {p}, error = {p}, usage = COALESCE({p}, usage), "
             f"updated_at = {p} WHERE "
         )
+        self.set_status = (
+            f"UPDATE runs SET status = {p}, cancel_reason = COALESCE({p}, cancel_reason), "
+            f"usage = COALESCE({p}, usage), updated_at = {p} WHERE "
+        )
+        self.usage = UsageSql(dialect)
+        self.note_start = f"INSERT INTO run_starts (user_id, started_at) VALUES ({p}, {p})"
+        newest = f"ORDER BY started_at DESC LIMIT {p}"
+        self.starts = f"SELECT started_at FROM run_starts WHERE started_at >= {p} {newest}"
+        self.starts_of_user = (
+            f"SELECT started_at FROM run_starts WHERE user_id = {p} AND started_at >= {p} {newest}"
+        )
+        self.forget_starts = f"DELETE FROM run_starts WHERE started_at < {p}"
         self.next_wakeup = (
             "SELECT MIN(not_before) FROM runs WHERE status = 'pending' AND not_before IS NOT NULL"
         )
@@ -147,11 +161,12 @@ class SqlRunStore(RecordTable[Run]):
         *,
         error: dict[str, Any] | None = None,
         fence: Fence | None = None,
+        usage: Ledger | None = None,
     ) -> None:
-        d = self.sql.dialect
+        d, at = self.sql.dialect, now()
         where, ids = self.sql.which(run_id, fence)
-        params = (status, None if error is None else d.json(error), d.time(now()), *ids)
-        await self._fenced(fence, self.sql.finish + where, params)
+        error_ = None if error is None else d.json(error)
+        await self._ended(fence, usage, at, self.sql.finish + where, (status, error_), ids)
 
     async def set_status(
         self,
@@ -160,14 +175,41 @@ class SqlRunStore(RecordTable[Run]):
         reason: str | None = None,
         *,
         fence: Fence | None = None,
+        usage: Ledger | None = None,
     ) -> None:
         where, ids = self.sql.which(run_id, fence)
-        params = (status, reason, self.sql.dialect.time(now()), *ids)
-        await self._fenced(fence, self.sql.set_status + where, params)
+        await self._ended(fence, usage, now(), self.sql.set_status + where, (status, reason), ids)
+
+    async def _ended(
+        self,
+        fence: Fence | None,
+        ledger: Ledger | None,
+        at: datetime,
+        update: str,
+        params: tuple[Any, ...],
+        ids: tuple[Any, ...],
+    ) -> None:
+        """Write the run's end (`update`, its `params`, then the usage and time, then the
+        `ids` of its WHERE); with a ledger, in the same transaction, its usage rows and trace."""
+        d = self.sql.dialect
+        if ledger is None:
+            await self._fenced(fence, update, (*params, None, d.time(at), *ids))
+            return
+        usage, rows = self.sql.usage.written(ledger, at)
+        usage_ = None if usage is None else d.json(usage)
+        first = Query(update, (*params, usage_, d.time(at), *ids))
+        changed = await self.write_all([first, *rows], appends=False) == 1
+        if fence is not None and not changed:
+            raise fence.refused()
 
     async def delete(self, run_id: str, *, fence: Fence | None = None) -> bool:
         where, ids = self.sql.which(run_id, fence)
-        return await self._fenced(fence, f"DELETE FROM runs WHERE {where}", ids)
+        delete = Query(f"DELETE FROM runs WHERE {where}", ids)
+        trace = Query(self.sql.usage.delete_trace, (run_id,))
+        changed = await self.write_all([delete, trace], appends=False)
+        if fence is not None and not changed:
+            raise fence.refused()
+        return changed == 1
 
     async def _fenced(self, fence: Fence | None, query: str, params: tuple[Any, ...]) -> bool:
         """Run a write of one run; a fenced one that changes nothing was refused."""
@@ -197,3 +239,20 @@ class SqlRunStore(RecordTable[Run]):
     async def next_wakeup(self) -> datetime | None:
         row = await self.row(self.sql.next_wakeup)
         return None if row is None else self.sql.dialect.from_time(row[0])
+
+    async def note_start(self, user_id: str | None, at: datetime) -> None:
+        await self.write(self.sql.note_start, (user_id, self.sql.dialect.time(at)), appends=False)
+
+    async def starts(
+        self, since: datetime, *, user_id: str | None = None, limit: int
+    ) -> builtins.list[datetime]:
+        d = self.sql.dialect
+        if user_id is None:
+            rows = await self.rows(self.sql.starts, (d.time(since), limit))
+        else:
+            rows = await self.rows(self.sql.starts_of_user, (user_id, d.time(since), limit))
+        return [at for (value,) in rows if (at := d.from_time(value)) is not None]
+
+    async def forget_starts(self, before: datetime) -> int:
+        return await self.write(self.sql.forget_starts, (self.sql.dialect.time(before),),
+                                appends=False)  # fmt: skip

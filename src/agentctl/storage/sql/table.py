@@ -38,6 +38,14 @@ class Table(ABC):
         False when it touches no table that appends are deferred to (events, checkpoints)."""
 
     @abstractmethod
+    async def write_all(
+        self, queries: Sequence[Query], *, durable: bool = False, appends: bool = True
+    ) -> int:
+        """Run `queries`, which change rows, in one transaction, in order; how many rows
+        the first changed. When it changed none, the others are not run (a fenced write
+        refused, a row gone: what goes with it is not written either)."""
+
+    @abstractmethod
     async def write_rows(
         self, query: str, params: Sequence[Any] = (), *, durable: bool = False
     ) -> list[Row]:

@@ -28,6 +28,8 @@ class ThreadSql(TableSql[Thread]):
         self.insert += " ON CONFLICT (thread_id) DO NOTHING"
         self.delete_runs = f"DELETE FROM runs WHERE thread_id = {d.param}"
         self.delete_tasks = f"DELETE FROM a2a_tasks WHERE context_id = {d.param}"
+        # Its runs' traces go with them (their usage rows stay: spend is spend).
+        self.delete_traces = f"DELETE FROM run_traces WHERE thread_id = {d.param}"
 
     def search(self, where: ThreadFilter, page: Page) -> tuple[Query, Query]:
         """The page of matching threads, and their count."""

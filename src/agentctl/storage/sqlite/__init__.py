@@ -19,6 +19,7 @@ from agentctl.storage.sqlite.events import SqliteEventLog
 from agentctl.storage.sqlite.revisions import SqliteRevisions
 from agentctl.storage.sqlite.runs import SqliteRuns
 from agentctl.storage.sqlite.threads import SqliteThreads
+from agentctl.storage.sqlite.usage import SqliteUsage
 
 __all__ = ["SqliteStorage"]
 
@@ -30,7 +31,7 @@ class SqliteStorage:
 
     kind = "sqlite"
 
-    def __init__(self, path: Path, store_path: Path) -> None:
+    def __init__(self, path: Path, store_path: Path, *, fold_after: float | None = 30.0) -> None:
         self.path = path
         self.disk = Disk(path.parent)
         self.database = Database.open(path, self.disk)  # first: it commits what waits
@@ -47,7 +48,7 @@ class SqliteStorage:
         self.store = LoopSqliteStore(self.store_conn, self.disk)
         self.store.setup()
         self.assistants = SqliteAssistants(self.database)
-        self.events = SqliteEventLog(self.database)
+        self.events = SqliteEventLog(self.database, fold_after=fold_after)
         self.threads = SqliteThreads(self.database, ThreadData(self.events, self.checkpointer))
         self.runs = SqliteRuns(self.database)
         self.crons = SqliteCrons(self.database)
@@ -55,6 +56,7 @@ class SqliteStorage:
         self.agents = SqliteAgents(self.database)
         self.a2a_tasks = SqliteA2ATasks(self.database)
         self.connections = SqliteConnections(self.database)
+        self.usage = SqliteUsage(self.database)
         self.bus = LocalBus()
 
     async def unavailable(self) -> list[str]:
@@ -70,5 +72,6 @@ class SqliteStorage:
 
     async def close(self) -> None:
         await self.bus.close()
+        self.events.close()
         self.database.close()
         self.store_database.close()

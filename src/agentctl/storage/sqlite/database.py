@@ -219,6 +219,79 @@ MIGRATIONS: list[str] = [
         listed_at TEXT NOT NULL
     );
     """,
+    # 8: what runs spent: each run's `usage`, a row per run and model (kept when the run
+    # or its thread is deleted: spend is spend) and each run's trace (deleted with the run).
+    """
+    ALTER TABLE runs ADD COLUMN usage TEXT;
+    CREATE TABLE usage (
+        run_id TEXT NOT NULL,
+        model TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        assistant_id TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        user_id TEXT,
+        day TEXT NOT NULL,
+        at TEXT NOT NULL,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,
+        cached_tokens BIGINT NOT NULL,
+        model_calls BIGINT NOT NULL,
+        cost_usd REAL,
+        PRIMARY KEY (run_id, model)
+    );
+    CREATE INDEX usage_by_day ON usage (day);
+    CREATE INDEX usage_by_user ON usage (user_id, at);
+    CREATE INDEX usage_by_time ON usage (at);
+    CREATE INDEX usage_by_thread ON usage (thread_id, day);
+    CREATE TABLE run_traces (
+        run_id TEXT PRIMARY KEY,
+        thread_id TEXT NOT NULL,
+        trace TEXT NOT NULL
+    );
+    CREATE INDEX run_traces_by_thread ON run_traces (thread_id);
+    """,
+    # 9: run starts, kept a few minutes for the runs-per-minute budgets (`[budgets]`): unlike
+    # the runs table, they outlive their run and its thread (a stateless run deletes both);
+    # and the usage rows by time covering what the agent's daily budgets sum (all users):
+    # the sum reads the index alone.
+    """
+    DROP INDEX usage_by_time;
+    CREATE INDEX usage_by_time ON usage (at, input_tokens, output_tokens, cost_usd);
+    CREATE TABLE run_starts (
+        user_id TEXT,
+        started_at TEXT NOT NULL
+    );
+    CREATE INDEX run_starts_by_time ON run_starts (started_at);
+    CREATE INDEX run_starts_by_user ON run_starts (user_id, started_at);
+    """,
+    # What compact events (storage/compact.py) refer to, once per thread: a token's
+    # metadata, each message of a `values` event.
+    """
+    CREATE TABLE event_parts (
+        thread_id TEXT NOT NULL,
+        digest TEXT NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (thread_id, digest)
+    ) WITHOUT ROWID;
+    """,
+    # Runs whose events wait to be folded, from the first event to the end: kept with the
+    # end, so that a fold a crash or a full disk cut short is done later. The runs ended
+    # before this table existed are in it too (their first event's millisecond).
+    """
+    CREATE TABLE event_folds (
+        run_id TEXT PRIMARY KEY,
+        thread_id TEXT NOT NULL,
+        first_ms INTEGER NOT NULL,
+        first_seq INTEGER NOT NULL,
+        end_ms INTEGER NOT NULL,
+        end_seq INTEGER NOT NULL
+    );
+    INSERT OR IGNORE INTO event_folds
+    SELECT e.run_id, e.thread_id, MIN(e.ms), 0, MAX(e.ms), MAX(e.seq)
+    FROM events e
+    WHERE e.run_id IN (SELECT run_id FROM events WHERE event = '__end__')
+    GROUP BY e.thread_id, e.run_id;
+    """,
 ]
 
 
@@ -737,6 +810,17 @@ class SqliteTable(Table):
     ) -> int:
         with self.db.transaction(durable=durable, sees_appends=appends):
             changed: int = self.conn.execute(query, params).rowcount
+        return changed
+
+    async def write_all(
+        self, queries: Sequence[Query], *, durable: bool = False, appends: bool = True
+    ) -> int:
+        with self.db.transaction(durable=durable, sees_appends=appends):
+            first, *rest = queries
+            changed: int = self.conn.execute(first.sql, first.params).rowcount
+            if changed:
+                for query in rest:
+                    self.conn.execute(query.sql, query.params)
         return changed
 
     async def write_rows(

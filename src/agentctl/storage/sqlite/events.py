@@ -2,18 +2,31 @@
 
 Each thread's events carry ids `<ms>-<seq>` that only grow, as Redis stream ids do, so
 `Last-Event-ID` means the same thing on every backend.
+
+Events are kept in their compact form (storage/compact.py: a token's metadata and a
+`values` event's messages kept once per thread, in `event_parts`), each under its own id: a
+replay reads exactly what was sent live. A `values` event is stored compact as it comes: it
+repeats the whole conversation, which would otherwise be written in full each step and
+rewritten by the fold, a cost growing with the thread. A run's other events are stored as
+they come and folded `fold_after` seconds after its end. The folds to do are kept in
+`event_folds` with the run's end: those a stop, a crash or a full disk left undone are done
+after the next start.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
+import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
+from agentctl.storage import compact
 from agentctl.storage.base import Event, event_position
 from agentctl.storage.fence import Fence
-from agentctl.storage.sqlite.database import Database
+from agentctl.storage.sqlite.database import ROOM_TO_RESUME, Database
 from agentctl.storage.sqlite.runs import check_fence
 from agentctl.storage.subscription import QueueSubscription
 
@@ -28,6 +41,19 @@ SELECT_AFTER = (
     "SELECT ms, seq, run_id, event, data FROM events WHERE thread_id = ? AND (ms, seq) > (?, ?)"
 )
 SELECT_LAST = "SELECT ms, seq FROM events WHERE thread_id = ? ORDER BY ms DESC, seq DESC LIMIT 1"
+SELECT_RUN = (
+    "SELECT ms, seq, event, data FROM events WHERE thread_id = ? AND (ms, seq) >= (?, ?)"
+    " AND (ms, seq) <= (?, ?) AND run_id = ?"
+)
+UPDATE_DATA = "UPDATE events SET data = ? WHERE thread_id = ? AND ms = ? AND seq = ?"
+INSERT_FOLD = "INSERT OR REPLACE INTO event_folds VALUES (?, ?, ?, ?, ?, ?)"
+DELETE_FOLD = "DELETE FROM event_folds WHERE run_id = ?"
+SELECT_FOLDS = "SELECT thread_id, run_id, first_ms, first_seq, end_ms, end_seq FROM event_folds"
+INSERT_PART = "INSERT OR IGNORE INTO event_parts (thread_id, digest, data) VALUES (?, ?, ?)"
+SELECT_PARTS = "SELECT digest, data FROM event_parts WHERE thread_id = ? AND digest IN ({})"
+END_EVENT = "__end__"  # engine/wire.py's end marker: the run's events are all there
+LEFTOVER_PAUSE = 0.05  # between the folds left from before this process started
+log = logging.getLogger("agentctl.storage")
 
 
 def _events(rows: Iterable[tuple[int, int, str, str, bytes]]) -> list[Event]:
@@ -35,11 +61,20 @@ def _events(rows: Iterable[tuple[int, int, str, str, bytes]]) -> list[Event]:
 
 
 class SqliteEventLog:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, fold_after: float | None = 30.0) -> None:
         self.db = db
         self.conn = db.conn
+        self.fold_after = fold_after  # None: events stay as they were appended
         self._last: dict[str, tuple[int, int]] = {}
         self._subscribers: defaultdict[str, set[QueueSubscription]] = defaultdict(set)
+        self._first: dict[str, tuple[int, int]] = {}  # each running run's first event
+        self._parts = compact.PartCache()
+        self._heads: compact.Heads[compact.Head] = compact.Heads()
+        # Folds waiting for their retention window, by run: when, and the fold itself.
+        self._pending: dict[str, tuple[asyncio.TimerHandle, Callable[[], None]]] = {}
+        self._leftovers: list[tuple[str, str, int, int, int, int]] = []
+        with contextlib.suppress(RuntimeError):  # opened on the loop: done in its background
+            asyncio.get_running_loop().call_soon(self._fold_leftovers)
 
     async def append(
         self, thread_id: str, run_id: str, event: str, data: bytes, *, fence: Fence | None = None
@@ -47,11 +82,134 @@ class SqliteEventLog:
         # Checked and deferred inline: nothing can take the run over in between.
         check_fence(self.db, fence)
         ms, seq = self._next_position(thread_id)
-        self.db.defer(INSERT_EVENT, [(thread_id, ms, seq, run_id, event, data)])
+        stored = data
+        if self.fold_after is not None and event.split("|", 1)[0] == "values":
+            stored = self._compacted(thread_id, event, data)
+        self.db.defer(INSERT_EVENT, [(thread_id, ms, seq, run_id, event, stored)])
         item = Event(f"{ms}-{seq}", run_id, event, data)
         for subscription in self._subscribers.get(thread_id, ()):
             subscription.queue.put_nowait(item)
+        if event == END_EVENT:
+            # Its first event may be another process's (a run resumed after a restart).
+            first = self._first.pop(run_id, (0, 0))
+            if self.fold_after is not None:
+                self.db.defer(INSERT_FOLD, [(run_id, thread_id, *first, ms, seq)])
+                self._fold_later(thread_id, run_id, first, (ms, seq))
+        elif run_id not in self._first:
+            self._first[run_id] = (ms, seq)
         return item
+
+    def _compacted(self, thread_id: str, event: str, data: bytes) -> bytes:
+        """The compact form of `data` (itself when it has none), the parts the thread does
+        not hold yet deferred with it: those of the thread's previous such event, and those
+        this process stored or read lately, are not written again."""
+        encoded = compact.encode_after(event, data, self._heads.get(thread_id, event))
+        if encoded is None:
+            self._heads.keep(thread_id, event, None)
+            return data
+        stored, parts, head = encoded
+        self._heads.keep(thread_id, event, head)
+        _, new = self._parts.split(thread_id, parts)
+        if new:
+            self.db.defer(INSERT_PART, [(thread_id, key, parts[key]) for key in new])
+            self._parts.keep(thread_id, {key: parts[key] for key in new})
+        return stored
+
+    def _fold_later(
+        self, thread_id: str, run_id: str, first: tuple[int, int], end: tuple[int, int]
+    ) -> None:
+        def fold() -> None:
+            self._pending.pop(run_id, None)
+            try:
+                self.fold(thread_id, run_id, first, end)
+            except Exception as exc:  # kept as they are: they read the same
+                log.warning("the events of run %s were not folded: %s", run_id, exc)
+
+        loop = asyncio.get_running_loop()
+        self._pending[run_id] = (loop.call_later(self.fold_after or 0.0, fold), fold)
+
+    def _fold_leftovers(self) -> None:
+        """Fold, one at a time in the background, the runs an earlier process left unfolded
+        (those ending now wait for their retention window)."""
+        if self.fold_after is None:
+            return
+        try:
+            self.db.flush()
+            self._leftovers = self.conn.execute(SELECT_FOLDS).fetchall()
+        except Exception as exc:  # e.g. a full disk: they stay as they are until a later start
+            log.warning("the folds left from before this start were not looked up: %s", exc)
+            return
+        loop = asyncio.get_running_loop()
+
+        def next_one() -> None:
+            while self._leftovers:
+                thread_id, run_id, first_ms, first_seq, end_ms, end_seq = self._leftovers.pop()
+                if run_id in self._pending:
+                    continue
+                try:
+                    self.fold(thread_id, run_id, (first_ms, first_seq), (end_ms, end_seq))
+                except Exception as exc:  # kept as they are: they read the same
+                    log.warning("the events of run %s were not folded: %s", run_id, exc)
+                loop.call_later(LEFTOVER_PAUSE, next_one)
+                return
+
+        loop.call_soon(next_one)
+
+    def close(self) -> None:
+        """Fold now what waits for its retention window (no one follows it any more)."""
+        pending, self._pending = self._pending, {}
+        for handle, fold in pending.values():
+            handle.cancel()
+            fold()
+
+    def fold(
+        self, thread_id: str, run_id: str, first: tuple[int, int], end: tuple[int, int]
+    ) -> int:
+        """Store the events of run `run_id` (from `first` to `end`) in their compact form;
+        returns how many were folded. A disk short of room (or out) folds nothing: the
+        events read the same either way, and a fold must never be what fills the disk."""
+        disk = self.db.disk
+        if disk.outage is not None:
+            return 0
+        self.db.flush()
+        rows = self.conn.execute(SELECT_RUN, (thread_id, *first, *end, run_id)).fetchall()
+        if disk.free_bytes() < ROOM_TO_RESUME + sum(len(row[3]) for row in rows):
+            return 0
+        updates: list[tuple[bytes, str, int, int]] = []
+        parts: compact.Parts = {}
+        for ms, seq, name, data in rows:
+            encoded = compact.encode(name, bytes(data))
+            if encoded is not None:
+                updates.append((encoded[0], thread_id, ms, seq))
+                parts.update(encoded[1])
+        with self.db.transaction():
+            self.conn.executemany(
+                INSERT_PART, [(thread_id, key, part) for key, part in parts.items()]
+            )
+            self.conn.executemany(UPDATE_DATA, updates)
+            self.conn.execute(DELETE_FOLD, (run_id,))
+        return len(updates)
+
+    def _expanded(self, thread_id: str, events: list[Event]) -> list[Event]:
+        """`events` as they were sent: compact ones filled with their parts."""
+        wanted = compact.all_needed(event.data for event in events)
+        if not wanted:
+            return events
+        found, missing = self._parts.split(thread_id, wanted)
+        read: dict[str, bytes] = {}
+        for start in range(0, len(missing), 500):
+            batch = missing[start : start + 500]
+            query = SELECT_PARTS.format(",".join("?" * len(batch)))
+            for key, part in self.conn.execute(query, (thread_id, *batch)):
+                read[key] = bytes(part)
+        self._parts.keep(thread_id, read)
+        found.update(read)
+        return [
+            Event(e.id, e.run_id, e.event, compact.decode(e.data, found))
+            if compact.compacted(e.data)
+            else e
+            for e in events
+        ]
 
     def _next_position(self, thread_id: str) -> tuple[int, int]:
         last = self._last.get(thread_id)
@@ -72,7 +230,8 @@ class SqliteEventLog:
         if run_id is not None:
             query += " AND run_id = ?"
             params.append(run_id)
-        return _events(self.conn.execute(query + " ORDER BY ms, seq", params))
+        events = _events(self.conn.execute(query + " ORDER BY ms, seq", params))
+        return self._expanded(thread_id, events)
 
     async def page(
         self, thread_id: str, *, after: str | None, limit: int, max_bytes: int
@@ -87,7 +246,7 @@ class SqliteEventLog:
             size += len(data)
             if size >= max_bytes:
                 break
-        return page
+        return compact.bounded(self._expanded(thread_id, page), max_bytes)
 
     async def supersede(self, run_id: str, attempt: int) -> None:
         """Nothing to do: a fenced append reads the run's row."""
@@ -116,4 +275,8 @@ class SqliteEventLog:
     async def delete(self, thread_id: str) -> None:
         with self.db.transaction():
             self.conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
+            self.conn.execute("DELETE FROM event_parts WHERE thread_id = ?", (thread_id,))
+            self.conn.execute("DELETE FROM event_folds WHERE thread_id = ?", (thread_id,))
         self._last.pop(thread_id, None)
+        self._parts.forget(thread_id)
+        self._heads.forget(thread_id)

@@ -50,4 +50,5 @@ class SqliteThreads(SqliteTable, SqlThreadStore):
             cursor = self.conn.execute(self.sql.delete, (thread_id,))
             self.conn.execute(self.sql.delete_runs, (thread_id,))
             self.conn.execute(self.sql.delete_tasks, (thread_id,))
+            self.conn.execute(self.sql.delete_traces, (thread_id,))
         return cursor.rowcount == 1
