@@ -6,6 +6,7 @@ within its bound, on raw sockets against a real server."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 from collections.abc import AsyncIterator
@@ -43,8 +44,18 @@ async def _connect(running: Running) -> tuple[asyncio.StreamReader, asyncio.Stre
 
 
 async def _until_closed(reader: asyncio.StreamReader, seconds: float = 5.0) -> bytes:
-    """What the server sends until it closes the connection (fails after `seconds`)."""
-    return await asyncio.wait_for(reader.read(), seconds)
+    """What the server sends until it closes the connection (fails after `seconds`). A close
+    with bytes of the client's still unread is a reset: it ends the connection too, and what
+    came before it is kept."""
+    received = bytearray()
+
+    async def read_all() -> None:
+        while chunk := await reader.read(65536):
+            received.extend(chunk)
+
+    with contextlib.suppress(ConnectionResetError):
+        await asyncio.wait_for(read_all(), seconds)
+    return bytes(received)
 
 
 def _detail(raw: bytes) -> str:

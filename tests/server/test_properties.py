@@ -27,6 +27,11 @@ from hypothesis import strategies as st
 from tests.server.conftest import running_server
 from tests.storage.conftest import postgres_opener
 
+# The server runs in a thread of this process, and its libraries (psycopg's pool, Redis'
+# backoff) draw from the global `random` while Hypothesis draws here: Hypothesis would take
+# that for a strategy using `random`. None of this module's strategies does.
+pytestmark = pytest.mark.filterwarnings("ignore:Do not use the `random` module inside strategies")
+
 EXAMPLES = {"sqlite": 1500, "postgres": 600}
 READ_BACK_EXAMPLES = 150
 # Operations that wait for a run or stream without end are left out (their inputs are the
