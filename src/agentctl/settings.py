@@ -178,11 +178,12 @@ SETTINGS: tuple[Setting, ...] = (
             "Prefix of every Redis key and channel, to share one Redis between deployments."),
     Setting("AGENTCTL_EVENT_TTL_SECONDS", int, 7 * 24 * 3600,
             "How long a thread's streamed events stay replayable after its last event."),
-    Setting("AGENTCTL_EVENT_FOLD_SECONDS", int, 30,
-            "How long a run's token events stay as they were streamed once it ended; then "
-            "they are folded into a compact form (a token's metadata kept once per thread) "
-            "that replays exactly the same stream. 0: at once. A `values` event is stored "
-            "compact from the start (each message kept once per thread).",
+    Setting("AGENTCTL_EVENT_FOLD_SECONDS", int, 0,
+            "On the embedded store (`agentctl dev`), how long a run's token events stay as "
+            "they were streamed once it ended; then they are folded into a compact form (a "
+            "token's metadata kept once per thread) that replays exactly the same stream. "
+            "0: stored compact as they come, as on Redis. A `values` event is always stored "
+            "compact as it comes (each message kept once per thread).",
             zero=True),
     Setting("AGENTCTL_LOG_FORMAT", str, "json", "`json` (one object per line) or `text`.",
             choices=("json", "text")),

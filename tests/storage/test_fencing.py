@@ -112,6 +112,33 @@ async def test_only_the_attempt_holding_a_run_writes(storage: Storage) -> None:
     assert (await storage.runs.get(first.run.run_id)).status == "success"  # type: ignore[union-attr]
 
 
+async def test_a_write_right_after_the_run_changed_hands_is_refused(storage: Storage) -> None:
+    """However recently the attempt wrote: the embedded store reads a run's row again once
+    any run changed, not at every write of an attempt it saw holding its run."""
+    thread = await add_thread(storage)
+    await add_run(storage, thread.thread_id)
+    first = Attempt(storage, await claim(storage, "a"), "a")
+
+    async def append(fence: Fence) -> None:
+        await storage.events.append(thread.thread_id, fence.run_id, "values", b"{}", fence=fence)
+
+    for _ in range(3):
+        await append(first.fence)
+    await storage.runs.release("a")
+    await storage.events.supersede(first.run.run_id, first.run.attempt)
+    with pytest.raises(StaleAttempt):
+        await append(first.fence)
+
+    second = Attempt(storage, await claim(storage, "b"), "b")
+    for _ in range(3):
+        await append(second.fence)
+    first.fence.stale = False
+    with pytest.raises(StaleAttempt):
+        await append(first.fence)
+    assert first.stops == 2
+    assert second.stops == 0
+
+
 async def test_the_same_worker_claiming_again_is_another_attempt(storage: Storage) -> None:
     await add_run(storage, (await add_thread(storage)).thread_id)
     first = Attempt(storage, await claim(storage, "a"), "a")

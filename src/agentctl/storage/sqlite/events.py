@@ -6,11 +6,13 @@ Each thread's events carry ids `<ms>-<seq>` that only grow, as Redis stream ids 
 Events are kept in their compact form (storage/compact.py: a token's metadata and a
 `values` event's messages kept once per thread, in `event_parts`), each under its own id: a
 replay reads exactly what was sent live. A `values` event is stored compact as it comes: it
-repeats the whole conversation, which would otherwise be written in full each step and
-rewritten by the fold, a cost growing with the thread. A run's other events are stored as
-they come and folded `fold_after` seconds after its end. The folds to do are kept in
-`event_folds` with the run's end: those a stop, a crash or a full disk left undone are done
-after the next start.
+repeats the whole conversation, which would otherwise be written in full each step, a cost
+growing with the thread. So are a run's token events when `fold_after` is 0 (the default):
+each token's ~1 KB of metadata is not written again and again, only to be folded away. With
+a `fold_after` of N seconds they are stored as they come and folded N seconds after the
+run's end; the folds to do are kept in `event_folds` with the run's end: those a stop, a
+crash or a full disk left undone (and the runs of an older version) are done after the next
+start.
 """
 
 from __future__ import annotations
@@ -83,8 +85,10 @@ class SqliteEventLog:
         check_fence(self.db, fence)
         ms, seq = self._next_position(thread_id)
         stored = data
-        if self.fold_after is not None and event.split("|", 1)[0] == "values":
-            stored = self._compacted(thread_id, event, data)
+        if self.fold_after is not None:
+            base = event.split("|", 1)[0]
+            if base == "values" or (base == "messages" and self.fold_after == 0):
+                stored = self._compacted(thread_id, event, data)
         self.db.defer(INSERT_EVENT, [(thread_id, ms, seq, run_id, event, stored)])
         item = Event(f"{ms}-{seq}", run_id, event, data)
         for subscription in self._subscribers.get(thread_id, ()):
@@ -92,7 +96,7 @@ class SqliteEventLog:
         if event == END_EVENT:
             # Its first event may be another process's (a run resumed after a restart).
             first = self._first.pop(run_id, (0, 0))
-            if self.fold_after is not None:
+            if self.fold_after:  # (0: its events were stored compact as they came)
                 self.db.defer(INSERT_FOLD, [(run_id, thread_id, *first, ms, seq)])
                 self._fold_later(thread_id, run_id, first, (ms, seq))
         elif run_id not in self._first:
@@ -103,12 +107,14 @@ class SqliteEventLog:
         """The compact form of `data` (itself when it has none), the parts the thread does
         not hold yet deferred with it: those of the thread's previous such event, and those
         this process stored or read lately, are not written again."""
-        encoded = compact.encode_after(event, data, self._heads.get(thread_id, event))
+        values = event.split("|", 1)[0] == "values"
+        last = self._heads.get(thread_id, event) if values else None
+        encoded = compact.encode_after(event, data, last)
+        if values:
+            self._heads.keep(thread_id, event, None if encoded is None else encoded[2])
         if encoded is None:
-            self._heads.keep(thread_id, event, None)
             return data
-        stored, parts, head = encoded
-        self._heads.keep(thread_id, event, head)
+        stored, parts, _ = encoded
         _, new = self._parts.split(thread_id, parts)
         if new:
             self.db.defer(INSERT_PART, [(thread_id, key, parts[key]) for key in new])

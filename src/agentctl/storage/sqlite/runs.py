@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import builtins
+import sqlite3
+import weakref
 from datetime import datetime, timedelta
 
 from agentctl.storage.base import Run, now
@@ -36,19 +38,49 @@ _CLAIM = (
 )
 
 
+class _HeldFences:
+    """The attempts seen holding their run since a row of `runs` last changed: a run's
+    writes come many a second (its tokens), its row changes a few times a run. Temporary
+    triggers on the table tell of every insert, update and delete, whatever statement or
+    replayed journal made it, and each empties the set."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.seen: set[tuple[str, int, str]] = set()
+        conn.create_function("agentctl_runs_changed", 0, self.seen.clear)
+        for change in ("INSERT", "UPDATE", "DELETE"):
+            conn.execute(
+                f"CREATE TEMP TRIGGER IF NOT EXISTS agentctl_runs_{change.lower()} "
+                f"AFTER {change} ON main.runs BEGIN SELECT agentctl_runs_changed(); END"
+            )
+
+
+_held: weakref.WeakKeyDictionary[Database, _HeldFences] = weakref.WeakKeyDictionary()
+
+
 def check_fence(db: Database, fence: Fence | None) -> None:
     """Refuse a write of a run's attempt (`Fence.refused`) unless it holds the run. Called
     inline right before the write, in the one process using the file: nothing can take the
-    run over in between."""
+    run over in between. The row is read only when a run changed since this attempt was
+    last seen holding it."""
     if fence is None:
         return
     db.readable()
-    if not db.conn.execute(SQL.holds, fence_params(fence)).fetchone():
+    held = _held.get(db)
+    key = fence_params(fence)
+    if held is not None and key in held.seen:
+        return
+    if not db.conn.execute(SQL.holds, key).fetchone():
         raise fence.refused()
+    if held is not None:
+        held.seen.add(key)
 
 
 class SqliteRuns(SqliteTable, SqlRunStore):
     sql = SQL
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        _held[db] = _HeldFences(db.conn)
 
     async def claim(self, at: datetime, *, worker: str, lease: float) -> Run | None:
         # One process uses the file, and nothing here awaits: the read and the update are
