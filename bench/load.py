@@ -66,17 +66,14 @@ from common import (
     OtlpSink,
     cpu_seconds,
     rss_mib,
-    running_fixtures,
-    servers_env,
     serving_pid,
     user_input,
 )
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import StreamMode
-from targets import ServerTarget, Setup, Started, start_langgraph_dev, start_ours
+from targets import ServerTarget, Setup, Started, bench_setup, start_langgraph_dev, start_ours
 
 from agentctl.testing import services
-from agentctl.testing.demo import write_demo
 from agentctl.testing.openai_wire import OpenAIWire
 from agentctl.testing.script import Call, Reply, Say, ToolCall, parse_script
 from agentctl.testing.wire import Chat
@@ -481,21 +478,18 @@ def observability(key: str, on: list[Phase], off: list[Phase], args: Any) -> Non
 
 
 async def measure(args: argparse.Namespace, tmp: Path) -> None:
-    with running_fixtures(tmp) as facts:
-        project = write_demo(tmp / "demo", facts["calculator"], facts["library"])
-        overrides = dict(item.split("=", 1) for item in args.server_env)
-        setup = Setup(
-            tmp=tmp,
-            project=project,
-            env={**servers_env(facts), **overrides},
-            runs=0,
-            latency_runs=0,
-            concurrency=max(args.users),  # langgraph dev's --n-jobs-per-worker
-            turns=1,
-            ours_cmd="dev",
-            user=None,
-            before=args.before,
-        )
+    overrides = dict(item.split("=", 1) for item in args.server_env)
+    with bench_setup(
+        tmp,
+        env=overrides,
+        runs=0,
+        latency_runs=0,
+        concurrency=max(args.users),  # langgraph dev's --n-jobs-per-worker
+        turns=1,
+        ours_cmd="dev",
+        user=None,
+        before=args.before,
+    ) as (setup, facts):
         async with contextlib.AsyncExitStack() as stack:
             if args.observed:
                 sink = OtlpSink()

@@ -59,8 +59,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from common import running_fixtures, servers_env, user_input
-from targets import ServerTarget, Setup, start_langgraph_dev, start_server
+from common import user_input
+from targets import ServerTarget, Setup, bench_setup, start_langgraph_dev, start_server
 
 from agentctl.testing import PLAIN_PREFIX
 from agentctl.testing.demo import write_demo
@@ -206,19 +206,15 @@ async def measure(args: argparse.Namespace) -> list[Measured]:
     modes = [m.strip() for m in args.stream_mode.split(",") if m.strip()]
     with tempfile.TemporaryDirectory(prefix="agentctl-long-thread-") as tmp_name:
         tmp = Path(tmp_name)
-        with running_fixtures(tmp) as facts:
-            project = write_demo(tmp / "demo", facts["calculator"], facts["library"])
-            setup = Setup(
-                tmp=tmp,
-                project=project,
-                env=servers_env(facts),
-                runs=args.turns,
-                latency_runs=args.turns,
-                concurrency=4,
-                turns=1,
-                ours_cmd="dev",
-                user=None,
-            )
+        with bench_setup(
+            tmp,
+            runs=args.turns,
+            latency_runs=args.turns,
+            concurrency=4,
+            turns=1,
+            ours_cmd="dev",
+            user=None,
+        ) as (setup, facts):
             targets = await start_all(args, setup, facts)
             try:
                 for measured in targets:

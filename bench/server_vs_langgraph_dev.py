@@ -77,13 +77,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common import OtlpSink, one_run, p95, rss_mib, running_fixtures, servers_env, user_input
+from common import OtlpSink, one_run, p95, rss_mib, user_input
 from targets import (
     Sample,
     ServerTarget,
     Setup,
     Started,
     Target,
+    bench_setup,
     start_langgraph_dev,
     start_ours,
     start_ours_bare,
@@ -92,7 +93,6 @@ from targets import (
 from agentctl.project import load_project
 from agentctl.runtime import load_agent
 from agentctl.runtime.memory import USER_ID_KEY
-from agentctl.testing.demo import write_demo
 
 WARMUP = 20
 
@@ -416,12 +416,9 @@ async def main(args: argparse.Namespace) -> None:
     targets = [t.strip() for t in args.targets.split(",") if t.strip()]
     with tempfile.TemporaryDirectory(prefix="agentctl-bench-") as tmp_name:
         tmp = Path(tmp_name)
-        with running_fixtures(tmp) as facts:
-            project = write_demo(tmp / "demo", facts["calculator"], facts["library"])
-            setup = Setup(
-                tmp=tmp,
-                project=project,
-                env=servers_env(facts),
+        with (
+            bench_setup(
+                tmp,
                 runs=args.runs,
                 latency_runs=args.latency_runs,
                 concurrency=args.concurrency,
@@ -429,22 +426,23 @@ async def main(args: argparse.Namespace) -> None:
                 ours_cmd=args.ours_cmd,
                 user=args.user,
                 profile=args.profile,
-            )
-            with contextlib.ExitStack() as exits:
-                if args.observed:
-                    sink = OtlpSink()
-                    exits.callback(sink.close)
-                    setup.ours_env = {
-                        "OTEL_EXPORTER_OTLP_ENDPOINT": sink.url,
-                        "OTEL_SDK_DISABLED": "false",  # the servers' quiet default
-                    }
-                    if "ours" in targets and "ours-bare" not in targets:
-                        targets.insert(targets.index("ours") + 1, "ours-bare")
-                results = await measure_all(setup, targets)
-                report(results, setup)
-                if args.observed:
-                    print(f"  the OTLP receiver took {sink.batches} batches, "
-                          f"{sink.bytes / 2**20:.1f} MiB")  # fmt: skip
+            ) as (setup, _),
+            contextlib.ExitStack() as exits,
+        ):
+            if args.observed:
+                sink = OtlpSink()
+                exits.callback(sink.close)
+                setup.ours_env = {
+                    "OTEL_EXPORTER_OTLP_ENDPOINT": sink.url,
+                    "OTEL_SDK_DISABLED": "false",  # the servers' quiet default
+                }
+                if "ours" in targets and "ours-bare" not in targets:
+                    targets.insert(targets.index("ours") + 1, "ours-bare")
+            results = await measure_all(setup, targets)
+            report(results, setup)
+            if args.observed:
+                print(f"  the OTLP receiver took {sink.batches} batches, "
+                      f"{sink.bytes / 2**20:.1f} MiB")  # fmt: skip
 
 
 def parse_args() -> argparse.Namespace:

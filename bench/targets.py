@@ -17,13 +17,21 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
-from common import child, cpu_seconds, serving_pid, tail, user_input
+from common import (
+    child,
+    cpu_seconds,
+    running_fixtures,
+    servers_env,
+    serving_pid,
+    tail,
+    user_input,
+)
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
@@ -31,6 +39,7 @@ from agentctl.project import load_project
 from agentctl.runtime.agent import seed_revision
 from agentctl.runtime.memory import USER_ID_KEY
 from agentctl.testing import PLAIN_PREFIX
+from agentctl.testing.demo import write_demo
 from agentctl.testing.services import free_port
 
 START_TIMEOUT = 180.0
@@ -228,6 +237,17 @@ class Setup:
     ours_env: dict[str, str] = field(default_factory=dict)  # agentctl's alone (tracing)
     before: Path | None = None  # another checkout's src, run by the `*-before` targets
     profile: Path | None = None  # where the `_ours` launcher writes its profile (`--profile`)
+
+
+@contextlib.contextmanager
+def bench_setup(tmp: Path, **fields: Any) -> Iterator[tuple[Setup, dict[str, Any]]]:
+    """The scripted model and the demo's MCP servers running (their `facts`), the demo project
+    written in `tmp`, and the `Setup` of the servers measured against them: `fields` are its
+    other fields (`env`: variables added to the servers' environment)."""
+    with running_fixtures(tmp) as facts:
+        project = write_demo(tmp / "demo", facts["calculator"], facts["library"])
+        env = {**servers_env(facts), **fields.pop("env", {})}
+        yield Setup(tmp=tmp, project=project, env=env, **fields), facts
 
 
 async def seeds(project: Path) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]:
