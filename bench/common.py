@@ -225,6 +225,9 @@ class OtlpSink:
         self.server.shutdown()
         self.server.server_close()
 
+    def summary(self) -> str:
+        return f"the OTLP receiver took {self.batches} batches, {self.bytes / 2**20:.1f} MiB"
+
 
 async def one_run(graph: Any, index: int) -> float:
     config = {"configurable": {"thread_id": f"bench-{index}", "graph_auth_user_id": "bench-user"}}

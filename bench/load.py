@@ -63,7 +63,6 @@ from urllib.parse import urlsplit
 import httpx
 from cluster import KEY, Cluster, deploy, serve_env
 from common import (
-    OtlpSink,
     cpu_seconds,
     rss_mib,
     serving_pid,
@@ -71,7 +70,15 @@ from common import (
 )
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import StreamMode
-from targets import ServerTarget, Setup, Started, bench_setup, start_langgraph_dev, start_ours
+from targets import (
+    ServerTarget,
+    Setup,
+    Started,
+    bench_setup,
+    export_traces,
+    start_langgraph_dev,
+    start_ours,
+)
 
 from agentctl.testing import services
 from agentctl.testing.openai_wire import OpenAIWire
@@ -492,12 +499,7 @@ async def measure(args: argparse.Namespace, tmp: Path) -> None:
     ) as (setup, facts):
         async with contextlib.AsyncExitStack() as stack:
             if args.observed:
-                sink = OtlpSink()
-                stack.callback(sink.close)
-                setup.ours_env = {
-                    "OTEL_EXPORTER_OTLP_ENDPOINT": sink.url,
-                    "OTEL_SDK_DISABLED": "false",  # the servers' quiet default
-                }
+                sink = export_traces(setup, stack)
             starters: dict[str, Callable[[], Awaitable[LoadTarget]]] = {
                 "dev": lambda: start_dev(setup, stack),
                 "dev-bare": lambda: start_dev(setup, stack, bare=True),
@@ -545,8 +547,7 @@ async def measure(args: argparse.Namespace, tmp: Path) -> None:
                     results[key].append(pooled(phases))
             report(results, labels, args)
             if args.observed:
-                print(f"\nthe OTLP receiver took {sink.batches} batches, "
-                      f"{sink.bytes / 2**20:.1f} MiB")  # fmt: skip
+                print(f"\n{sink.summary()}")
 
 
 def parse_args() -> argparse.Namespace:

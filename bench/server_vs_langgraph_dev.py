@@ -77,7 +77,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common import OtlpSink, one_run, p95, rss_mib, user_input
+from common import one_run, p95, rss_mib, user_input
 from targets import (
     Sample,
     ServerTarget,
@@ -85,6 +85,7 @@ from targets import (
     Started,
     Target,
     bench_setup,
+    export_traces,
     start_langgraph_dev,
     start_ours,
     start_ours_bare,
@@ -430,19 +431,13 @@ async def main(args: argparse.Namespace) -> None:
             contextlib.ExitStack() as exits,
         ):
             if args.observed:
-                sink = OtlpSink()
-                exits.callback(sink.close)
-                setup.ours_env = {
-                    "OTEL_EXPORTER_OTLP_ENDPOINT": sink.url,
-                    "OTEL_SDK_DISABLED": "false",  # the servers' quiet default
-                }
+                sink = export_traces(setup, exits)
                 if "ours" in targets and "ours-bare" not in targets:
                     targets.insert(targets.index("ours") + 1, "ours-bare")
             results = await measure_all(setup, targets)
             report(results, setup)
             if args.observed:
-                print(f"  the OTLP receiver took {sink.batches} batches, "
-                      f"{sink.bytes / 2**20:.1f} MiB")  # fmt: skip
+                print(f"  {sink.summary()}")
 
 
 def parse_args() -> argparse.Namespace:

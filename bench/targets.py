@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 from common import (
+    OtlpSink,
     child,
     cpu_seconds,
     running_fixtures,
@@ -248,6 +249,20 @@ def bench_setup(tmp: Path, **fields: Any) -> Iterator[tuple[Setup, dict[str, Any
         project = write_demo(tmp / "demo", facts["calculator"], facts["library"])
         env = {**servers_env(facts), **fields.pop("env", {})}
         yield Setup(tmp=tmp, project=project, env=env, **fields), facts
+
+
+def export_traces(
+    setup: Setup, exits: contextlib.ExitStack | contextlib.AsyncExitStack
+) -> OtlpSink:
+    """A local OTLP receiver (closed with `exits`) that agentctl's servers of `setup` export
+    their traces to."""
+    sink = OtlpSink()
+    exits.callback(sink.close)
+    setup.ours_env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": sink.url,
+        "OTEL_SDK_DISABLED": "false",  # the servers' quiet default
+    }
+    return sink
 
 
 async def seeds(project: Path) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]:
