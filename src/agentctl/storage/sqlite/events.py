@@ -107,14 +107,12 @@ class SqliteEventLog:
         """The compact form of `data` (itself when it has none), the parts the thread does
         not hold yet deferred with it: those of the thread's previous such event, and those
         this process stored or read lately, are not written again."""
-        values = event.split("|", 1)[0] == "values"
-        last = self._heads.get(thread_id, event) if values else None
-        encoded = compact.encode_after(event, data, last)
-        if values:
-            self._heads.keep(thread_id, event, None if encoded is None else encoded[2])
+        encoded = compact.encode_after(event, data, self._heads.get(thread_id, event))
         if encoded is None:
+            self._heads.keep(thread_id, event, None)
             return data
-        stored, parts, _ = encoded
+        stored, parts, head = encoded  # (a token's head is None: only `values` have one)
+        self._heads.keep(thread_id, event, head)
         _, new = self._parts.split(thread_id, parts)
         if new:
             self.db.defer(INSERT_PART, [(thread_id, key, parts[key]) for key in new])
