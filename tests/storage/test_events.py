@@ -713,3 +713,47 @@ async def test_sqlite_stores_values_events_compact_as_they_come(tmp_path: Path) 
         assert parts == len(messages)  # each message once
         log._parts.clear()  # type: ignore[attr-defined]  # read from the table
         assert [(e.event, e.data) for e in await log.read("t", after=None)] == datas
+
+
+async def test_sqlite_tokens_reach_the_file_a_page_at_a_time_and_before_other_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Token events wait in memory until their time is up, a thread's fill about a page, or
+    another event of the thread comes; the file then always holds the beginning of the
+    thread's stream, and a read sees everything appended."""
+    import sqlite3
+
+    from agentctl.storage.sqlite import database
+    from agentctl.storage.sqlite import events as sqlite_events
+
+    path = tmp_path / "agentctl.db"
+
+    def in_file() -> list[str]:  # what another connection sees: only what is committed
+        with contextlib.closing(sqlite3.connect(path)) as other:
+            return [name for (name,) in other.execute("SELECT event FROM events ORDER BY ms, seq")]
+
+    async def settled() -> list[str]:  # after the commit of what was handed to the database
+        await asyncio.sleep(database.COMMIT_DELAY * 5)
+        return in_file()
+
+    token = b'[{"type": "AIMessageChunk", "content": "word"}, {}]'
+    async with open_backend("sqlite", cast(pytest.FixtureRequest, None), tmp_path) as backend:
+        log = backend.log
+        monkeypatch.setattr(sqlite_events, "STAGE_SECONDS", 0.1)  # a token's time is up
+        appended = [await log.append("t", "r1", "metadata", b"{}")]
+        appended.append(await log.append("t", "r1", "messages", token))
+        await eventually(lambda: asyncio.sleep(0, len(in_file()) == 2), what="the late token")
+
+        monkeypatch.setattr(sqlite_events, "STAGE_SECONDS", 60.0)
+        appended += [await log.append("t", "r1", "messages", token) for _ in range(3)]
+        assert (await settled()).count("messages") == 1  # these wait ...
+        appended.append(await log.append("t", "r1", "updates", b"{}"))  # ... for another event
+        assert await settled() == [e.event for e in appended]
+
+        big = token.replace(b"word", b"w" * 1000)  # ... or until they fill a page
+        appended += [await log.append("t", "r1", "messages", big) for _ in range(4)]
+        assert await settled() == [e.event for e in appended]
+
+        appended.append(await log.append("t", "r1", "messages", token))
+        assert await log.read("t", after=None) == appended  # a read sees them all
+        assert await settled() == [e.event for e in appended]
