@@ -14,7 +14,7 @@ run's end; the folds to do are kept in `event_folds` with the run's end: those a
 crash or a full disk left undone (and the runs of an older version) are done after the next
 start.
 
-Token events (`messages`, streamed a few every 100 ms by each run) wait in memory a little
+Token events (`messages`, dozens a second from each streaming run) wait in memory a little
 (`TokenStage`) before they go to the table. The table keeps each thread's events together,
 so a commit writes a page of it for every thread that added a row: a commit of every 50 ms
 rewrote each streaming run's page some 20 times a second for a few hundred bytes of tokens,
