@@ -180,3 +180,23 @@ async def test_an_unfenced_append_is_not_refused(storage: Storage) -> None:
     thread = await add_thread(storage)
     event = await storage.events.append(thread.thread_id, new_id(), "end", b"{}")
     assert [e.id for e in await storage.events.read(thread.thread_id, after=None)] == [event.id]
+
+
+async def test_saves_sent_together_refuse_only_the_stale_attempts(storage: Storage) -> None:
+    """Checkpoints of a stale attempt and of the attempt holding the run, saved at once (on
+    PostgreSQL, in one batch): the stale one is refused, the other stored."""
+    thread = await add_thread(storage)
+    await add_run(storage, thread.thread_id)
+    first = Attempt(storage, await claim(storage, "a"), "a")
+    await storage.runs.release("a")
+    await storage.events.supersede(first.run.run_id, first.run.attempt)
+    second = Attempt(storage, await claim(storage, "b"), "b")
+    outcomes: tuple[Any, ...] = await asyncio.gather(
+        first.put_checkpoint(), second.put_checkpoint(), return_exceptions=True
+    )
+    assert isinstance(outcomes[0], StaleAttempt)
+    assert not isinstance(outcomes[1], BaseException)
+    latest = await storage.checkpointer.aget_tuple(
+        {"configurable": {"thread_id": thread.thread_id}}
+    )
+    assert latest.metadata["step"] == 2

@@ -8,21 +8,25 @@ shared by every checkpoint naming that version, and pending writes in `checkpoin
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import psycopg
 from langgraph.checkpoint.base import WRITES_IDX_MAP, get_serializable_checkpoint_metadata
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.store.postgres.aio import AsyncPostgresStore
-from psycopg import AsyncCursor
+from psycopg import AsyncConnection, AsyncCursor
 from psycopg.errors import DivisionByZero
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 
-from agentctl.storage.fence import current
-from agentctl.storage.outages import ride_out
+from agentctl.errors import RuntimeFailure
+from agentctl.storage.fence import Fence, StaleAttempt, current
+from agentctl.storage.outages import ride_out, service_down
 from agentctl.storage.postgres.database import Pool
 from agentctl.storage.postgres.runs import SQL as RUNS
 from agentctl.storage.sql.runs import fence_params
@@ -85,6 +89,9 @@ _DELETE_UNUSED_BLOBS = """
 """
 
 Row = tuple[Any, ...]
+# A save waiting to be sent: its statement, its parameters, the fence it carries (if any)
+# and what its caller awaits.
+Save = tuple[str, Sequence[Any], Fence | None, "asyncio.Future[None]"]
 
 
 def _columns(rows: Sequence[Row], first: int) -> list[list[Any]]:
@@ -100,11 +107,18 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
     which only a single shared connection needs). A checkpoint, or a task's pending writes,
     is saved in one statement (one round trip, one implicit transaction) that writes the
     library's rows and checks the fence of the attempt executing here, if any
-    (storage/fence.py): a stale attempt's save writes nothing and raises `StaleAttempt`."""
+    (storage/fence.py): a stale attempt's save writes nothing and raises `StaleAttempt`.
+
+    Saves made while others are being sent go together, in one pipeline on one connection
+    (one round trip, one transaction): a save sent alone costs its caller's loop more than
+    twice as much CPU. When one of them fails (a stale attempt's), the batch is rolled back
+    and each is sent again on its own, so that only that one fails."""
 
     def __init__(self, pool: Pool) -> None:
         super().__init__(pool)
         self.pool = pool
+        self._queued: list[Save] = []
+        self._sender: asyncio.Task[None] | None = None
 
     @asynccontextmanager
     async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
@@ -130,16 +144,54 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
         fence = current.get()
         sql = _STATEMENTS[(what, fence is not None, conflict)]
         args = params if fence is None else (*fence_params(fence), *params)
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queued.append((sql, args, fence, future))
+        if self._sender is None:
+            self._sender = asyncio.create_task(self._send_queued())
+        await future
 
-        async def save() -> None:
-            async with self.pool.connection() as conn:
+    async def _send_queued(self) -> None:
+        batch: list[Save] = []
+        try:
+            while self._queued:
+                batch, self._queued = self._queued, []
+                failures = await ride_out(functools.partial(self._send, batch))
+                for (*_, future), failure in zip(batch, failures, strict=True):
+                    if future.done():  # its caller was cancelled
+                        continue
+                    if failure is None:
+                        future.set_result(None)
+                    else:
+                        future.set_exception(failure)
+        except Exception as exc:
+            for *_, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+        finally:
+            self._sender = None
+            for *_, future in batch:  # cancelled: the callers must not hang
+                if not future.done():
+                    future.set_exception(RuntimeFailure("the checkpoint save was cancelled"))
+            if self._queued:  # those queued meanwhile
+                self._sender = asyncio.create_task(self._send_queued())
+
+    async def _send(self, batch: list[Save]) -> list[Exception | None]:
+        """Send `batch`; each save's failure, or None. Raises when the database cannot be
+        reached (the whole batch is sent again: saving again what was saved is harmless).
+        A save whose caller was cancelled meanwhile is not sent (e.g. a run rolled back)."""
+        live = [save for save in batch if not save[3].done()]
+        async with self.pool.connection() as conn:
+            if len(live) > 1:
                 try:
-                    await conn.execute(sql, args, binary=True)
-                except DivisionByZero:
-                    assert fence is not None
-                    raise fence.refused() from None
-
-        await ride_out(save)
+                    async with conn.pipeline():
+                        for sql, args, *_ in live:
+                            await conn.execute(sql, args, binary=True)
+                    return [None] * len(batch)
+                except psycopg.Error as exc:
+                    if service_down(exc):
+                        raise
+            failures = {id(save): await _send_one(conn, save) for save in live}
+        return [failures.get(id(save)) for save in batch]
 
     async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
         """Save a checkpoint as the library does, in one statement. A `DeltaChannel`
@@ -265,6 +317,24 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
                 {"thread": thread_id, **params},
             )
             await conn.execute(_DELETE_UNUSED_BLOBS, {"thread": thread_id})
+
+
+async def _send_one(conn: AsyncConnection[Any], save: Save) -> Exception | None:
+    """Send `save` alone; its failure, or None."""
+    sql, args, fence, _ = save
+    try:
+        await conn.execute(sql, args, binary=True)
+    except DivisionByZero:
+        assert fence is not None
+        try:
+            fence.refused()  # stops the attempt, and raises
+        except StaleAttempt as refusal:
+            return refusal
+    except psycopg.Error as exc:
+        if service_down(exc):
+            raise
+        return exc
+    return None
 
 
 def pool_store(pool: Pool) -> Any:
