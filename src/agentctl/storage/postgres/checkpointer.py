@@ -169,10 +169,13 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
                     future.set_exception(exc)
         finally:
             self._sender = None
-            for *_, future in batch:  # cancelled: the callers must not hang
-                if not future.done():
-                    future.set_exception(RuntimeFailure("the checkpoint save was cancelled"))
-            if self._queued:  # those queued meanwhile
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():  # shutting down: no caller may hang
+                waiting, self._queued = batch + self._queued, []
+                for *_, future in waiting:
+                    if not future.done():
+                        future.set_exception(RuntimeFailure("the checkpoint save was cancelled"))
+            elif self._queued:  # those queued since the failure above
                 self._sender = asyncio.create_task(self._send_queued())
 
     async def _send(self, batch: list[Save]) -> list[Exception | None]:
