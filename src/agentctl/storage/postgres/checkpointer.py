@@ -193,8 +193,7 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
                 except psycopg.Error as exc:
                     if service_down(exc):
                         raise
-            failures = {id(save): await _send_one(conn, save) for save in live}
-        return [failures.get(id(save)) for save in batch]
+            return [None if save[3].done() else await _send_one(conn, save) for save in batch]
 
     async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
         """Save a checkpoint as the library does, in one statement. A `DeltaChannel`
