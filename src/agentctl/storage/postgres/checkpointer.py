@@ -8,8 +8,6 @@ shared by every checkpoint naming that version, and pending writes in `checkpoin
 
 from __future__ import annotations
 
-import asyncio
-import functools
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -24,9 +22,9 @@ from psycopg.errors import DivisionByZero
 from psycopg.rows import DictRow, dict_row
 from psycopg.types.json import Jsonb
 
-from agentctl.errors import RuntimeFailure
+from agentctl.storage.batches import GroupSender, Queued
 from agentctl.storage.fence import Fence, StaleAttempt, current
-from agentctl.storage.outages import ride_out, service_down
+from agentctl.storage.outages import service_down
 from agentctl.storage.postgres.database import Pool
 from agentctl.storage.postgres.runs import SQL as RUNS
 from agentctl.storage.sql.runs import fence_params
@@ -91,7 +89,7 @@ _DELETE_UNUSED_BLOBS = """
 Row = tuple[Any, ...]
 # A save waiting to be sent: its statement, its parameters, the fence it carries (if any)
 # and what its caller awaits.
-Save = tuple[str, Sequence[Any], Fence | None, "asyncio.Future[None]"]
+Save = tuple[str, Sequence[Any], Fence | None]  # a statement, its arguments, its fence
 
 
 def _columns(rows: Sequence[Row], first: int) -> list[list[Any]]:
@@ -117,8 +115,7 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
     def __init__(self, pool: Pool) -> None:
         super().__init__(pool)
         self.pool = pool
-        self._queued: list[Save] = []
-        self._sender: asyncio.Task[None] | None = None
+        self._saves: GroupSender[Save, None] = GroupSender(self._send, what="the checkpoint save")
 
     @asynccontextmanager
     async def _cursor(self, *, pipeline: bool = False) -> AsyncIterator[AsyncCursor[DictRow]]:
@@ -144,56 +141,26 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
         fence = current.get()
         sql = _STATEMENTS[(what, fence is not None, conflict)]
         args = params if fence is None else (*fence_params(fence), *params)
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queued.append((sql, args, fence, future))
-        if self._sender is None:
-            self._sender = asyncio.create_task(self._send_queued())
-        await future
+        await self._saves((sql, args, fence))
 
-    async def _send_queued(self) -> None:
-        batch: list[Save] = []
-        try:
-            while self._queued:
-                batch, self._queued = self._queued, []
-                failures = await ride_out(functools.partial(self._send, batch))
-                for (*_, future), failure in zip(batch, failures, strict=True):
-                    if future.done():  # its caller was cancelled
-                        continue
-                    if failure is None:
-                        future.set_result(None)
-                    else:
-                        future.set_exception(failure)
-        except Exception as exc:
-            for *_, future in batch:
-                if not future.done():
-                    future.set_exception(exc)
-        finally:
-            self._sender = None
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():  # shutting down: no caller may hang
-                waiting, self._queued = batch + self._queued, []
-                for *_, future in waiting:
-                    if not future.done():
-                        future.set_exception(RuntimeFailure("the checkpoint save was cancelled"))
-            elif self._queued:  # those queued since the failure above
-                self._sender = asyncio.create_task(self._send_queued())
-
-    async def _send(self, batch: list[Save]) -> list[Exception | None]:
+    async def _send(self, batch: list[Queued[Save, None]]) -> list[Exception | None]:
         """Send `batch`; each save's failure, or None. Raises when the database cannot be
         reached (the whole batch is sent again: saving again what was saved is harmless).
         A save whose caller was cancelled meanwhile is not sent (e.g. a run rolled back)."""
-        live = [save for save in batch if not save[3].done()]
+        live = [queued.item for queued in batch if not queued.abandoned]
         async with self.pool.connection() as conn:
             if len(live) > 1:
                 try:
                     async with conn.pipeline():
-                        for sql, args, *_ in live:
+                        for sql, args, _ in live:
                             await conn.execute(sql, args, binary=True)
                     return [None] * len(batch)
                 except psycopg.Error as exc:
                     if service_down(exc):
                         raise
-            return [None if save[3].done() else await _send_one(conn, save) for save in batch]
+            return [
+                None if queued.abandoned else await _send_one(conn, queued.item) for queued in batch
+            ]
 
     async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
         """Save a checkpoint as the library does, in one statement. A `DeltaChannel`
@@ -323,7 +290,7 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
 
 async def _send_one(conn: AsyncConnection[Any], save: Save) -> Exception | None:
     """Send `save` alone; its failure, or None."""
-    sql, args, fence, _ = save
+    sql, args, fence = save
     try:
         await conn.execute(sql, args, binary=True)
     except DivisionByZero:

@@ -43,11 +43,11 @@ import logging
 import uuid
 from typing import Any, cast
 
-from agentctl.errors import RuntimeFailure
 from agentctl.storage import compact
 from agentctl.storage.base import Event, event_position
+from agentctl.storage.batches import GroupSender, Queued
 from agentctl.storage.fence import Fence
-from agentctl.storage.outages import LONGEST_DELAY, REDIS, outages, ride_out, service_down
+from agentctl.storage.outages import LONGEST_DELAY, REDIS, outages, service_down
 from agentctl.storage.redis.pubsub import PubSub, stop
 from agentctl.storage.subscription import QueueSubscription
 from redis.asyncio import Redis
@@ -127,8 +127,8 @@ STALE = "STALE attempt"  # the script's error for a refused append
 # (stream, writers hash, fence, parts hash), (run_id, event, data, ttl, channel, writer, number,
 # attempt, stored data, ...): the APPEND script's keys and arguments
 Argv = tuple[tuple[str, str, str, str], tuple[str | bytes | int, ...]]
-# thread_id, run_id, event, data, attempt ("" when not fenced), number, its future
-Queued = tuple[str, str, str, bytes, int | str, int, "asyncio.Future[Event]"]
+# thread_id, run_id, event, data, attempt ("" when not fenced), number
+Append = tuple[str, str, str, bytes, int | str, int]
 
 
 def _text(value: bytes | str) -> str:
@@ -210,10 +210,11 @@ class RedisEventLog:
         self._timeout = timeout
         self._feeds: dict[str, _Feed] = {}
         self._by_channel: dict[bytes, _Feed] = {}
-        self._queued: list[Queued] = []
         self._writer = uuid.uuid4().hex  # this process's appends, numbered by `_number`
         self._number = 0
-        self._flusher: asyncio.Task[None] | None = None
+        self._appends: GroupSender[Append, Event] = GroupSender(
+            self._send_all, what="the event append"
+        )
         self._tasks: set[asyncio.Task[None]] = set()
         self._page = client.register_script(PAGE_OF_ENTRIES)
         self._parts = compact.PartCache()
@@ -242,56 +243,35 @@ class RedisEventLog:
         """Append in one round trip. Appends are sent in call order, those made while
         others are in flight together in one pipeline, so a thread's ids follow that order.
         While Redis cannot be reached, the appends wait and are sent again."""
-        future: asyncio.Future[Event] = asyncio.get_running_loop().create_future()
         self._number += 1
         attempt = "" if fence is None else fence.attempt
-        self._queued.append((thread_id, run_id, event, data, attempt, self._number, future))
-        if self._flusher is None:
-            self._flusher = asyncio.create_task(self._flush())
         try:
-            return await future
+            return await self._appends((thread_id, run_id, event, data, attempt, self._number))
         except ResponseError as exc:
             if fence is not None and str(exc) == STALE:
                 raise fence.refused() from None
             raise
 
-    async def _flush(self) -> None:
-        batch: list[Queued] = []
-        try:
-            while self._queued:
-                batch, self._queued = self._queued, []
-                results = await ride_out(functools.partial(self._send_all, batch))
-                for item, (result, head) in zip(batch, results, strict=True):
-                    thread_id, run_id, event, data, *_, future = item
-                    self._keep_head(thread_id, event, result, head)
-                    if future.done():
-                        continue
-                    if isinstance(result, Exception):
-                        future.set_exception(result)
-                    else:
-                        entry_id = result[0] if isinstance(result, list) else result
-                        future.set_result(Event(_text(entry_id), run_id, event, data))
-        except Exception as exc:
-            for *_, future in batch:
-                if not future.done():
-                    future.set_exception(exc)
-        finally:
-            self._flusher = None
-            for *_, future in batch:  # cancelled by `close`: the callers must not hang
-                if not future.done():
-                    future.set_exception(RuntimeFailure("the event log was closed"))
-
-    async def _send_all(self, batch: list[Queued]) -> list[tuple[Any, compact.Head | None]]:
-        """Each append's answer (its id, {id}, or the error) and its event's head; raises
-        when Redis cannot be reached for any of them (then the whole batch is sent again:
-        what was stored already is skipped). The appends of a batch are compacted against
-        the heads of appends answered before it, never against each other's."""
-        prepared = [self._argv(*item[:6]) for item in batch]
+    async def _send_all(self, batch: list[Queued[Append, Event]]) -> list[Event | Exception]:
+        """Each append's event, or its error; raises when Redis cannot be reached for any of
+        them (then the whole batch is sent again: what was stored already is skipped). The
+        appends of a batch are compacted against the heads of appends answered before it,
+        never against each other's."""
+        prepared = [self._argv(*queued.item) for queued in batch]
         results = await self._send([argv for argv, _ in prepared])
         for result in results:
             if isinstance(result, Exception) and service_down(result):
                 raise result
-        return [(result, head) for result, (_, head) in zip(results, prepared, strict=True)]
+        answers: list[Event | Exception] = []
+        for queued, result, (_, head) in zip(batch, results, prepared, strict=True):
+            thread_id, run_id, event, data, *_ = queued.item
+            self._keep_head(thread_id, event, result, head)
+            if isinstance(result, Exception):
+                answers.append(result)
+            else:
+                entry_id = result[0] if isinstance(result, list) else result
+                answers.append(Event(_text(entry_id), run_id, event, data))
+        return answers
 
     def _argv(
         self, thread_id: str, run_id: str, event: str, data: bytes, attempt: int | str, number: int
@@ -549,9 +529,7 @@ class RedisEventLog:
 
     async def close(self) -> None:
         """Finish the appends under way, then stop the live feeds."""
-        flusher = self._flusher
-        if flusher is not None:
-            await asyncio.wait({flusher}, timeout=self._timeout)
+        await self._appends.close(self._timeout)
         await self._pubsub.close()
         baselines = [feed.baseline for feed in self._feeds.values() if feed.baseline]
-        await stop([*self._tasks, *baselines, *([flusher] if flusher else [])])
+        await stop([*self._tasks, *baselines])
