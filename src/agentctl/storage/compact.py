@@ -78,15 +78,19 @@ class Head:
 def encode_after(
     event: str, data: bytes, head: Head | None
 ) -> tuple[bytes, Parts, Head | None] | None:
-    """As `encode`, for an event that may repeat `head` (the previous `values` event's, of
-    the same thread): its elements are cut out of `data` before it is parsed, so that a
-    thread's next state costs what it adds, not the whole conversation again. Returns the
-    parts that `head` does not hold, and this event's own head."""
+    """As `encode`, for an event that may repeat `head`, the head of the thread's previous
+    event of the same name. A `values` event's elements are cut out of `data` before it is
+    parsed, so that a thread's next state costs what it adds, not the whole conversation
+    again; a message event repeating its predecessor's metadata is not parsed at all.
+    Returns the parts that `head` does not hold (a message event's metadata always), and
+    this event's own head."""
     if len(data) < MIN_BYTES or compacted(data):
         return None
     base = event.split("|", 1)[0]
     if base not in ("messages", "values"):
         return None
+    if base == "messages":
+        return _message_after(data, head) if head is not None else _message(data)
     source = head.cut(data) if head is not None and head.parts else None
     if source is None:
         source, head = data, None
@@ -104,28 +108,22 @@ def encode_after(
         return key
 
     first: Head | None = None
-    if base == "messages":
-        if not (isinstance(value, list) and len(value) == 2 and isinstance(value[1], dict)):
-            return None
-        header.append(["p", part(value[1])])
-        template: Any = [value[0], "\x000"]
-    else:
-        if not isinstance(value, dict):
-            return None
-        template = dict(value)
-        for key, item in value.items():
-            cut = head is not None and key == head.key
-            if isinstance(item, list) and (item or cut):
-                template[key] = f"\x00{len(header)}"
-                digests = [part(element) for element in item]
-                raws = [parts[d] for d in digests]
-                if cut and head is not None:
-                    digests, raws = head.digests + digests, head.parts + raws
-                header.append(["l", digests])
-                if first is None:
-                    first = Head(key, digests, raws)
-        if not header:
-            return None
+    if not isinstance(value, dict):
+        return None
+    template = dict(value)
+    for key, item in value.items():
+        cut = head is not None and key == head.key
+        if isinstance(item, list) and (item or cut):
+            template[key] = f"\x00{len(header)}"
+            digests = [part(element) for element in item]
+            raws = [parts[d] for d in digests]
+            if cut and head is not None:
+                digests, raws = head.digests + digests, head.parts + raws
+            header.append(["l", digests])
+            if first is None:
+                first = Head(key, digests, raws)
+    if not header:
+        return None
     compact = MARK + serde.dumps(header) + b"\n" + serde.dumps(template)
     known = dict(zip(head.digests, head.parts, strict=True)) if head is not None else {}
     if len(compact) >= len(data) or decode(compact, known | parts) != data:
@@ -133,6 +131,38 @@ def encode_after(
         # elsewhere than at the start of its list: it is tried without).
         return encode_after(event, data, None) if head is not None else None
     return compact, parts, first
+
+
+def _message(data: bytes) -> tuple[bytes, Parts, Head | None] | None:
+    """The compact form of a message event (`[chunk, metadata]`): its metadata a part. Its
+    head is that part, which the run's next tokens (of the same model call) repeat."""
+    try:
+        value = serde.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if not (isinstance(value, list) and len(value) == 2 and isinstance(value[1], dict)):
+        return None
+    raw = serde.dumps(value[1])
+    key = digest(raw)
+    compact = MARK + serde.dumps([["p", key]]) + b"\n" + serde.dumps([value[0], "\x000"])
+    if len(compact) >= len(data) or decode(compact, {key: raw}) != data:
+        return None
+    return compact, {key: raw}, Head("", [key], [raw])
+
+
+def _message_after(data: bytes, head: Head) -> tuple[bytes, Parts, Head | None] | None:
+    """As `_message`, for a message event that may end with the metadata of `head` (the
+    thread's previous one): then cut from its bytes as they are, unparsed, which gives
+    them back exactly (the hole is nowhere else in them)."""
+    (key,), (raw,) = head.digests, head.parts
+    suffix = b"," + raw + b"]"
+    start = len(data) - len(suffix)
+    if not data.endswith(suffix) or data.find(_hole(0), 0, start) >= 0:
+        return _message(data)
+    compact = MARK + b'[["p","' + key.encode() + b'"]]\n' + data[: start + 1] + _hole(0) + b"]"
+    if len(compact) >= len(data):
+        return None
+    return compact, {key: raw}, head
 
 
 def needed(data: bytes) -> list[str]:
@@ -188,28 +218,32 @@ CACHED_PART_BYTES = 2 * 1024 * 1024
 
 
 class Heads(Generic[T]):
-    """What a process keeps of the last `values` event of each (thread, event name), to cut
-    the next one against (a `Head`, with whatever its log needs beside it): at most `size`,
-    the least recently kept dropped first."""
+    """What a process keeps of the last `values` and message event of each (thread, event
+    name), to encode the next one against (a `Head`, with whatever its log needs beside
+    it): at most `size` of each kind, the least recently kept dropped first. A message
+    event's head is its metadata (a KB); a `values` event's, the conversation."""
 
-    def __init__(self, size: int = 32) -> None:
-        self.size = size
-        self._heads: dict[tuple[str, str], T] = {}
+    def __init__(self, size: int = 32, messages: int = 1024) -> None:
+        self._sizes = {False: size, True: messages}
+        self._heads: dict[bool, dict[tuple[str, str], T]] = {False: {}, True: {}}
 
     def get(self, thread_id: str, event: str) -> T | None:
-        return self._heads.get((thread_id, event))
+        return self._heads[event.startswith("messages")].get((thread_id, event))
 
     def keep(self, thread_id: str, event: str, head: T | None) -> None:
         """Keep `head` as the thread's last (None: the thread has none any more)."""
-        self._heads.pop((thread_id, event), None)
+        kind = event.startswith("messages")
+        heads = self._heads[kind]
+        heads.pop((thread_id, event), None)
         if head is not None:
-            self._heads[(thread_id, event)] = head
-            if len(self._heads) > self.size:
-                del self._heads[next(iter(self._heads))]
+            heads[(thread_id, event)] = head
+            if len(heads) > self._sizes[kind]:
+                del heads[next(iter(heads))]
 
     def forget(self, thread_id: str) -> None:
-        for key in [key for key in self._heads if key[0] == thread_id]:
-            del self._heads[key]
+        for heads in self._heads.values():
+            for key in [key for key in heads if key[0] == thread_id]:
+                del heads[key]
 
 
 class PartCache:

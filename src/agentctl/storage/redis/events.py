@@ -305,10 +305,11 @@ class RedisEventLog:
     ) -> None:
         """Keep the head of an append answered as stored as asked (its parts are in the
         parts hash) for the thread's next such event. An append refused or failed drops the
-        thread's heads: its next values event sends all its parts."""
+        thread's heads: its next values event sends all its parts. (A message event sends
+        its metadata part each time: its head only spares parsing it.)"""
         if isinstance(result, Exception):
             self._heads.forget(thread_id)
-        elif event.split("|", 1)[0] == "values":
+        elif event.split("|", 1)[0] in ("values", "messages"):
             stored_as_asked = not isinstance(result, list)  # {id} says otherwise (APPEND)
             kept = (_text(result), head) if head is not None and stored_as_asked else None
             self._heads.keep(thread_id, event, kept)
