@@ -29,6 +29,11 @@ per run (when it nears 1 s/s, the client is the bottleneck). RSS/user is the ser
 less their RSS after a warm-up run, per concurrent user: what a run in flight (or pending, with
 its open stream) costs, with whatever earlier phases left in the heap.
 
+Last, each load target the measured targets allow (dev ≥ 0.95× the floor's runs/s and ≤ 1.1×
+its CPU per run, serve ≥ 0.9× dev's runs/s, dev ≥ 2× langgraph dev's runs/s at 256 users or
+more) is printed with its ratio over the pooled rounds and the median of its ratios within a
+round, whose two phases ran minutes apart rather than across the whole run.
+
 `--observed` measures what observability costs: agentctl's servers export their traces to a
 local OTLP receiver (bench/common.py `OtlpSink`) and store every run's usage, and `dev` and
 `serve` are each measured in turns beside themselves with both off (`dev-bare`, `serve-bare`:
@@ -438,6 +443,53 @@ def row(values: list[str]) -> str:
     return "  ".join(v.rjust(w) for v, w in zip(values, WIDTHS, strict=True))
 
 
+# The load targets: a ratio of two targets' figures, its bound, and the least N
+# it applies at.
+GOALS = (
+    ("dev / floor, runs/s", "dev", "floor", "runs", ">=", 0.95, 0),
+    ("dev / floor, CPU per run", "dev", "floor", "cpu", "<=", 1.1, 0),
+    ("serve / dev, runs/s", "serve", "dev", "runs", ">=", 0.9, 0),
+    ("dev / langgraph dev, runs/s", "dev", "langgraph", "runs", ">=", 2.0, 256),
+)
+
+
+def figure(phase: Phase, measure: str) -> float | None:
+    """Runs/s, or server CPU seconds per run."""
+    if not phase.runs:
+        return None
+    return phase.runs / phase.seconds if measure == "runs" else phase.server_cpu / phase.runs
+
+
+def ratio(a: Phase, b: Phase, measure: str) -> float | None:
+    x, y = figure(a, measure), figure(b, measure)
+    return x / y if x is not None and y else None
+
+
+def goals(rounds: dict[int, dict[str, list[Phase]]]) -> None:
+    """Each goal whose targets were measured, per N: the ratio of the pooled rounds, and the
+    median of the ratios within each round (the two targets measured minutes apart, not
+    the whole run: this machine's speed drifts by tens of percent over a run)."""
+    lines = []
+    for what, a, b, measure, sense, bound, least in GOALS:
+        for users, phases in rounds.items():
+            if a not in phases or b not in phases or users < least:
+                continue
+            pooled_ratio = ratio(pooled(phases[a]), pooled(phases[b]), measure)
+            within = [ratio(x, y, measure) for x, y in zip(phases[a], phases[b], strict=True)]
+            per_round = [r for r in within if r is not None]
+            if pooled_ratio is None or not per_round:
+                continue
+            met = pooled_ratio >= bound if sense == ">=" else pooled_ratio <= bound
+            lines.append(
+                f"{what:<30}{users:>6}{pooled_ratio:>9.2f}{statistics.median(per_round):>11.2f}"
+                f"   {sense} {bound:<5g} {'met' if met else 'NOT MET'}"
+            )
+    if lines:
+        print("\nagainst the load targets (ratio of the pooled rounds; median within a round)")
+        print(f"{'':<30}{'users':>6}{'pooled':>9}{'per round':>11}   target")
+        print("\n".join(lines))
+
+
 def report(results: dict[str, list[Phase]], labels: dict[str, str], args: Any) -> None:
     model = model_seconds(SCRIPT)
     print()
@@ -527,6 +579,7 @@ async def measure(args: argparse.Namespace, tmp: Path) -> None:
                 target.idle_rss = target.rss()
             labels.update({key: t.label for key, t in targets.items()})
             results: dict[str, list[Phase]] = {key: [] for key in args.targets}
+            by_users: dict[int, dict[str, list[Phase]]] = {}
             print(row(HEAD), flush=True)
             for users in args.users:
                 rounds: dict[str, list[Phase]] = {key: [] for key in args.targets}
@@ -545,7 +598,9 @@ async def measure(args: argparse.Namespace, tmp: Path) -> None:
                         await asyncio.sleep(1)  # let the server settle
                 for key, phases in rounds.items():
                     results[key].append(pooled(phases))
+                by_users[users] = rounds
             report(results, labels, args)
+            goals(by_users)
             if args.observed:
                 print(f"\n{sink.summary()}")
 

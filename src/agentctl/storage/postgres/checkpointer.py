@@ -87,9 +87,8 @@ _DELETE_UNUSED_BLOBS = """
 """
 
 Row = tuple[Any, ...]
-# A save waiting to be sent: its statement, its parameters, the fence it carries (if any)
-# and what its caller awaits.
-Save = tuple[str, Sequence[Any], Fence | None]  # a statement, its arguments, its fence
+# A save waiting to be sent: its statement, its parameters, the fence it carries (if any).
+Save = tuple[str, Sequence[Any], Fence | None]
 
 
 def _columns(rows: Sequence[Row], first: int) -> list[list[Any]]:
