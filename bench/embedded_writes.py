@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import re
 import tempfile
 import time
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from agentctl import serde
@@ -39,22 +41,30 @@ EVENT = b'{"messages": [{"type": "ai", "content": "one two three"}]}'
 SYNC = [0.0]  # seconds spent in `Storage.sync`
 
 
-async def one_run(storage: SqliteStorage, events: int) -> None:
+@contextlib.asynccontextmanager
+async def a_run(storage: SqliteStorage) -> AsyncIterator[tuple[str, str]]:
+    """A new thread and run, with what the engine writes before and after a run's events:
+    the run created and claimed, the thread busy; then the run finished, the thread idle,
+    the end committed (timed in SYNC) and appended. Yields (thread_id, run_id)."""
     thread_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
     await storage.threads.create(Thread(thread_id))
-    run = Run(run_id=run_id, thread_id=thread_id, assistant_id="bench")
-    await storage.runs.create(run)
+    await storage.runs.create(Run(run_id=run_id, thread_id=thread_id, assistant_id="bench"))
     await storage.runs.claim(now(), worker="bench", lease=30.0)
     await storage.threads.update(thread_id, ThreadUpdate(status="busy"))
-    for _ in range(events):
-        await storage.events.append(thread_id, run_id, "values", EVENT)
-        await asyncio.sleep(0)  # a run yields between events: other runs' writes interleave
+    yield thread_id, run_id
     await storage.runs.finish(run_id, "success")
     await storage.threads.update(thread_id, ThreadUpdate(status="idle"))
     started = time.perf_counter()
     await storage.sync()
     SYNC[0] += time.perf_counter() - started
     await storage.events.append(thread_id, run_id, "__end__", b"{}")
+
+
+async def one_run(storage: SqliteStorage, events: int) -> None:
+    async with a_run(storage) as (thread_id, run_id):
+        for _ in range(events):
+            await storage.events.append(thread_id, run_id, "values", EVENT)
+            await asyncio.sleep(0)  # a run yields between events: other runs' writes interleave
 
 
 TOKEN_METADATA = {
@@ -91,20 +101,14 @@ def token(thread_id: str, run_id: str, index: int) -> bytes:
 
 
 async def streaming_run(storage: SqliteStorage, tokens: int, gap: float) -> None:
-    thread_id, run_id = str(uuid.uuid4()), str(uuid.uuid4())
-    await storage.threads.create(Thread(thread_id))
-    await storage.runs.create(Run(run_id=run_id, thread_id=thread_id, assistant_id="bench"))
-    await storage.runs.claim(now(), worker="bench", lease=30.0)
-    await storage.threads.update(thread_id, ThreadUpdate(status="busy"))
-    await storage.events.append(thread_id, run_id, "metadata", b'{"run_id": "r", "attempt": 1}')
-    for index in range(tokens):
-        await asyncio.sleep(gap)
-        await storage.events.append(thread_id, run_id, "messages", token(thread_id, run_id, index))
-    await storage.events.append(thread_id, run_id, "updates", EVENT)
-    await storage.runs.finish(run_id, "success")
-    await storage.threads.update(thread_id, ThreadUpdate(status="idle"))
-    await storage.sync()
-    await storage.events.append(thread_id, run_id, "__end__", b"{}")
+    async with a_run(storage) as (thread_id, run_id):
+        metadata = b'{"run_id": "r", "attempt": 1}'
+        await storage.events.append(thread_id, run_id, "metadata", metadata)
+        for index in range(tokens):
+            await asyncio.sleep(gap)
+            data = token(thread_id, run_id, index)
+            await storage.events.append(thread_id, run_id, "messages", data)
+        await storage.events.append(thread_id, run_id, "updates", EVENT)
 
 
 def written_bytes() -> int:
