@@ -32,7 +32,7 @@ typecheck: install
 # Installs the Debian packages the tests need when they are missing (scripts/test-deps.sh).
 test: install
 	BIN=$(BIN) bash scripts/test-deps.sh
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=20
 
 # The tests that need nothing beyond Python (no PostgreSQL, Redis, bubblewrap, Node,
 # Chromium or a tmpfs to fill) and take well under a second each: the markers are in pyproject.toml.

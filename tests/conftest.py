@@ -34,6 +34,8 @@ from tests.dev_process import DevProcess, StartDev
 from tests.npm import node_executable
 from tests.small_disk import SmallDisk
 
+pytest_plugins = ["tests.watchdog"]
+
 # -- tiers --------------------------------------------------------------------------------
 
 # What a fixture needs: a test using it (directly or through another fixture) gets the marker.
