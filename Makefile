@@ -29,10 +29,13 @@ format: install
 typecheck: install
 	$(BIN)/mypy
 
-# Installs the Debian packages the tests need when they are missing (scripts/test-deps.sh).
+# Installs the Debian packages the tests need when they are missing (scripts/test-deps.sh),
+# then runs the tests in TEST_WORKERS processes (pytest-xdist; a module's tests stay in one
+# process, with its fixtures): most tests wait on servers, so more processes than cores.
+TEST_WORKERS ?= 3
 test: install
 	BIN=$(BIN) bash scripts/test-deps.sh
-	$(BIN)/pytest -q --durations=20
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --durations=20
 
 # The tests that need nothing beyond Python (no PostgreSQL, Redis, bubblewrap, Node,
 # Chromium or a tmpfs to fill) and take well under a second each: the markers are in pyproject.toml.

@@ -3,6 +3,7 @@ a machine without Node 20+ fails those tests saying what to install, it never sk
 
 from __future__ import annotations
 
+import fcntl
 import json
 import re
 import shutil
@@ -48,7 +49,14 @@ def _installed_from_lock(folder: Path) -> bool:
 
 def npm_ci(folder: Path) -> Path:
     """folder/node_modules, installed by `npm ci` unless it already holds the packages of
-    package-lock.json."""
+    package-lock.json; one process at a time (pytest-xdist's workers share the folder)."""
+    with open(folder / "node_modules.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _install(folder)
+    return folder / "node_modules"
+
+
+def _install(folder: Path) -> None:
     if not _installed_from_lock(folder):
         npm = shutil.which("npm")
         assert npm is not None
@@ -61,4 +69,3 @@ def npm_ci(folder: Path) -> Path:
         )
         if done.returncode != 0:
             pytest.fail(f"npm ci in {folder} failed:\n{done.stdout}\n{done.stderr}", pytrace=False)
-    return folder / "node_modules"

@@ -3,17 +3,20 @@ time is up with nothing printed.
 
 Each test (its set-up, call and tear-down) gets `AGENTCTL_TEST_TIMEOUT` seconds (default
 600: the first test to need Node or Chromium installs their packages). When they are up,
-the stacks of every thread and of every task of the running event loop are printed, and
-the test fails. A test that does not give way within a minute more ends the suite.
+the test fails, its report holding the stacks of every thread and of every task of the
+running event loop. A test that does not give way within a minute more ends its process
+(its pytest-xdist worker, which is replaced), printing them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import faulthandler
+import io
 import os
 import signal
 import sys
+import threading
+import traceback
 from collections.abc import Iterator
 from types import FrameType
 
@@ -26,20 +29,21 @@ def _limit() -> float:
     return float(os.environ.get("AGENTCTL_TEST_TIMEOUT", "600"))
 
 
-def _print_stacks(title: str) -> None:
+def _stacks() -> str:
     """Every thread's stack, and every task's of the loop running on this thread."""
-    err = sys.__stderr__
-    assert err is not None
-    print(f"\n{'+' * 30} {title} {'+' * 30}", file=err, flush=True)
-    faulthandler.dump_traceback(file=err, all_threads=True)
+    out = io.StringIO()
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    for ident, frame in sys._current_frames().items():
+        out.write(f"-- thread {names.get(ident, ident)}\n")
+        out.write("".join(traceback.format_stack(frame)))
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
-        return
+        return out.getvalue()
     for task in asyncio.all_tasks(loop):
-        print(f"-- {task!r}", file=err)
-        task.print_stack(limit=30, file=err)
-    err.flush()
+        out.write(f"-- {task!r}\n")
+        task.print_stack(limit=30, file=out)
+    return out.getvalue()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -49,13 +53,14 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
         return (yield)
 
     def timed_out(signum: int, frame: FrameType | None) -> None:
-        _print_stacks(f"{item.nodeid} still runs after {limit:.0f} s")
         signal.signal(signal.SIGALRM, gave_up)
         signal.setitimer(signal.ITIMER_REAL, GRACE)
-        pytest.fail(f"the test took more than {limit:.0f} s (AGENTCTL_TEST_TIMEOUT)")
+        pytest.fail(f"the test took more than {limit:.0f} s (AGENTCTL_TEST_TIMEOUT); "
+                    f"where it waits:\n{_stacks()}")  # fmt: skip
 
     def gave_up(signum: int, frame: FrameType | None) -> None:
-        _print_stacks(f"{item.nodeid} did not stop {GRACE:.0f} s after it timed out")
+        print(f"{item.nodeid} did not stop {GRACE:.0f} s after it timed out:\n{_stacks()}",
+              file=sys.__stderr__, flush=True)  # fmt: skip
         os._exit(3)
 
     previous = signal.signal(signal.SIGALRM, timed_out)

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from agentctl.connections import Connections
 from agentctl.storage.base import ConnectionStore
 from agentctl.storage.sqlite import SqliteStorage
 from agentctl.testing.oauth_provider import OAuthProvider
@@ -32,3 +33,15 @@ async def store(tmp_path: Path) -> AsyncIterator[ConnectionStore]:
 async def browser() -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(timeout=10) as client:
         yield client
+
+
+# The connections a test opened (tests/connections/test_connections.py `connections`),
+# closed after it, whichever module it is in.
+OPEN: list[Connections] = []
+
+
+@pytest.fixture(autouse=True)
+async def close_connections() -> AsyncIterator[None]:
+    yield
+    while OPEN:
+        await OPEN.pop().aclose()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
@@ -22,6 +22,7 @@ from agentctl.project.model import McpOAuth, McpServer
 from agentctl.sealing import split_keys
 from agentctl.storage.base import ConnectionStore
 from agentctl.testing.oauth_provider import OAuthProvider
+from tests.connections.conftest import OPEN
 from tests.storage.conftest import postgres_opener
 
 CALLBACK = "http://127.0.0.1:9/connections/callback"  # never opened: sign_in stops at it
@@ -40,9 +41,6 @@ def notes(provider: OAuthProvider, oauth: McpOAuth | None = None) -> dict[str, M
     return {"notes": server}
 
 
-_open: list[Connections] = []
-
-
 def connections(
     store: ConnectionStore,
     provider: OAuthProvider,
@@ -59,15 +57,8 @@ def connections(
         callback_url=CALLBACK,
         base_url=BASE,
     )
-    _open.append(vault)
+    OPEN.append(vault)
     return vault
-
-
-@pytest.fixture(autouse=True)
-async def close_connections() -> AsyncIterator[None]:
-    yield
-    while _open:
-        await _open.pop().aclose()
 
 
 async def connect(

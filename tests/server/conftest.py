@@ -56,6 +56,11 @@ def environ_now() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
 
 
+# An id nothing has, for requests that must find nothing. Test ids hold it, so it is fixed:
+# pytest-xdist's workers must collect the same tests.
+UNKNOWN_ID = "00000000-0000-4000-8000-00000000dead"
+
+
 @dataclass
 class Running:
     url: str

@@ -11,7 +11,7 @@ import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
 from agentctl.engine import assistant_uuid
-from tests.server.conftest import Running, assert_json_error, error_detail, user
+from tests.server.conftest import UNKNOWN_ID, Running, assert_json_error, error_detail, user
 
 
 async def test_the_deployment_assistant_exists_under_its_graph_name(agent: Running) -> None:
@@ -223,7 +223,7 @@ async def test_schemas_and_subgraphs(agent: Running) -> None:
         ("POST", "/assistants/search", b'{"select": ["secret"]}', 422, "select"),
         ("POST", "/assistants/demo/latest", b'{"version": "one"}', 422, "version"),
         ("POST", "/assistants/demo/latest", b'{"version": 2147483648}', 422, "version"),
-        ("PATCH", f"/assistants/{uuid.uuid4()}", b"{}", 404, "not found"),
+        ("PATCH", f"/assistants/{UNKNOWN_ID}", b"{}", 404, "not found"),
         ("GET", "/assistants/nobody/schemas", b"", 404, "not found"),
     ],
 )

@@ -14,7 +14,7 @@ from langgraph_sdk.errors import NotFoundError, UnprocessableEntityError
 from agentctl.engine import assistant_uuid
 from agentctl.storage.base import Run
 from tests.conftest import eventually
-from tests.server.conftest import Running, assert_json_error, error_detail, user
+from tests.server.conftest import UNKNOWN_ID, Running, assert_json_error, error_detail, user
 
 EVERY_SECOND = "* * * * * *"  # croniter: a sixth field is the seconds
 NEVER_SOON = "0 0 1 1 *"
@@ -268,9 +268,9 @@ async def test_deleting_a_thread_deletes_its_crons(agent: Running) -> None:
             "not a UUID",
         ),
         ("POST", "/runs/crons/search", b'{"sort_by": "mood"}', 422, "sort_by"),
-        ("GET", f"/runs/crons/{uuid.uuid4()}", b"", 404, "not found"),
+        ("GET", f"/runs/crons/{UNKNOWN_ID}", b"", 404, "not found"),
         ("GET", "/runs/crons/not-a-uuid", b"", 422, "not a UUID"),
-        ("PATCH", f"/runs/crons/{uuid.uuid4()}", b"{}", 404, "not found"),
+        ("PATCH", f"/runs/crons/{UNKNOWN_ID}", b"{}", 404, "not found"),
         ("DELETE", "/runs/crons/xyz", b"", 422, "not a UUID"),
     ],
 )

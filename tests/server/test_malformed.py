@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from tests.server.conftest import Running, assert_json_error, user
+from tests.server.conftest import UNKNOWN_ID, Running, assert_json_error, user
 
 
 @pytest.mark.parametrize(
@@ -33,8 +33,8 @@ from tests.server.conftest import Running, assert_json_error, user
         ),
         ("POST", "/runs", b'{"assistant_id": "demo", "after_seconds": -1}', 422, "after_seconds"),
         ("POST", "/threads/not-a-uuid/runs", b'{"assistant_id": "demo"}', 422, "not a UUID"),
-        ("GET", f"/threads/{uuid.uuid4()}/runs/{uuid.uuid4()}", b"", 404, "not found"),
-        ("GET", f"/threads/{uuid.uuid4()}/stream", b"", 404, "not found"),
+        ("GET", f"/threads/{UNKNOWN_ID}/runs/{UNKNOWN_ID}", b"", 404, "not found"),
+        ("GET", f"/threads/{UNKNOWN_ID}/stream", b"", 404, "not found"),
         ("POST", "/runs/cancel", b"{}", 422, "say which runs"),
         ("GET", "/nowhere", b"", 404, "no endpoint GET /nowhere"),
         ("DELETE", "/runs/wait", b"", 405, "not allowed"),

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
-from tests.server.conftest import Running, assert_json_error, error_detail, user
+from tests.server.conftest import UNKNOWN_ID, Running, assert_json_error, error_detail, user
 
 
 async def ran(agent: Running, text: str = "hi", **metadata: Any) -> str:
@@ -433,13 +433,13 @@ async def test_history_maps_a_subagents_tool_call_to_its_namespace(gated: Runnin
         ("POST", "/threads/prune", b'{"thread_ids": ["x"]}', 422, "not a UUID"),
         ("POST", "/threads/prune", b'{"thread_ids": [], "strategy": "all"}', 422, "strategy"),
         ("PATCH", "/threads/not-a-uuid", b"{}", 422, "not a UUID"),
-        ("DELETE", f"/threads/{uuid.uuid4()}", b"", 404, "not found"),
-        ("POST", f"/threads/{uuid.uuid4()}/copy", b"", 404, "not found"),
-        ("GET", f"/threads/{uuid.uuid4()}/state", b"", 404, "not found"),
-        ("GET", f"/threads/{uuid.uuid4()}/history", b"", 404, "not found"),
-        ("POST", f"/threads/{uuid.uuid4()}/state", b'{"values": 3}', 422, "values"),
-        ("POST", f"/threads/{uuid.uuid4()}/state/checkpoint", b"{}", 422, "checkpoint"),
-        ("POST", f"/threads/{uuid.uuid4()}/history", b'{"limit": "x"}', 422, "limit"),
+        ("DELETE", f"/threads/{UNKNOWN_ID}", b"", 404, "not found"),
+        ("POST", f"/threads/{UNKNOWN_ID}/copy", b"", 404, "not found"),
+        ("GET", f"/threads/{UNKNOWN_ID}/state", b"", 404, "not found"),
+        ("GET", f"/threads/{UNKNOWN_ID}/history", b"", 404, "not found"),
+        ("POST", f"/threads/{UNKNOWN_ID}/state", b'{"values": 3}', 422, "values"),
+        ("POST", f"/threads/{UNKNOWN_ID}/state/checkpoint", b"{}", 422, "checkpoint"),
+        ("POST", f"/threads/{UNKNOWN_ID}/history", b'{"limit": "x"}', 422, "limit"),
     ],
 )
 async def test_malformed_requests(
