@@ -134,64 +134,63 @@ async def test_a_stalled_replica_never_runs_a_run_twice(
     client = cluster.client(steady)
     # Runs are submitted to the replica that will freeze: it wakes at once and claims them.
     submit = cluster.client(stalling)
-    threads: dict[str, tuple[str, str]] = {}  # thread id: (first run's token, follow-up's)
-    freezes: list[Freeze] = []
-    probe_waits: list[float] = []
-    try:
-        for round_, delay in enumerate(FREEZE_AFTER[:ROUNDS]):
-            for i in range(BURST):
-                thread_id, token = str(uuid.uuid4()), f"run-{round_}-{i}"
-                first = f"{token}\n@sleep 0.4 @say answer {token}"
-                await submit.runs.create(
-                    thread_id, "chat", input=user(first), if_not_exists="create"
+    async with client, submit:
+        threads: dict[str, tuple[str, str]] = {}  # thread id: (first run's token, follow-up's)
+        freezes: list[Freeze] = []
+        probe_waits: list[float] = []
+        try:
+            for round_, delay in enumerate(FREEZE_AFTER[:ROUNDS]):
+                for i in range(BURST):
+                    thread_id, token = str(uuid.uuid4()), f"run-{round_}-{i}"
+                    first = f"{token}\n@sleep 0.4 @say answer {token}"
+                    await submit.runs.create(
+                        thread_id, "chat", input=user(first), if_not_exists="create"
+                    )
+                    # A follow-up on the same thread: it goes on from the first one's answer.
+                    second = f"{token}-next\n@say next {token}"
+                    await submit.runs.create(thread_id, "chat", input=user(second))
+                    threads[thread_id] = (token, f"{token}-next")
+                await asyncio.sleep(delay)
+                stalling.process.send_signal(signal.SIGSTOP)
+                stopped = time.time()
+                await asyncio.sleep(0.3)  # a claim it sent before it froze has committed
+                held = worker_runs(cluster, stalling)
+                # While it is frozen, a new run starts on the other replica at once.
+                probe = await client.runs.create(
+                    None, "chat", input=user(f"probe-{round_}\n@say probe")
                 )
-                # A follow-up on the same thread: it goes on from the first one's answer.
-                second = f"{token}-next\n@say next {token}"
-                await submit.runs.create(thread_id, "chat", input=user(second))
-                threads[thread_id] = (token, f"{token}-next")
-            await asyncio.sleep(delay)
-            stalling.process.send_signal(signal.SIGSTOP)
-            stopped = time.time()
-            await asyncio.sleep(0.3)  # a claim it sent before it froze has committed
-            held = worker_runs(cluster, stalling)
-            # While it is frozen, a new run starts on the other replica at once.
-            probe = await client.runs.create(
-                None, "chat", input=user(f"probe-{round_}\n@say probe")
-            )
-            submitted = time.monotonic()
-            await eventually(
-                partial(_started, cluster, probe["run_id"]),
-                LEASE * 2,
-                "the probe run to start while a replica is frozen",
-            )
-            probe_waits.append(time.monotonic() - submitted)
-            # Frozen well past its lease: its runs are taken over by the other replica.
-            await asyncio.sleep(max(0.0, stopped + 3 * LEASE - time.time()))
+                submitted = time.monotonic()
+                await eventually(
+                    partial(_started, cluster, probe["run_id"]),
+                    LEASE * 2,
+                    "the probe run to start while a replica is frozen",
+                )
+                probe_waits.append(time.monotonic() - submitted)
+                # Frozen well past its lease: its runs are taken over by the other replica.
+                await asyncio.sleep(max(0.0, stopped + 3 * LEASE - time.time()))
+                stalling.process.send_signal(signal.SIGCONT)
+                freezes.append(Freeze(stopped, time.time(), held))
+                await asyncio.sleep(0.5)
+            for thread_id in threads:
+                await eventually(partial(_idle, client, thread_id), 60, f"{thread_id} to finish")
+        finally:
             stalling.process.send_signal(signal.SIGCONT)
-            freezes.append(Freeze(stopped, time.time(), held))
-            await asyncio.sleep(0.5)
-        for thread_id in threads:
-            await eventually(partial(_idle, client, thread_id), 60, f"{thread_id} to finish")
-    finally:
-        stalling.process.send_signal(signal.SIGCONT)
 
-    assert any(freeze.held for freeze in freezes), "the replica never froze holding a run"
-    for thread_id, (token, follow_up) in threads.items():
-        runs = await client.runs.list(thread_id)
-        assert [run["status"] for run in runs] == ["success", "success"], thread_id
-        # No thread's state went back: both answers are there, in order.
-        state: Any = await client.threads.get_state(thread_id)
-        said = [message_text(m["content"]) for m in state["values"]["messages"]]
-        assert said[1::2] == [f"answer {token}", f"next {token}"], said
-        for run in runs:
-            attempts = await _attempts(client, thread_id, run["run_id"])
-            run_calls = calls.of(follow_up if run is runs[0] else token)
-            last_here = ran_last_on(cluster, run["run_id"], stalling)
-            _check_one_attempt_at_a_time(
-                run["run_id"], run_calls, attempts, freezes, stalling, last_here
-            )
-    await client.aclose()
-    await submit.aclose()
+        assert any(freeze.held for freeze in freezes), "the replica never froze holding a run"
+        for thread_id, (token, follow_up) in threads.items():
+            runs = await client.runs.list(thread_id)
+            assert [run["status"] for run in runs] == ["success", "success"], thread_id
+            # No thread's state went back: both answers are there, in order.
+            state: Any = await client.threads.get_state(thread_id)
+            said = [message_text(m["content"]) for m in state["values"]["messages"]]
+            assert said[1::2] == [f"answer {token}", f"next {token}"], said
+            for run in runs:
+                attempts = await _attempts(client, thread_id, run["run_id"])
+                run_calls = calls.of(follow_up if run is runs[0] else token)
+                last_here = ran_last_on(cluster, run["run_id"], stalling)
+                _check_one_attempt_at_a_time(
+                    run["run_id"], run_calls, attempts, freezes, stalling, last_here
+                )
 
 
 def _check_one_attempt_at_a_time(
