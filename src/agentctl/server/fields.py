@@ -172,9 +172,10 @@ def check_store_key(value: str) -> str:
     return value
 
 
-def check_url(connection: HTTPConnection) -> None:
+async def check_url(connection: HTTPConnection) -> None:
     """A dependency of every route: a path or query parameter holding NUL (`%00`), or a
-    path id of `UUID_PARAMS` that is not a UUID, is a 422 naming it."""
+    path id of `UUID_PARAMS` that is not a UUID, is a 422 naming it. Async, so that FastAPI
+    runs it on the loop rather than handing each request to a thread."""
     given = [
         *(("path parameter", name, value) for name, value in connection.path_params.items()),
         *(

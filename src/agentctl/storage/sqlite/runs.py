@@ -39,19 +39,23 @@ _CLAIM = (
 
 
 class _HeldFences:
-    """The attempts seen holding their run since a row of `runs` last changed: a run's
-    writes come many a second (its tokens), its row changes a few times a run. Temporary
-    triggers on the table tell of every insert, update and delete, whatever statement or
-    replayed journal made it, and each empties the set."""
+    """Per run, the attempt seen holding it since its row last changed: a run's writes come
+    many a second (its tokens), its row changes a few times a run. Temporary triggers on the
+    table tell of every insert, update and delete, whatever statement or replayed journal
+    made it, and each forgets the run it touched (the others' attempts still hold)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
-        self.seen: set[tuple[str, int, str]] = set()
-        conn.create_function("agentctl_runs_changed", 0, self.seen.clear)
-        for change in ("INSERT", "UPDATE", "DELETE"):
+        self.seen: dict[str, tuple[str, int, str]] = {}
+        conn.create_function("agentctl_run_changed", 1, self._changed, deterministic=False)
+        for change, row in (("INSERT", "NEW"), ("UPDATE", "OLD"), ("DELETE", "OLD")):
             conn.execute(
-                f"CREATE TEMP TRIGGER IF NOT EXISTS agentctl_runs_{change.lower()} "
-                f"AFTER {change} ON main.runs BEGIN SELECT agentctl_runs_changed(); END"
+                f"CREATE TEMP TRIGGER IF NOT EXISTS agentctl_run_{change.lower()} "
+                f"AFTER {change} ON main.runs BEGIN SELECT agentctl_run_changed({row}.run_id);"
+                " END"
             )
+
+    def _changed(self, run_id: str) -> None:
+        self.seen.pop(run_id, None)
 
 
 _held: weakref.WeakKeyDictionary[Database, _HeldFences] = weakref.WeakKeyDictionary()
@@ -67,12 +71,12 @@ def check_fence(db: Database, fence: Fence | None) -> None:
     db.readable()
     held = _held.get(db)
     key = fence_params(fence)
-    if held is not None and key in held.seen:
+    if held is not None and held.seen.get(fence.run_id) == key:
         return
     if not db.conn.execute(SQL.holds, key).fetchone():
         raise fence.refused()
     if held is not None:
-        held.seen.add(key)
+        held.seen[fence.run_id] = key
 
 
 class SqliteRuns(SqliteTable, SqlRunStore):
