@@ -781,6 +781,9 @@ def _connect(path: Path, *, exclusive: bool = False) -> _Connection:
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA busy_timeout=5000")
         conn.execute("PRAGMA foreign_keys=OFF")
+        # Savepoints (every `transaction` and `flush`) journal the pages they change: in
+        # memory, not in a temporary file written page by page.
+        conn.execute("PRAGMA temp_store=MEMORY")
     except BaseException:
         conn.close()
         raise
