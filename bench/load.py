@@ -5,10 +5,11 @@ the scripted model plans with a tool call after 0.5 s (`@sleep 0.5 @call write_f
 streams a final answer of 60 tokens 25 ms apart (`@slow 0.025 @say …`): about 2 s of model
 time, as a real agent run spends most of its time waiting for its model.
 
-N users, each with the official `langgraph-sdk` client, run one-turn runs back to back, each on
-a fresh thread, streamed with `stream_mode=["updates", "messages-tuple"]`, for `--seconds`
-(a run started before the end finishes). The targets take turns at each N (`--rounds R`: R
-turns each, pooled in the summary):
+N users, each with the official `langgraph-sdk` client (16 users to a client, a pool of
+connections each), run one-turn runs back to back, each on a fresh thread, streamed with
+`stream_mode=["updates", "messages-tuple"]`, for `--seconds` (a run started before the end
+finishes). The targets take turns at each N (`--rounds R`: R turns each, pooled in the
+summary):
 
 - `dev`: `agentctl dev` (embedded SQLite);
 - `serve`, `serve2`: `agentctl serve` on PostgreSQL + Redis with one replica, and with two
@@ -271,6 +272,12 @@ async def one_run(client: LangGraphClient, assistant: str, tally: Tally) -> None
     finally:
         if accepted:
             tally.tokens_lost += max(0, TOKENS - tokens)
+
+
+# Users sharing one SDK client (one pool of connections). httpcore's pool looks at each of
+# its connections on every request and every response's end: one client for 256 users
+# spent more CPU than the server it measured, on the same cores.
+USERS_PER_CLIENT = 16
 
 
 def sdk_client(url: str, headers: dict[str, str]) -> LangGraphClient:
@@ -572,10 +579,15 @@ async def measure(args: argparse.Namespace, tmp: Path) -> None:
             for key in (k for k in args.targets if k != "floor"):
                 print(f"starting {key} …", flush=True)
                 targets[key] = target = await starters[key]()
-                clients[key] = [sdk_client(url, target.headers) for url in target.urls]
+                groups = -(-max(args.users) // USERS_PER_CLIENT)
+                clients[key] = [
+                    sdk_client(url, target.headers) for _ in range(groups) for url in target.urls
+                ]
                 for client in clients[key]:
                     stack.push_async_callback(client.http.client.aclose)
-                    await one_run(client, target.assistant, Tally())  # warm-up
+                await asyncio.gather(  # warm-up
+                    *(one_run(client, target.assistant, Tally()) for client in clients[key])
+                )
                 target.idle_rss = target.rss()
             labels.update({key: t.label for key, t in targets.items()})
             results: dict[str, list[Phase]] = {key: [] for key in args.targets}
