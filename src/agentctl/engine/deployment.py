@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 
 from agentctl.errors import NotDeployed
@@ -11,6 +12,7 @@ from agentctl.runtime.agent import AgentRuntime
 ASSISTANT_NAMESPACE = uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8")
 
 
+@functools.lru_cache(maxsize=64)  # asked on every request naming an assistant by its graph
 def assistant_uuid(graph_id: str) -> str:
     return str(uuid.uuid5(ASSISTANT_NAMESPACE, graph_id))
 
