@@ -114,7 +114,7 @@ async def test_only_the_attempt_holding_a_run_writes(storage: Storage) -> None:
 
 async def test_a_write_right_after_the_run_changed_hands_is_refused(storage: Storage) -> None:
     """However recently the attempt wrote: the embedded store reads a run's row again once
-    any run changed, not at every write of an attempt it saw holding its run."""
+    that row changed, not at every write of an attempt it saw holding its run."""
     thread = await add_thread(storage)
     await add_run(storage, thread.thread_id)
     first = Attempt(storage, await claim(storage, "a"), "a")
@@ -137,6 +137,28 @@ async def test_a_write_right_after_the_run_changed_hands_is_refused(storage: Sto
         await append(first.fence)
     assert first.stops == 2
     assert second.stops == 0
+
+
+async def test_a_run_changing_hands_leaves_the_other_runs_writing(storage: Storage) -> None:
+    """Two runs in flight on two replicas: one is taken over; its stale attempt's writes are
+    refused, and the other run's go on."""
+    threads = [await add_thread(storage) for _ in range(2)]
+    for thread in threads:
+        await add_run(storage, thread.thread_id)
+    taken = Attempt(storage, await claim(storage, "a"), "a")
+    kept = Attempt(storage, await claim(storage, "b"), "b")
+    assert await taken.writes() == []
+    assert await kept.writes() == []
+
+    await storage.runs.release("a")
+    await storage.events.supersede(taken.run.run_id, taken.run.attempt)
+    again = Attempt(storage, await claim(storage, "c"), "c")
+    assert again.run.run_id == taken.run.run_id
+    assert await taken.writes() == ["thread", "event", "checkpoint", "status"]
+    assert await kept.writes() == []
+    assert await again.writes() == []
+    assert taken.stops == 1
+    assert kept.stops == again.stops == 0
 
 
 async def test_the_same_worker_claiming_again_is_another_attempt(storage: Storage) -> None:
