@@ -46,7 +46,7 @@ class _HeldFences:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.seen: dict[str, tuple[str, int, str]] = {}
-        conn.create_function("agentctl_run_changed", 1, self._changed, deterministic=False)
+        conn.create_function("agentctl_run_changed", 1, self._changed)
         for change, row in (("INSERT", "NEW"), ("UPDATE", "OLD"), ("DELETE", "OLD")):
             conn.execute(
                 f"CREATE TEMP TRIGGER IF NOT EXISTS agentctl_run_{change.lower()} "
