@@ -99,11 +99,16 @@ class Freeze:
     held: dict[str, int]  # the runs the frozen replica held (run id: attempt)
 
 
+def worker_mark(replica: Replica) -> str:
+    """What the `worker` of a run executed by `replica` holds: its process id."""
+    return f":{replica.process.pid}:"
+
+
 def worker_runs(cluster: Cluster, replica: Replica) -> dict[str, int]:
     with cluster.connect("chat") as conn:
         rows = conn.execute(
             "SELECT run_id, attempt FROM runs WHERE status = 'running' AND worker LIKE %s",
-            (f"%:{replica.process.pid}:%",),
+            (f"%{worker_mark(replica)}%",),
         ).fetchall()
     return dict(rows)
 
@@ -112,7 +117,7 @@ def ran_last_on(cluster: Cluster, run_id: str, replica: Replica) -> bool:
     """Whether the run's last attempt was executed by `replica`."""
     with cluster.connect("chat") as conn:
         row = conn.execute("SELECT worker FROM runs WHERE run_id = %s", (run_id,)).fetchone()
-    return row is not None and f":{replica.process.pid}:" in (row[0] or "")
+    return row is not None and worker_mark(replica) in (row[0] or "")
 
 
 def run_status(cluster: Cluster, run_id: str) -> str:
