@@ -197,6 +197,38 @@ async def test_a_stalled_replica_holds_up_no_claim(storage: Storage, database_ur
     assert [run.run_id for run in requeued] == [stalled_run.run_id]
 
 
+@pytest.mark.postgres
+async def test_a_lease_renewal_beside_a_batch_of_saves_does_not_deadlock(
+    storage: Storage, database_url: str
+) -> None:
+    """A batch of checkpoint saves share-locks its runs' rows, one save after another, while
+    the replica renews its leases: both lock the rows in one order, so one waits for the
+    other and both go through (they deadlocked when a renewal took the table's order)."""
+    if not isinstance(storage, PostgresStorage):
+        pytest.skip("one process uses the embedded database")
+    for _ in range(2):
+        await add_run(storage, (await add_thread(storage)).thread_id)
+    first, second = sorted([await claim(storage, "a"), await claim(storage, "a")],
+                           key=lambda run: run.run_id)  # fmt: skip
+    # The first run released and claimed again: in the table and its index of workers, its
+    # row now comes after the second's.
+    await storage.runs.release("a", run_id=first.run_id)
+    first = await claim(storage, "a")
+    async with await psycopg.AsyncConnection.connect(
+        database_url, options=f"-c search_path={storage.schema or 'public'}"
+    ) as saves:
+        await saves.execute("BEGIN")
+        await saves.execute("SET LOCAL lock_timeout = '5s'")
+        await saves.execute("SELECT 1 FROM runs WHERE run_id = %s FOR SHARE", (first.run_id,))
+        renewal = asyncio.ensure_future(storage.runs.renew("a", LEASE))
+        await asyncio.sleep(0.5)  # it waits for the first run's row
+        assert not renewal.done()
+        await saves.execute("SELECT 1 FROM runs WHERE run_id = %s FOR SHARE", (second.run_id,))
+        await saves.execute("COMMIT")
+    held = await asyncio.wait_for(renewal, 10)
+    assert held == {first.run_id: first.attempt, second.run_id: second.attempt}
+
+
 async def test_an_unfenced_append_is_not_refused(storage: Storage) -> None:
     """Appends of no attempt (a cancelled pending run's end, a state update) are not fenced."""
     thread = await add_thread(storage)

@@ -26,6 +26,7 @@ from agentctl.storage.batches import GroupSender, Queued
 from agentctl.storage.fence import Fence, StaleAttempt, current
 from agentctl.storage.outages import service_down
 from agentctl.storage.postgres.database import Pool
+from agentctl.storage.postgres.runs import LOCK_ORDER
 from agentctl.storage.postgres.runs import SQL as RUNS
 from agentctl.storage.sql.runs import fence_params
 
@@ -36,6 +37,9 @@ _TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
 # the save commits (storage/fence.py). Unfenced, one row.
 _HELD = f"held AS MATERIALIZED (SELECT 1 / COUNT(*) AS ok FROM ({RUNS.holds} FOR SHARE) AS h)"
 _UNFENCED = "held AS MATERIALIZED (SELECT 1 AS ok)"
+# Before the saves of a batch, their runs' rows, share-locked in the order every statement
+# locking several runs takes (postgres/runs.py), whatever the order of the saves.
+_LOCK_RUNS = f"SELECT 1 FROM runs WHERE run_id = ANY(%s) ORDER BY {LOCK_ORDER} FOR SHARE"
 
 
 def _blobs(name: str, conflict: str) -> str:
@@ -151,6 +155,9 @@ class PoolPostgresSaver(AsyncPostgresSaver):  # type: ignore[misc]
             if len(live) > 1:
                 try:
                     async with conn.pipeline():
+                        fenced = [fence.run_id for _, _, fence in live if fence is not None]
+                        if fenced:
+                            await conn.execute(_LOCK_RUNS, (fenced,))
                         for sql, args, _ in live:
                             await conn.execute(sql, args, binary=True)
                     return [None] * len(batch)

@@ -50,6 +50,20 @@ _CLAIM = (
     " FOR UPDATE OF r SKIP LOCKED"
     f") AND status = 'pending' RETURNING {COLUMNS}"
 )
+# The one order in which a statement or transaction locks several rows of runs. An UPDATE
+# locks the rows it matches in the table's order: a lease renewal, locking a replica's runs
+# that way, deadlocked with a batch of checkpoint saves that had share-locked two of them
+# (each save holds its run against a takeover) in the order the saves came.
+LOCK_ORDER = 'run_id COLLATE "C"'
+# A worker's running runs, locked in that order.
+_OF_WORKER = (
+    "run_id IN (SELECT run_id FROM runs WHERE status = 'running' AND worker = %s"
+    f" ORDER BY {LOCK_ORDER} FOR UPDATE)"
+)
+_RENEW = (
+    f"UPDATE runs SET lease_expires_at = {POSTGRES.lease_end} WHERE {_OF_WORKER}"
+    " AND status = 'running' AND worker = %s RETURNING run_id, attempt"
+)
 # Running runs whose lease ran out by the database's clock; a row locked by a write of its
 # attempt (a fenced write holds it briefly) is left for the next look.
 _ORPHANS = (
@@ -65,6 +79,15 @@ class PostgresRuns(PostgresTable, SqlRunStore):
     async def claim(self, at: datetime, *, worker: str, lease: float) -> Run | None:
         found = await self.write_rows(_CLAIM, (at, at, worker, POSTGRES.lease_param(lease), now()))
         return SQL.record(found[0]) if found else None
+
+    async def renew(self, worker: str, lease: float) -> dict[str, int]:
+        until = POSTGRES.lease_param(lease)
+        return dict(await self.write_rows(_RENEW, (until, worker, worker)))
+
+    async def release(self, worker: str, *, run_id: str | None = None) -> builtins.list[Run]:
+        if run_id is not None:
+            return await super().release(worker, run_id=run_id)
+        return await self.requeue(f"{_OF_WORKER} AND worker = %s", worker, worker)
 
     async def requeue_orphans(self, worker: str, at: datetime) -> builtins.list[Run]:
         # Other replicas' runs stay theirs while their leases run: `worker` and `at` (the
